@@ -1,0 +1,102 @@
+"""Batched quaternion and rotation helpers. Quaternions are (w, x, y, z), shape (..., 4).
+
+Everything here broadcasts over leading axes so the step works on all bodies at once.
+"""
+import numpy as np
+
+
+def normalize(q):
+    q = np.asarray(q, dtype=np.float64)
+    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def conjugate(q):
+    q = np.asarray(q, dtype=np.float64)
+    return q * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def multiply(a, b):
+    """Hamilton product a*b (apply b first, then a)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    aw, ax, ay, az = np.moveaxis(a, -1, 0)
+    bw, bx, by, bz = np.moveaxis(b, -1, 0)
+    return np.stack((
+        aw * bw - ax * bx - ay * by - az * bz,
+        aw * bx + ax * bw + ay * bz - az * by,
+        aw * by - ax * bz + ay * bw + az * bx,
+        aw * bz + ax * by - ay * bx + az * bw,
+    ), axis=-1)
+
+
+def to_matrix(q):
+    """Rotation matrices (..., 3, 3) of unit quaternions (..., 4)."""
+    q = np.asarray(q, dtype=np.float64)
+    w, x, y, z = np.moveaxis(q, -1, 0)
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    m = np.stack((
+        1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy),
+        2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx),
+        2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy),
+    ), axis=-1)
+    return m.reshape(q.shape[:-1] + (3, 3))
+
+
+def from_matrix(m):
+    """Unit quaternions (w >= 0) of rotation matrices (..., 3, 3) (Shepperd's method)."""
+    m = np.asarray(m, dtype=np.float64)
+    shape = m.shape[:-2]
+    m = m.reshape(-1, 3, 3)
+    tr = m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2]
+    cand = np.stack((
+        np.stack((1 + tr, m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]), -1),
+        np.stack((m[:, 2, 1] - m[:, 1, 2], 1 + 2 * m[:, 0, 0] - tr, m[:, 0, 1] + m[:, 1, 0], m[:, 0, 2] + m[:, 2, 0]), -1),
+        np.stack((m[:, 0, 2] - m[:, 2, 0], m[:, 0, 1] + m[:, 1, 0], 1 + 2 * m[:, 1, 1] - tr, m[:, 1, 2] + m[:, 2, 1]), -1),
+        np.stack((m[:, 1, 0] - m[:, 0, 1], m[:, 0, 2] + m[:, 2, 0], m[:, 1, 2] + m[:, 2, 1], 1 + 2 * m[:, 2, 2] - tr), -1),
+    ), axis=1)
+    # Pick the numerically largest candidate (largest diagonal term) per matrix.
+    diag = np.stack((tr, m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]), -1)
+    best = np.argmax(diag, axis=-1)
+    q = cand[np.arange(len(m)), best]
+    q = normalize(q)
+    q = np.where(q[:, :1] < 0, -q, q)
+    return q.reshape(shape + (4,))
+
+
+def rotate(q, v):
+    """Rotate vectors v (..., 3) by unit quaternions q (..., 4)."""
+    q = np.asarray(q, dtype=np.float64)
+    v = np.asarray(v, dtype=np.float64)
+    u = q[..., 1:]
+    w = q[..., :1]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def rotate_inverse(q, v):
+    """Rotate vectors v by the inverse of unit quaternions q."""
+    return rotate(conjugate(q), v)
+
+
+def from_axis_angle(axis, angle):
+    axis = np.asarray(axis, dtype=np.float64)
+    axis = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
+    half = 0.5 * np.asarray(angle, dtype=np.float64)[..., None]
+    return np.concatenate((np.cos(half), np.sin(half) * axis), axis=-1)
+
+
+def exp_map(omega, dt):
+    """Quaternion of the rotation by angular velocity omega (..., 3) over dt (exact, not linearised)."""
+    omega = np.asarray(omega, dtype=np.float64)
+    angle = np.linalg.norm(omega, axis=-1, keepdims=True) * dt
+    half = 0.5 * angle
+    # sin(h)/|omega| written so that tiny rates stay finite: sinc form.
+    scale = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0), 0.5 - angle * angle / 48.0) * dt
+    return np.concatenate((np.cos(half), omega * scale), axis=-1)
+
+
+def integrate(q, omega, dt):
+    """Advance orientations q by world angular velocities omega over dt, renormalised."""
+    return normalize(multiply(exp_map(omega, dt), q))

@@ -1,0 +1,93 @@
+"""Padded structure-of-arrays view of a set of shapes, for the batched queries.
+
+Shapes are few and shared (1000 cubes use one Box), so the table is indexed by *shape id*
+and a batch of M pairs gathers rows with fancy indexing: ``table.points[ids_a]`` is (M, V, 3).
+
+Padding rule: rows are padded by *repeating the first element* (point 0, plane 0, edge 0), so a
+max/argmax over the padded axis gives the same answer as over the real elements and the
+hot loops need no masks. Face loops are the exception: they are padded with -1 (see
+``face_sizes``) because a repeated vertex would make a zero-length clipping edge.
+
+A batch whose shapes are all small can slice the padded axis down to its own maximum
+(``table.points[ids_a, :table.npoints[ids_a].max()]``): padding by repetition keeps that valid.
+"""
+import numpy as np
+
+from .shapes import POLYTOPE
+
+
+class ShapeTable:
+    def __init__(self, shapes=()):
+        self.shapes = []
+        self._ids = {}
+        self._dirty = True
+        for s in shapes:
+            self.add(s)
+
+    def add(self, shape):
+        """Id of the shape, adding it on first sight (keyed by identity: shapes are immutable)."""
+        key = id(shape)
+        if key not in self._ids:
+            self._ids[key] = len(self.shapes)
+            self.shapes.append(shape)
+            self._dirty = True
+        return self._ids[key]
+
+    def __len__(self):
+        return len(self.shapes)
+
+    def __getattr__(self, name):
+        # Array attributes are built lazily on first use after a change.
+        if name.startswith("_") or name in ("shapes",):
+            raise AttributeError(name)
+        if self.__dict__.get("_dirty", True):
+            self._build()
+            return getattr(self, name)
+        raise AttributeError(name)
+
+    def _build(self):
+        shapes = self.shapes
+        s = len(shapes)
+        polys = [sh for sh in shapes if sh.kind == POLYTOPE]
+        vmax = max([len(sh.core_points) for sh in shapes] + [1])
+        fmax = max([len(sh.faces) for sh in polys] + [1])
+        emax = max([len(sh.edges) for sh in polys] + [1])
+        pmax = max([len(f) for sh in polys for f in sh.faces] + [3])
+
+        self.kind = np.array([sh.kind for sh in shapes], dtype=np.int8).reshape(s)
+        self.radius = np.array([sh.radius for sh in shapes], dtype=np.float64).reshape(s)
+        self.npoints = np.array([len(sh.core_points) for sh in shapes], dtype=np.int64).reshape(s)
+        self.points = np.zeros((s, vmax, 3))
+        self.nfaces = np.zeros(s, dtype=np.int64)
+        self.planes = np.zeros((s, fmax, 4))
+        self.face_sizes = np.zeros((s, fmax), dtype=np.int64)
+        self.face_loops = np.full((s, fmax, pmax), -1, dtype=np.int64)
+        self.nedges = np.zeros(s, dtype=np.int64)
+        self.edges = np.zeros((s, emax, 2), dtype=np.int64)
+        self.edge_dirs = np.zeros((s, emax, 3))
+        self.edge_normals = np.zeros((s, emax, 2, 3))
+        # Bounding radius about the local origin, for cheap culling and CCD.
+        self.bound_radius = np.array([sh.bounding_radius() for sh in shapes]).reshape(s)
+        for i, sh in enumerate(shapes):
+            pts = sh.core_points
+            self.points[i] = pts[0]
+            self.points[i, :len(pts)] = pts
+            if sh.kind != POLYTOPE:
+                continue
+            nf, ne = len(sh.faces), len(sh.edges)
+            self.nfaces[i] = nf
+            self.planes[i] = sh.planes[0]
+            self.planes[i, :nf] = sh.planes
+            for fi, loop in enumerate(sh.faces):
+                self.face_sizes[i, fi] = len(loop)
+                self.face_loops[i, fi, :len(loop)] = loop
+            self.nedges[i] = ne
+            self.edges[i] = sh.edges[0]
+            self.edges[i, :ne] = sh.edges
+            dirs = sh.edge_directions
+            self.edge_dirs[i] = dirs[0]
+            self.edge_dirs[i, :ne] = dirs
+            en = sh.planes[sh.edge_faces, :3]  # (E, 2, 3)
+            self.edge_normals[i] = en[0]
+            self.edge_normals[i, :ne] = en
+        self._dirty = False
