@@ -1,0 +1,331 @@
+"""Broadphase: every pair of overlapping axis-aligned boxes, found at once in numpy.
+
+Input is the world AABBs ``lo, hi (N, 3)`` (already fattened by the caller). Boxes that touch
+(``lo_a == hi_b``) overlap. Output is two int64 arrays ``(ia, ib)`` with ``ia < ib``, sorted
+lexicographically, so the same scene always yields the same pair order (the solver's result
+depends on constraint order, and we want bit-for-bit repeatable simulations).
+
+Method: a uniform grid hash built by sorting (``_grid_pairs``). The cell size is the box size
+most boxes stay under, so a box covers at most 2 cells per axis (8 cells). Entries
+(cell key, box) are sorted by key; boxes sharing a cell are candidate pairs, which are
+expanded with a repeat/cumsum trick instead of a Python loop. A pair that shares several cells
+is reported only in the cell holding the lower corner of the two boxes' intersection: that
+corner lies in both boxes, so that cell holds both, and the test reduces to one bitwise AND of
+the entries' 3-bit cell offsets (see ``_grid_pairs``). No ``np.unique`` pass is needed.
+
+Boxes too big for the grid (ground slabs, walls, a huge box spanning the scene) are paired
+with a vectorised sweep-and-prune (``_sweep_self`` and ``_sweep_bipartite``): sort by ``lo``
+along one axis, find with ``np.searchsorted`` the range of boxes whose ``lo`` lies within each
+box's extent, expand the ranges, and filter by the other two axes.
+
+Why a grid and not sweep-and-prune for everything: in 3D at constant density, the boxes that
+overlap a box along one axis form a slab holding O(N^(2/3)) boxes, so a 1D sweep enumerates
+O(N^(5/3)) candidates, and in a dense 10x10x10 block of cubes every box has ~100 slab
+neighbours for ~10 real ones. The grid's candidates are the boxes in the same few cells: O(N)
+for any scene whose boxes are similar in size, and the sort makes the whole O(N log N).
+``bench/bench_broadphase.py`` measures both.
+
+Memory: expanded candidates are processed in chunks of ``_CHUNK`` pairs, so the temporaries
+stay bounded even when one huge box overlaps everything; only the output can be O(N^2), when
+the scene really has that many overlapping pairs.
+"""
+import numpy as np
+
+from .errors import EngineError
+
+# Candidate pairs expanded per batch. ~1M pairs keeps each temporary at 8 MB.
+_CHUNK = 1 << 20
+# Cell keys are packed into one int64; coordinates beyond this are left to the sweep.
+_MAX_CELL_COORD = 2 ** 40
+# The grid cell is sized to this quantile of box sizes; bigger boxes go to the sweep.
+_CELL_QUANTILE = 0.9
+
+
+def find_pairs(lo, hi, group=None, mask=None, static=None):
+    """Candidate pairs of overlapping boxes.
+
+    lo, hi: (N, 3) world AABB corners, lo <= hi (touching boxes count as overlapping).
+    group, mask: optional (N,) int64 collision bits; i and j pair only if
+        ``(group[i] & mask[j]) and (group[j] & mask[i])``. Default: everything collides.
+    static: optional (N,) bool; two static (or sleeping) boxes never pair.
+    Returns (ia, ib): int64 arrays, ia < ib, sorted lexicographically by (ia, ib).
+    """
+    lo, hi = _check_boxes(lo, hi)
+    n = len(lo)
+    group, mask, static = _check_filters(n, group, mask, static)
+    if n < 2:
+        return _empty(), _empty()
+    ia, ib = _grid_pairs(lo, hi, static)
+    return _finish(n, ia, ib, group, mask, static)
+
+
+def sweep_pairs(lo, hi, group=None, mask=None, static=None):
+    """Same contract as `find_pairs`, by sweep-and-prune only (kept as the reference method)."""
+    lo, hi = _check_boxes(lo, hi)
+    n = len(lo)
+    group, mask, static = _check_filters(n, group, mask, static)
+    if n < 2:
+        return _empty(), _empty()
+    ia, ib = _sweep_self(lo, hi, _sweep_axis(lo, hi))
+    return _finish(n, ia, ib, group, mask, static)
+
+
+# ----------------------------------------------------------------------------- validation
+
+def _empty():
+    return np.zeros(0, dtype=np.int64)
+
+
+def _check_boxes(lo, hi):
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    if lo.ndim != 2 or lo.shape[1] != 3 or lo.shape != hi.shape:
+        raise EngineError(f"broadphase needs lo and hi of shape (N, 3), got {lo.shape} and "
+                          f"{hi.shape}; pass one row per body")
+    bad = np.isnan(lo).any(axis=1) | np.isnan(hi).any(axis=1) | (lo > hi).any(axis=1)
+    if bad.any():
+        raise EngineError(f"broadphase got {int(bad.sum())} invalid boxes (NaN or lo > hi), "
+                          f"first at body {int(np.argmax(bad))}; check that body's pose and "
+                          "velocity for NaN")
+    return lo, hi
+
+
+def _check_filters(n, group, mask, static):
+    def as_array(x, dtype, what):
+        if x is None:
+            return None
+        a = np.asarray(x)
+        if a.shape != (n,):
+            raise EngineError(f"broadphase {what} must have shape ({n},), got {a.shape}")
+        return a.astype(dtype, copy=False)
+    group = as_array(group, np.int64, "group")
+    mask = as_array(mask, np.int64, "mask")
+    if group is not None and mask is None:
+        mask = np.full(n, -1, dtype=np.int64)
+    if mask is not None and group is None:
+        group = np.full(n, -1, dtype=np.int64)
+    return group, mask, as_array(static, bool, "static")
+
+
+def _finish(n, ia, ib, group, mask, static):
+    """Apply the pair filters, then order each pair (i < j) and all pairs lexicographically."""
+    keep = None
+    if static is not None:
+        keep = ~(static[ia] & static[ib])
+    if group is not None:
+        ok = ((group[ia] & mask[ib]) != 0) & ((group[ib] & mask[ia]) != 0)
+        keep = ok if keep is None else keep & ok
+    if keep is not None:
+        ia, ib = ia[keep], ib[keep]
+    # One int64 key per pair sorts (i, j) lexicographically in a single np.sort.
+    key = np.minimum(ia, ib) * np.int64(n) + np.maximum(ia, ib)
+    key.sort()
+    return key // n, key % n
+
+
+# ----------------------------------------------------------------------------- range expansion
+
+def _expand(first, count, chunk=None):
+    """Yield (row, col) arrays listing col in [first[r], first[r] + count[r]) for every row r.
+
+    This is the vectorised form of ``for r: for c in range(first[r], first[r]+count[r])``:
+    rows are repeated count times, and each row's run of columns is an arange shifted by
+    the row's start. Rows are batched so a batch expands to about `chunk` entries (a single
+    row bigger than `chunk` forms its own batch)."""
+    chunk = _CHUNK if chunk is None else chunk
+    count = np.maximum(count, 0)
+    csum = np.cumsum(count)
+    total = int(csum[-1]) if len(csum) else 0
+    if total == 0:
+        return
+    nrows = len(count)
+    r0 = 0
+    while r0 < nrows:
+        done = int(csum[r0 - 1]) if r0 else 0
+        r1 = int(np.searchsorted(csum, done + chunk, side="right"))
+        r1 = min(max(r1, r0 + 1), nrows)
+        rows = r0 + np.flatnonzero(count[r0:r1])
+        r0 = r1
+        if len(rows) == 0:
+            continue
+        c = count[rows]
+        ends = np.cumsum(c)
+        row = np.repeat(rows, c)
+        col = np.arange(ends[-1], dtype=np.int64) + np.repeat(first[rows] - (ends - c), c)
+        yield row, col
+
+
+def _overlap(lo_a, hi_a, lo_b, hi_b, axes):
+    """Per-pair overlap test (touching counts) on the given axes of gathered boxes."""
+    ok = None
+    for ax in axes:
+        t = (lo_a[:, ax] <= hi_b[:, ax]) & (lo_b[:, ax] <= hi_a[:, ax])
+        ok = t if ok is None else ok & t
+    return ok
+
+
+def _concat(parts):
+    if not parts:
+        return _empty(), _empty()
+    return (np.concatenate([p[0] for p in parts]).astype(np.int64, copy=False),
+            np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False))
+
+
+# ----------------------------------------------------------------------------- sweep and prune
+
+def _sweep_axis(lo, hi):
+    """Axis of largest variance of the box centres (the one that separates boxes best)."""
+    # Clip so boxes reaching +-inf do not turn the centres into NaN.
+    c = np.clip(lo, -1e150, 1e150) + np.clip(hi, -1e150, 1e150)
+    return int(np.argmax(c.var(axis=0)))
+
+
+def _sweep_self(lo, hi, axis):
+    """Overlapping pairs within one set of boxes (unordered, unsorted, each pair once)."""
+    n = len(lo)
+    order = np.argsort(lo[:, axis], kind="stable")
+    slo, shi = lo[order], hi[order]
+    # Box k overlaps along the axis exactly the later boxes whose lo is <= its hi
+    # (their lo is >= its lo by the sort). Equal lo values: the later one in the sort
+    # order is found from the earlier one, so every pair is met once.
+    end = np.searchsorted(slo[:, axis], shi[:, axis], side="right")
+    k = np.arange(n)
+    others = [a for a in range(3) if a != axis]
+    parts = []
+    for r, c in _expand(k + 1, end - k - 1):
+        ok = _overlap(slo[r], shi[r], slo[c], shi[c], others)
+        parts.append((order[r[ok]], order[c[ok]]))
+    return _concat(parts)
+
+
+def _sweep_bipartite(lo_a, hi_a, lo_b, hi_b, axis):
+    """Overlapping pairs (a, b) with a from set A and b from set B, indices local to each set.
+
+    Along the axis, a and b overlap iff lo_b <= hi_a and lo_a <= hi_b. Split by which lo is
+    first: lo_b in [lo_a, hi_a] is found from a's side, lo_a in (lo_b, hi_b] from b's side,
+    so every pair is met exactly once and pairs within A or within B are never enumerated."""
+    oa = np.argsort(lo_a[:, axis], kind="stable")
+    ob = np.argsort(lo_b[:, axis], kind="stable")
+    slo_a, shi_a, slo_b, shi_b = lo_a[oa], hi_a[oa], lo_b[ob], hi_b[ob]
+    others = [x for x in range(3) if x != axis]
+    parts = []
+    s = np.searchsorted(slo_b[:, axis], slo_a[:, axis], side="left")
+    e = np.searchsorted(slo_b[:, axis], shi_a[:, axis], side="right")
+    for r, c in _expand(s, e - s):
+        ok = _overlap(slo_a[r], shi_a[r], slo_b[c], shi_b[c], others)
+        parts.append((oa[r[ok]], ob[c[ok]]))
+    s = np.searchsorted(slo_a[:, axis], slo_b[:, axis], side="right")
+    e = np.searchsorted(slo_a[:, axis], shi_b[:, axis], side="right")
+    for r, c in _expand(s, e - s):
+        ok = _overlap(slo_b[r], shi_b[r], slo_a[c], shi_a[c], others)
+        parts.append((oa[c[ok]], ob[r[ok]]))
+    return _concat(parts)
+
+
+# ----------------------------------------------------------------------------- grid hash
+
+# The 8 cells a box may cover, as offsets from its lower cell; bit b of the code is axis b.
+_OFFSETS = np.array([[(k >> a) & 1 for a in range(3)] for k in range(8)], dtype=np.int64)
+_CODES = np.arange(8, dtype=np.int64)
+
+
+def _cell_size(lo, hi):
+    """Edge of the grid cell: the size most boxes stay under, so they cover <= 8 cells."""
+    ext = (hi - lo).max(axis=1)
+    ext = ext[np.isfinite(ext)]
+    if len(ext) == 0:
+        return 1.0
+    k = min(int(_CELL_QUANTILE * len(ext)), len(ext) - 1)
+    cell = float(np.partition(ext, k)[k])
+    if cell <= 0.0:
+        # Mostly points: fall back to the largest finite box, else to the mean spacing.
+        cell = float(ext.max())
+    if cell <= 0.0:
+        span = np.ptp(np.clip(lo, -1e150, 1e150), axis=0).max()
+        cell = float(span) / max(len(lo), 1) ** (1.0 / 3.0)
+    return cell if cell > 0.0 and np.isfinite(cell) else 1.0
+
+
+def _grid_pairs(lo, hi, static=None):
+    """All overlapping pairs (unordered, unsorted, each once): grid for the boxes that fit a
+    cell, sweep-and-prune for the big ones."""
+    cell = _cell_size(lo, hi)
+    with np.errstate(invalid="ignore", over="ignore"):
+        fl = np.floor(lo / cell)
+        fh = np.floor(hi / cell)
+        # "Small" = covers at most 2 cells per axis, with coordinates that fit the key.
+        # Decided on the floored values themselves, so rounding can never make a box
+        # cover a cell it is not entered in. inf - inf is NaN and fails the test.
+        small = ((fh - fl <= 1.0) & (np.abs(fl) < _MAX_CELL_COORD)
+                 & (np.abs(fh) < _MAX_CELL_COORD)).all(axis=1)
+    idx = np.flatnonzero(small)
+    parts = [_grid_small(lo[idx], hi[idx], fl[idx].astype(np.int64),
+                         fh[idx].astype(np.int64) - fl[idx].astype(np.int64), idx)]
+    big = np.flatnonzero(~small)
+    if len(big):
+        parts.extend(_big_pairs(lo, hi, big, idx, static))
+    return _concat(parts)
+
+
+def _grid_small(lo, hi, cl, span, idx):
+    """Pairs among boxes that cover at most 2 cells per axis. cl: lower cell (m, 3) int64,
+    span: 0 or 1 per axis. idx maps local box numbers to global ones."""
+    m = len(lo)
+    if m < 2:
+        return _empty(), _empty()
+    base = cl.min(axis=0)
+    dims = cl.max(axis=0) - base + 2  # +1 for the size, +1 for the upper cell
+    if float(dims[0]) * float(dims[1]) * float(dims[2]) >= 2.0 ** 62:
+        # Too spread out to pack keys into an int64: sweep instead (extreme scenes only).
+        a, b = _sweep_self(lo, hi, _sweep_axis(lo, hi))
+        return idx[a], idx[b]
+    c = cl - base
+    key0 = (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
+    off_key = (_OFFSETS[:, 0] * dims[1] + _OFFSETS[:, 1]) * dims[2] + _OFFSETS[:, 2]
+    # (m, 8): which of the 8 candidate cells each box really covers.
+    covers = (_OFFSETS[None, :, :] <= span[:, None, :]).all(axis=2)
+    ent_box = np.broadcast_to(np.arange(m)[:, None], (m, 8))[covers]
+    ent_key = (key0[:, None] + off_key[None, :])[covers]
+    ent_code = np.broadcast_to(_CODES[None, :], (m, 8))[covers]
+    order = np.argsort(ent_key)
+    ent_key, ent_box, ent_code = ent_key[order], ent_box[order], ent_code[order]
+    # Each entry pairs with the entries after it in the same cell.
+    ne = len(ent_key)
+    starts = np.flatnonzero(np.concatenate(([True], ent_key[1:] != ent_key[:-1])))
+    sizes = np.diff(np.append(starts, ne))
+    group_end = np.repeat(starts + sizes, sizes)
+    p = np.arange(ne)
+    parts = []
+    for r, q in _expand(p + 1, group_end - p - 1):
+        # Report a pair only in the cell holding the lower corner of the boxes'
+        # intersection. Per axis that cell is max(lower cells) = shared cell - min(offsets),
+        # so it is this cell iff no axis has offset 1 in both entries.
+        ok = (ent_code[r] & ent_code[q]) == 0
+        a, b = ent_box[r[ok]], ent_box[q[ok]]
+        ok = _overlap(lo[a], hi[a], lo[b], hi[b], range(3))
+        parts.append((idx[a[ok]], idx[b[ok]]))
+    return _concat(parts)
+
+
+def _big_pairs(lo, hi, big, small, static):
+    """Pairs involving boxes too big for the grid: big-big and big-small, by sweeps."""
+    # Sweep along the axis where the big boxes are thinnest relative to the scene, e.g. the
+    # vertical for a ground slab, so few small boxes overlap them along it.
+    span = np.ptp(np.clip(np.concatenate((lo, hi)), -1e150, 1e150), axis=0) + 1e-300
+    thick = np.clip(hi[big] - lo[big], 0.0, 1e150).sum(axis=0) / span
+    axis = int(np.argmin(thick))
+    parts = []
+    a, b = _sweep_self(lo[big], hi[big], axis)
+    parts.append((big[a], big[b]))
+    if len(small):
+        if static is not None:
+            # A static big box needs only the dynamic small ones.
+            for bsel, ssel in ((big[static[big]], small[~static[small]]),
+                               (big[~static[big]], small)):
+                if len(bsel) and len(ssel):
+                    a, b = _sweep_bipartite(lo[bsel], hi[bsel], lo[ssel], hi[ssel], axis)
+                    parts.append((bsel[a], ssel[b]))
+        else:
+            a, b = _sweep_bipartite(lo[big], hi[big], lo[small], hi[small], axis)
+            parts.append((big[a], small[b]))
+    return parts

@@ -1,0 +1,204 @@
+"""Broadphase pairs against a brute-force O(N^2) overlap test (the independent truth)."""
+import numpy as np
+import pytest
+
+from engine import broadphase
+from engine.broadphase import find_pairs, sweep_pairs
+from engine.errors import EngineError
+
+METHODS = [find_pairs, sweep_pairs]
+
+
+def brute_pairs(lo, hi, group=None, mask=None, static=None):
+    """Every i < j whose boxes overlap (touching counts), filtered, in row-major order."""
+    n = len(lo)
+    overlap = ((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :])).all(axis=2)
+    keep = np.triu(overlap, 1)
+    if group is not None:
+        keep &= ((group[:, None] & mask[None, :]) != 0) & ((group[None, :] & mask[:, None]) != 0)
+    if static is not None:
+        keep &= ~(static[:, None] & static[None, :])
+    i, j = np.nonzero(keep)  # row-major: lexicographic (i, j)
+    return i, j
+
+
+def assert_same(got, want):
+    gi, gj = got
+    wi, wj = want
+    assert gi.dtype == np.int64 and gj.dtype == np.int64
+    assert len(gi) == len(wi), f"{len(gi)} pairs, brute force finds {len(wi)}"
+    np.testing.assert_array_equal(gi, wi)
+    np.testing.assert_array_equal(gj, wj)
+
+
+def random_boxes(rng, n, spread=5.0, size=0.5, snap=False):
+    c = rng.uniform(-spread, spread, (n, 3))
+    e = rng.exponential(size, (n, 3))
+    e[rng.random((n, 3)) < 0.05] = 0.0  # some flat / zero-size boxes
+    if snap:
+        # Coordinates on a coarse lattice make exact touching (lo_a == hi_b) common.
+        c = np.round(c * 2) / 2
+        e = np.round(e * 2) / 2
+    return c - e, c + e
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("seed", range(40))
+def test_random_boxes_match_brute_force(method, seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 300))
+    lo, hi = random_boxes(rng, n, spread=rng.uniform(0.5, 10), snap=seed % 2 == 0)
+    assert_same(method(lo, hi), brute_pairs(lo, hi))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_touching_lattice_of_cubes(method):
+    # 6x6x6 unit cubes touching face to face: every cube touches its 26 neighbours
+    # (faces, edges and corners all count), so the count is known analytically.
+    g = np.stack(np.meshgrid(*[np.arange(6.0)] * 3, indexing="ij"), -1).reshape(-1, 3)
+    ia, ib = method(g, g + 1.0)
+    # pairs of lattice points differing by at most 1 on every axis: (3^3 - 1)/2 directions
+    per_axis = {0: 6, 1: 5}  # number of index positions for offsets 0 and +-1
+    want = 0
+    for d in np.stack(np.meshgrid(*[[-1, 0, 1]] * 3, indexing="ij"), -1).reshape(-1, 3):
+        if (d != 0).any():
+            want += np.prod([per_axis[abs(int(x))] for x in d])
+    assert len(ia) == want // 2
+    assert_same((ia, ib), brute_pairs(g, g + 1.0))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_identical_boxes_all_pair(method):
+    lo = np.tile([1.0, 2.0, 3.0], (50, 1))
+    hi = lo + 0.5
+    ia, ib = method(lo, hi)
+    assert len(ia) == 50 * 49 // 2
+    assert_same((ia, ib), brute_pairs(lo, hi))
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_zero_size_boxes(method):
+    rng = np.random.default_rng(7)
+    pts = np.round(rng.uniform(0, 4, (200, 3)))  # many coincident points
+    assert_same(method(pts, pts), brute_pairs(pts, pts))
+    # a point on the face of a box overlaps it
+    lo = np.array([[0.0, 0, 0], [1.0, 0.5, 0.5], [1.0 + 1e-12, 0.5, 0.5]])
+    hi = np.array([[1.0, 1, 1], [1.0, 0.5, 0.5], [1.0 + 1e-12, 0.5, 0.5]])
+    ia, ib = method(lo, hi)
+    assert list(zip(ia, ib)) == [(0, 1)]
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("huge", [1e6, np.inf])
+def test_huge_boxes_spanning_everything(method, huge):
+    rng = np.random.default_rng(3)
+    lo, hi = random_boxes(rng, 300)
+    lo[[5, 17, 100]] = -huge
+    hi[[5, 17, 100]] = huge
+    # a ground slab: huge in x, y, thin in z
+    lo[42], hi[42] = [-huge, -huge, -5.0], [huge, huge, -4.5]
+    got = method(lo, hi)
+    assert_same(got, brute_pairs(lo, hi))
+    # the spanning boxes pair with everything
+    assert np.count_nonzero((got[0] == 5) | (got[1] == 5)) == 299
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("seed", range(10))
+def test_mixed_sizes_with_static_and_masks(method, seed):
+    rng = np.random.default_rng(100 + seed)
+    n = 400
+    lo, hi = random_boxes(rng, n, spread=8.0, size=0.3)
+    big = rng.random(n) < 0.05
+    grow = rng.uniform(2, 30, (n, 3))
+    lo[big] -= grow[big]
+    hi[big] += grow[big]
+    static = rng.random(n) < 0.3
+    group = np.int64(1) << rng.integers(0, 4, n)
+    mask = rng.integers(0, 16, n).astype(np.int64)
+    mask[rng.random(n) < 0.5] = -1  # collide with every group
+    args = (lo, hi, group, mask, static)
+    assert_same(method(*args), brute_pairs(*args))
+    # each filter alone
+    assert_same(method(lo, hi, static=static), brute_pairs(lo, hi, static=static))
+    assert_same(method(lo, hi, group=group, mask=mask),
+                brute_pairs(lo, hi, group=group, mask=mask))
+
+
+def test_group_mask_semantics():
+    lo = np.zeros((3, 3))
+    hi = np.ones((3, 3))
+    # 0 is in group 1 and accepts 2; 1 is in group 2 and accepts 1; 2 accepts nothing.
+    group = np.array([1, 2, 4])
+    mask = np.array([2, 1, 0])
+    ia, ib = find_pairs(lo, hi, group=group, mask=mask)
+    assert list(zip(ia, ib)) == [(0, 1)]
+    # one-sided interest does not pair: 2 is wanted by 0 but does not want 0
+    mask = np.array([6, 1, 0])
+    ia, ib = find_pairs(lo, hi, group=group, mask=mask)
+    assert list(zip(ia, ib)) == [(0, 1)]
+    # static pairs never form, static-dynamic do
+    ia, ib = find_pairs(lo, hi, static=np.array([True, True, False]))
+    assert list(zip(ia, ib)) == [(0, 2), (1, 2)]
+
+
+def test_output_is_deterministic_and_independent_of_input_order():
+    rng = np.random.default_rng(11)
+    lo, hi = random_boxes(rng, 500, spread=6.0)
+    ia, ib = find_pairs(lo, hi)
+    ia2, ib2 = find_pairs(lo.copy(), hi.copy())
+    np.testing.assert_array_equal(ia, ia2)
+    np.testing.assert_array_equal(ib, ib2)
+    assert (ia < ib).all()
+    key = ia * 500 + ib
+    assert (np.diff(key) > 0).all()
+    # permuting the bodies permutes the pairs, nothing else
+    perm = rng.permutation(500)
+    pa, pb = find_pairs(lo[perm], hi[perm])
+    back = np.sort(np.minimum(perm[pa], perm[pb]) * 500 + np.maximum(perm[pa], perm[pb]))
+    np.testing.assert_array_equal(back, key)
+
+
+def test_chunked_expansion_matches(monkeypatch):
+    # Tiny chunks force the batching path, including rows longer than a chunk.
+    rng = np.random.default_rng(5)
+    lo, hi = random_boxes(rng, 300, spread=2.0)
+    lo[0], hi[0] = -100.0, 100.0
+    want = brute_pairs(lo, hi)
+    monkeypatch.setattr(broadphase, "_CHUNK", 7)
+    for method in METHODS:
+        assert_same(method(lo, hi), want)
+
+
+def test_far_apart_coordinates_fall_back_correctly():
+    # Small boxes spread over 1e15: cell keys cannot be packed, the sweep takes over.
+    rng = np.random.default_rng(9)
+    c = rng.uniform(-1e15, 1e15, (100, 3))
+    c[50:] = c[:50] + 0.25  # each of the last 50 sits on one of the first 50
+    lo, hi = c - 0.5, c + 0.5
+    got = find_pairs(lo, hi)
+    assert_same(got, brute_pairs(lo, hi))
+    assert len(got[0]) >= 50
+
+
+def test_small_inputs():
+    for n in (0, 1):
+        ia, ib = find_pairs(np.zeros((n, 3)), np.ones((n, 3)))
+        assert len(ia) == len(ib) == 0
+
+
+@pytest.mark.parametrize("bad", ["nan", "inverted", "shape", "mask_shape"])
+def test_bad_input_raises(bad):
+    lo = np.zeros((4, 3))
+    hi = np.ones((4, 3))
+    kw = {}
+    if bad == "nan":
+        lo[2, 1] = np.nan
+    elif bad == "inverted":
+        lo[1, 0] = 2.0
+    elif bad == "shape":
+        hi = np.ones((4, 2))
+    else:
+        kw = dict(group=np.ones(3, dtype=np.int64))
+    with pytest.raises(EngineError):
+        find_pairs(lo, hi, **kw)
