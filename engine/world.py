@@ -1,0 +1,612 @@
+"""The rigid-body world: bodies in structure-of-arrays form and the soft-step pipeline.
+
+One ``World.step(dt)``:
+
+1. kinematic targets -> kinematic velocities for this step;
+2. world AABBs, fattened by a margin and swept by each body's motion over dt (speculative
+   contacts need the pair *before* it touches), and the broadphase (engine.broadphase);
+3. waking: a sleeping island whose box overlaps a moving body wakes up (then the broadphase
+   is redone so the woken bodies' own pairs are found);
+4. narrowphase once for all candidate pairs with at least one awake dynamic body, keeping
+   points within a per-pair speculative distance (base + relative motion over dt);
+5. the pair table (engine.contacts) matches points by feature id and hands back last step's
+   impulses for warm starting;
+6. graph colouring (engine.graph) and the soft-step solver (engine.solver) over the substeps,
+   with integration (engine.integrate) in between;
+7. restitution, impulses stored, kinematic bodies snapped to their targets;
+8. continuous collision: fast bodies are swept against static ones (engine.ccd);
+9. sleep timers and per-island sleeping (engine.graph.islands); optional debug record.
+
+Frames. Public poses are those of the body *origin* (the frame the shape is defined in, what
+Blender keys); internally the dynamics uses centre-of-mass positions, since a body rotates
+about its centre of mass, which for a hull need not be the origin.
+
+Mixing rule (the same as Blender's Bullet, so imported scenes mean the same): the friction of a
+pair is friction_a * friction_b and its restitution is restitution_a * restitution_b. Damping
+is Bullet's: v *= (1 - damping) ** dt.
+
+Substeps: ``substeps=None`` picks ceil(dt / max_substep) per step, so the solver runs at about
+the same rate whether the bake steps at 1/24 s or 1/60 s.
+"""
+import math
+
+import numpy as np
+
+from . import quat
+from .broadphase import find_pairs
+from .contacts import PairTable, pair_keys
+from .errors import EngineError
+from .graph import colour_constraints, islands
+from .integrate import damping_factor, integrate_positions, integrate_velocities
+from .shape_table import ShapeTable
+from .solver import ContactSolver
+
+DYNAMIC, STATIC, KINEMATIC = 0, 1, 2
+KINDS = {"dynamic": DYNAMIC, "static": STATIC, "kinematic": KINEMATIC}
+
+# Per-body arrays: name -> (trailing shape, dtype, fill value for new rows).
+_FIELDS = {
+    "x": ((3,), np.float64, 0.0),          # centre of mass, world
+    "pos": ((3,), np.float64, 0.0),        # origin, world (public)
+    "q": ((4,), np.float64, 0.0),
+    "vel": ((6,), np.float64, 0.0),        # [linear of the COM, angular], world
+    "com": ((3,), np.float64, 0.0),        # centre of mass in the shape frame
+    "inv_mass": ((), np.float64, 0.0),
+    "inertia": ((3, 3), np.float64, 0.0),  # about the COM, shape-frame axes
+    "inv_inertia": ((3, 3), np.float64, 0.0),
+    "isotropic": ((), bool, True),
+    "kind": ((), np.int8, DYNAMIC),
+    "shape": ((), np.int64, 0),
+    "friction": ((), np.float64, 0.5),
+    "restitution": ((), np.float64, 0.0),
+    "lin_damp": ((), np.float64, 0.0),
+    "ang_damp": ((), np.float64, 0.0),
+    "group": ((), np.int64, 1),
+    "mask": ((), np.int64, -1),
+    "sleep_time": ((), np.float64, 0.0),
+    "sleeping": ((), bool, False),
+    "island": ((), np.int64, -1),
+    "has_target": ((), bool, False),
+    "target_pos": ((3,), np.float64, 0.0),
+    "target_q": ((4,), np.float64, 0.0),
+}
+# Arrays that make up the simulation state (get_state / set_state); the rest is set-up.
+_STATE_FIELDS = ("x", "pos", "q", "vel", "sleep_time", "sleeping", "island", "has_target",
+                 "target_pos", "target_q")
+
+
+def _mass_properties(shape, density, mass):
+    from .mass import mass_properties, mass_properties_from_mass
+    if mass is not None:
+        return mass_properties_from_mass(shape, mass)
+    return mass_properties(shape, density)
+
+
+def _vec(value, n, what):
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n,):
+        raise EngineError(f"{what} must be {n} numbers, got {value!r}")
+    if not np.all(np.isfinite(arr)):
+        raise EngineError(f"{what} must be finite, got {value!r}; check the object's transform "
+                          "or velocity for NaN/inf")
+    return arr
+
+
+def _scalar(value, what, lo=0.0, hi=None):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise EngineError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v < lo or (hi is not None and v > hi):
+        rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise EngineError(f"{what} must be finite and {rng}, got {value!r}")
+    return v
+
+
+class World:
+    """A rigid-body world.
+
+    World(gravity=(0, 0, -9.81), substeps=None, iterations=1, sleeping=True, ccd=True, ...)
+
+    gravity: (3,) m/s^2. substeps: fixed substeps per step, or None to use
+    ceil(dt / max_substep). iterations: soft solve sweeps per substep (1 is Box2D's choice;
+    relax always runs once). sleeping: let resting islands sleep. ccd: sweep fast bodies
+    against static ones after each step.
+
+    Pair coefficients combine by multiplication (Blender/Bullet): mu = mu_a * mu_b,
+    e = e_a * e_b. Damping: v *= (1 - d) ** dt (Bullet).
+
+    Public read attributes (views, (N, ...)): positions, orientations (w, x, y, z) of the
+    body origins, linear_velocities (of the centres of mass), angular_velocities, sleeping,
+    body_count. Use set_velocity / set_pose to change a body (this wakes it).
+    """
+
+    def __init__(self, gravity=(0.0, 0.0, -9.81), substeps=None, iterations=1, sleeping=True,
+                 ccd=True, max_substep=1.0 / 240.0, contact_hertz=30.0, damping_ratio=10.0,
+                 max_push=3.0, speculative_distance=0.02, aabb_margin=0.02,
+                 restitution_threshold=1.0, linear_sleep_tolerance=0.05,
+                 angular_sleep_tolerance=0.05, time_to_sleep=0.5):
+        self.gravity = _vec(gravity, 3, "gravity")
+        if substeps is not None and (int(substeps) != substeps or substeps < 1):
+            raise EngineError(f"substeps must be a positive integer or None, got {substeps!r}")
+        self.substeps = None if substeps is None else int(substeps)
+        if int(iterations) != iterations or iterations < 1:
+            raise EngineError(f"iterations must be a positive integer, got {iterations!r}")
+        self.iterations = int(iterations)
+        self.sleeping_enabled = bool(sleeping)
+        self.ccd = bool(ccd)
+        self.max_substep = _scalar(max_substep, "max_substep", 1e-6)
+        self.contact_hertz = _scalar(contact_hertz, "contact_hertz")
+        self.damping_ratio = _scalar(damping_ratio, "damping_ratio")
+        self.max_push = _scalar(max_push, "max_push")
+        self.speculative_distance = _scalar(speculative_distance, "speculative_distance")
+        self.aabb_margin = _scalar(aabb_margin, "aabb_margin")
+        self.restitution_threshold = _scalar(restitution_threshold, "restitution_threshold")
+        self.linear_sleep_tolerance = _scalar(linear_sleep_tolerance, "linear_sleep_tolerance")
+        self.angular_sleep_tolerance = _scalar(angular_sleep_tolerance, "angular_sleep_tolerance")
+        self.time_to_sleep = _scalar(time_to_sleep, "time_to_sleep")
+        self.table = ShapeTable()
+        self.pairs = PairTable()
+        self.record = False
+        self.last_record = None
+        self.time = 0.0
+        self._n = 0
+        self._cap = 0
+        self._a = {}
+        self._grow(8)
+        self._collide = None  # narrowphase function; see _narrowphase
+
+    # -- storage ----------------------------------------------------------------------------
+    def _grow(self, cap):
+        for name, (shape, dtype, fill) in _FIELDS.items():
+            new = np.full((cap,) + shape, fill, dtype=dtype)
+            old = self._a.get(name)
+            if old is not None:
+                new[:self._n] = old[:self._n]
+            self._a[name] = new
+        self._cap = cap
+
+    def _v(self, name):
+        return self._a[name][:self._n]
+
+    @property
+    def body_count(self):
+        return self._n
+
+    @property
+    def positions(self):
+        return self._a["pos"][:self._n]
+
+    @property
+    def orientations(self):
+        return self._a["q"][:self._n]
+
+    @property
+    def linear_velocities(self):
+        return self._a["vel"][:self._n, :3]
+
+    @property
+    def angular_velocities(self):
+        return self._a["vel"][:self._n, 3:]
+
+    @property
+    def sleeping(self):
+        return self._a["sleeping"][:self._n]
+
+    @property
+    def kinds(self):
+        return self._a["kind"][:self._n]
+
+    @property
+    def masses(self):
+        im = self._a["inv_mass"][:self._n]
+        return np.where(im > 0, 1.0 / np.where(im > 0, im, 1.0), np.inf)
+
+    @property
+    def centers_of_mass(self):
+        return self._a["x"][:self._n]
+
+    # -- bodies -----------------------------------------------------------------------------
+    def add_body(self, shape, position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
+                 linear_velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
+                 kind="dynamic", density=None, mass=None, friction=0.5, restitution=0.0,
+                 linear_damping=0.0, angular_damping=0.0, group=1, mask=-1):
+        """Add a body and return its index. Mass: give ``density`` (kg/m^3) or ``mass`` (kg),
+        not both; default 1 kg (Blender's default). Static and kinematic bodies ignore mass."""
+        if kind not in KINDS:
+            raise EngineError(f"unknown body kind {kind!r}; use 'dynamic', 'static' or 'kinematic'")
+        k = KINDS[kind]
+        if not hasattr(shape, "core_points") or getattr(shape, "kind", None) is None:
+            raise EngineError(f"shape must be an engine shape (Box, Sphere, Capsule, "
+                              f"ConvexHull), got {shape!r}")
+        pos = _vec(position, 3, "position")
+        q = _vec(orientation, 4, "orientation")
+        qn = np.linalg.norm(q)
+        if qn < 1e-9:
+            raise EngineError(f"orientation {orientation!r} has zero length; give a unit "
+                              "quaternion (w, x, y, z), e.g. (1, 0, 0, 0)")
+        q = q / qn
+        lv = _vec(linear_velocity, 3, "linear_velocity")
+        av = _vec(angular_velocity, 3, "angular_velocity")
+        fr = _scalar(friction, "friction")
+        re = _scalar(restitution, "restitution")
+        ld = _scalar(linear_damping, "linear_damping", 0.0, 1.0)
+        ad = _scalar(angular_damping, "angular_damping", 0.0, 1.0)
+        if density is not None and mass is not None:
+            raise EngineError("give density or mass, not both")
+        if k == DYNAMIC:
+            if mass is not None:
+                mass = _scalar(mass, "mass")
+                if mass <= 0:
+                    raise EngineError(f"mass must be positive, got {mass!r}; use kind='static' "
+                                      "for an immovable body")
+            elif density is not None:
+                density = _scalar(density, "density")
+                if density <= 0:
+                    raise EngineError(f"density must be positive, got {density!r}; use "
+                                      "kind='static' for an immovable body")
+            else:
+                mass = 1.0
+            mp = _mass_properties(shape, density, mass)
+            m = float(mp.mass)
+            inertia = np.asarray(mp.inertia, dtype=np.float64).reshape(3, 3)
+            com = np.asarray(mp.center, dtype=np.float64).reshape(3)
+            if not (m > 0 and np.all(np.isfinite(inertia))):
+                raise EngineError(f"shape {shape!r} has no usable mass properties")
+            inv_mass = 1.0 / m
+            inv_inertia = np.linalg.inv(inertia)
+            iso = bool(np.allclose(inertia, np.eye(3) * np.trace(inertia) / 3.0,
+                                   rtol=1e-9, atol=1e-12 * np.trace(inertia)))
+        else:
+            com = np.zeros(3)
+            inv_mass = 0.0
+            inertia = np.zeros((3, 3))
+            inv_inertia = np.zeros((3, 3))
+            iso = True
+            if k == STATIC:
+                lv = np.zeros(3)
+                av = np.zeros(3)
+        if self._n == self._cap:
+            self._grow(2 * self._cap)
+        i = self._n
+        self._n += 1
+        a = self._a
+        a["q"][i] = q
+        a["pos"][i] = pos
+        a["com"][i] = com
+        a["x"][i] = pos + quat.rotate(q, com)
+        a["vel"][i, :3] = lv
+        a["vel"][i, 3:] = av
+        a["inv_mass"][i] = inv_mass
+        a["inertia"][i] = inertia
+        a["inv_inertia"][i] = inv_inertia
+        a["isotropic"][i] = iso
+        a["kind"][i] = k
+        a["shape"][i] = self.table.add(shape)
+        a["friction"][i] = fr
+        a["restitution"][i] = re
+        a["lin_damp"][i] = ld
+        a["ang_damp"][i] = ad
+        a["group"][i] = int(group)
+        a["mask"][i] = int(mask)
+        for name in ("sleep_time", "sleeping", "island", "has_target"):
+            a[name][i] = _FIELDS[name][2]
+        return i
+
+    def _check_index(self, index):
+        if not (0 <= int(index) < self._n):
+            raise EngineError(f"body index {index!r} out of range (the world has {self._n} bodies)")
+        return int(index)
+
+    def wake(self, index):
+        """Wake the body and its island."""
+        i = self._check_index(index)
+        a = self._a
+        if a["sleeping"][i]:
+            isl = a["island"][i]
+            sel = a["sleeping"][:self._n] & (a["island"][:self._n] == isl)
+            sel[i] = True
+            a["sleeping"][:self._n][sel] = False
+            a["sleep_time"][:self._n][sel] = 0.0
+        a["sleep_time"][i] = 0.0
+
+    def set_velocity(self, index, linear=None, angular=None):
+        """Set a body's linear (of the COM) and/or angular velocity; wakes it."""
+        i = self._check_index(index)
+        if linear is not None:
+            self._a["vel"][i, :3] = _vec(linear, 3, "linear velocity")
+        if angular is not None:
+            self._a["vel"][i, 3:] = _vec(angular, 3, "angular velocity")
+        self.wake(i)
+
+    def set_pose(self, index, position=None, orientation=None):
+        """Teleport a body (origin pose); wakes it."""
+        i = self._check_index(index)
+        a = self._a
+        if position is not None:
+            a["pos"][i] = _vec(position, 3, "position")
+        if orientation is not None:
+            q = _vec(orientation, 4, "orientation")
+            a["q"][i] = q / np.linalg.norm(q)
+        a["x"][i] = a["pos"][i] + quat.rotate(a["q"][i], a["com"][i])
+        self.wake(i)
+
+    def set_kinematic_target(self, index, position, orientation=None):
+        """Pose (of the origin) a kinematic body reaches at the end of the next step. Its
+        velocities for that step follow from the motion, so it pushes bodies correctly."""
+        i = self._check_index(index)
+        if self._a["kind"][i] != KINEMATIC:
+            raise EngineError(f"body {i} is not kinematic; set_kinematic_target moves "
+                              "kinematic bodies only (use set_pose for others)")
+        self._a["target_pos"][i] = _vec(position, 3, "target position")
+        q = self._a["q"][i] if orientation is None else _vec(orientation, 4, "target orientation")
+        self._a["target_q"][i] = q / np.linalg.norm(q)
+        self._a["has_target"][i] = True
+
+    # -- state ------------------------------------------------------------------------------
+    def get_state(self):
+        """The full simulation state as a dict of numpy arrays (copies)."""
+        state = {name: self._v(name).copy() for name in _STATE_FIELDS}
+        state.update(self.pairs.get_state())
+        state["time"] = np.array(self.time)
+        state["body_count"] = np.array(self._n)
+        return state
+
+    def set_state(self, state):
+        """Restore a state from get_state(); stepping then reproduces the original bit for bit."""
+        if int(state["body_count"]) != self._n:
+            raise EngineError(f"state has {int(state['body_count'])} bodies, the world {self._n}; "
+                              "restore a state into the world it came from")
+        for name in _STATE_FIELDS:
+            self._v(name)[...] = state[name]
+        self.pairs.set_state(state)
+        self.time = float(state["time"])
+
+    # -- step -------------------------------------------------------------------------------
+    def step(self, dt, record=None):
+        """Advance the world by dt seconds (substeps chosen internally)."""
+        dt = _scalar(dt, "dt")
+        if dt <= 0:
+            raise EngineError(f"dt must be positive, got {dt!r}")
+        record = self.record if record is None else bool(record)
+        n = self._n
+        if n == 0:
+            self.time += dt
+            return
+        nsub = self.substeps or max(1, int(math.ceil(dt / self.max_substep - 1e-9)))
+        h = dt / nsub
+        a = self._a
+        x, q, vel, pos = self._v("x"), self._v("q"), self._v("vel"), self._v("pos")
+        kind = self._v("kind")
+        sleeping = self._v("sleeping")
+
+        # 1. Kinematic targets -> velocities.
+        kin_t = np.flatnonzero(self._v("has_target"))
+        if len(kin_t):
+            tq = a["target_q"][kin_t]
+            tx = a["target_pos"][kin_t] + quat.rotate(tq, a["com"][kin_t])
+            vel[kin_t, :3] = (tx - x[kin_t]) / dt
+            dq = quat.multiply(tq, quat.conjugate(q[kin_t]))
+            dq = np.where(dq[:, :1] < 0, -dq, dq)
+            s = np.linalg.norm(dq[:, 1:], axis=1)
+            angle = 2.0 * np.arctan2(s, dq[:, 0])
+            axis = dq[:, 1:] / np.where(s > 0, s, 1.0)[:, None]
+            vel[kin_t, 3:] = axis * (angle / dt)[:, None]
+
+        # 2-3. AABBs, broadphase, waking.
+        rot = quat.to_matrix(q)
+        lo, hi = self._aabbs(rot, dt)
+        moving = self._moving(kind, sleeping, vel)
+        ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
+        if self.sleeping_enabled and sleeping.any() and len(ia):
+            if self._wake_touched(ia, ib, sleeping, moving):
+                sleeping = self._v("sleeping")
+                ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
+        awake = (kind == DYNAMIC) & ~sleeping
+        keep = awake[ia] | awake[ib]
+        ia, ib = ia[keep], ib[keep]
+
+        # 4. Narrowphase.
+        man = self._narrowphase(ia, ib, vel, dt)
+        normal, points, sep, count, ids = man["normal"], man["points"], man["separation"], \
+            man["count"], man["ids"]
+        live = count > 0
+        if not live.all():
+            ia, ib = ia[live], ib[live]
+            man = {k: v[live] for k, v in man.items()}
+            normal, points, sep, count, ids = man["normal"], man["points"], man["separation"], \
+                man["count"], man["ids"]
+        keys = pair_keys(ia, ib)
+
+        # 5. Warm start from the pair table.
+        warm_n, warm_f, _ = self.pairs.match(keys, ids, count)
+
+        # 6. Solver.
+        inv_mass = np.where(awake, self._v("inv_mass"), 0.0)
+        inv_i = rot @ self._v("inv_inertia") @ np.swapaxes(rot, 1, 2)
+        inv_i[~awake] = 0.0
+        g_on = awake[:, None] * self.gravity  # (N, 3): gravity only moves awake dynamic bodies
+        accel_n = np.einsum("mi,mi->m", g_on[ib] - g_on[ia], normal)
+        fr = self._v("friction")
+        re = self._v("restitution")
+        col = colour_constraints(ia, ib, ~awake)
+        solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
+                               re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
+                               warm_f, col.order, col.offsets, h,
+                               contact_hertz=self.contact_hertz,
+                               damping_ratio=self.damping_ratio, max_push=self.max_push,
+                               overflow=col.overflow > 0)
+        act = np.flatnonzero(awake)
+        movers = np.flatnonzero(awake | (kind == KINEMATIC))
+        lin_f = damping_factor(self._v("lin_damp")[act], h)
+        ang_f = damping_factor(self._v("ang_damp")[act], h)
+        gyro = act[~self._v("isotropic")[act]]
+        inertia_g = a["inertia"][gyro]
+        dpose = np.zeros((n, 6))
+        for _ in range(nsub):
+            integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
+                                 gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
+            solver.warm_start(vel)
+            for _ in range(self.iterations):
+                solver.solve(vel, dpose, True)
+            integrate_positions(x, q, vel, movers, h)
+            dpose[movers] += h * vel[movers]
+            solver.solve(vel, dpose, False)
+        solver.restitution(vel, self.restitution_threshold)
+
+        # 7. Store impulses, snap kinematic bodies.
+        imp_n, imp_f, imp_f2, tangents = solver.impulses()
+        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair)
+        if len(kin_t):
+            x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
+            q[kin_t] = a["target_q"][kin_t]
+            a["has_target"][kin_t] = False
+        q[movers] = quat.normalize(q[movers])
+        pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
+
+        # 8. Continuous collision for fast bodies.
+        if self.ccd:
+            self._ccd(dt)
+
+        # 9. Sleep.
+        if self.sleeping_enabled:
+            touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
+            self._update_sleep(dt, awake, ia[touching], ib[touching], moving)
+        self.time += dt
+        if record:
+            self.last_record = self._make_record(ia, ib, man, imp_n, imp_f2, lo, hi)
+
+    # -- step helpers -----------------------------------------------------------------------
+    def _aabbs(self, rot, dt):
+        """World AABBs of the shapes, swept by the motion over dt and fattened by the margin."""
+        a = self._a
+        t = self.table
+        sid = self._v("shape")
+        pts = t.points[sid]  # (N, V, 3), padded by repetition
+        world = np.einsum("nij,nvj->nvi", rot, pts)
+        r = t.radius[sid][:, None]
+        lo = world.min(axis=1) - r + self._v("pos")
+        hi = world.max(axis=1) + r + self._v("pos")
+        vel = self._v("vel")
+        kind = self._v("kind")
+        # Sweep: linear displacement plus what rotation can add (|w| dt * bounding radius).
+        disp = vel[:, :3] * dt
+        spin = np.linalg.norm(vel[:, 3:], axis=1) * dt * t.bound_radius[sid]
+        moving = kind != STATIC
+        disp = np.where(moving[:, None], disp, 0.0)
+        spin = np.where(moving, spin, 0.0)
+        lo = lo + np.minimum(disp, 0.0) - (spin + self.aabb_margin)[:, None]
+        hi = hi + np.maximum(disp, 0.0) + (spin + self.aabb_margin)[:, None]
+        return lo, hi
+
+    def _moving(self, kind, sleeping, vel):
+        """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones."""
+        lin = np.linalg.norm(vel[:, :3], axis=1)
+        ang = np.linalg.norm(vel[:, 3:], axis=1)
+        fast = (lin > self.linear_sleep_tolerance) | (ang > self.angular_sleep_tolerance)
+        kin_moving = (kind == KINEMATIC) & ((lin > 0) | (ang > 0) | self._v("has_target"))
+        return ((kind == DYNAMIC) & ~sleeping & fast) | kin_moving
+
+    def _broadphase(self, lo, hi, kind, sleeping, moving):
+        passive = ((kind == STATIC) | sleeping | (kind == KINEMATIC)) & ~moving
+        return find_pairs(lo, hi, self._v("group"), self._v("mask"), passive)
+
+    def _wake_touched(self, ia, ib, sleeping, moving):
+        sel = (sleeping[ia] & moving[ib]) | (sleeping[ib] & moving[ia])
+        if not sel.any():
+            return False
+        who = np.concatenate((ia[sel & sleeping[ia]], ib[sel & sleeping[ib]]))
+        isl = self._v("island")
+        labels = np.unique(isl[who])
+        wake = sleeping & np.isin(isl, labels)
+        self._v("sleeping")[wake] = False
+        self._v("sleep_time")[wake] = 0.0
+        return True
+
+    def _narrowphase(self, ia, ib, vel, dt):
+        """Manifolds of the candidate pairs (see engine.narrowphase.collide)."""
+        collide = self._collide
+        if collide is None:
+            from .narrowphase import collide
+        t = self.table
+        sid = self._v("shape")
+        pos = self._v("pos")
+        q = self._v("q")
+        # Speculative distance: base plus how far the pair can close over the step.
+        rel = np.linalg.norm(vel[ib, :3] - vel[ia, :3], axis=1)
+        spin = (np.linalg.norm(vel[ia, 3:], axis=1) * t.bound_radius[sid[ia]]
+                + np.linalg.norm(vel[ib, 3:], axis=1) * t.bound_radius[sid[ib]])
+        margin = self.speculative_distance + dt * (rel + spin)
+        m = collide(t, sid[ia], pos[ia], q[ia], sid[ib], pos[ib], q[ib], margin=margin)
+        out = {"normal": np.asarray(m.normal), "points": np.asarray(m.points),
+               "separation": np.asarray(m.separation), "count": np.asarray(m.count),
+               "ids": np.asarray(m.ids)}
+        for k in ("axis_kind", "axis_index", "simplex"):
+            if getattr(m, k, None) is not None:
+                out[k] = np.asarray(getattr(m, k))
+        return out
+
+    def _keep_pair(self, keys):
+        """Old pair-table rows to keep when not evaluated: both bodies asleep or static."""
+        a = (keys >> 32).astype(np.int64)
+        b = (keys & 0xFFFFFFFF).astype(np.int64)
+        n = self._n
+        ok = (a < n) & (b < n)
+        a, b = np.minimum(a, n - 1), np.minimum(b, n - 1)
+        passive = self._v("sleeping") | (self._v("kind") != DYNAMIC)
+        return ok & passive[a] & passive[b] & (self._v("sleeping")[a] | self._v("sleeping")[b])
+
+    def _ccd(self, dt):
+        from .ccd import sweep_fast_bodies
+        sweep_fast_bodies(self, dt)
+
+    def _update_sleep(self, dt, awake, ta, tb, moving):
+        a = self._a
+        n = self._n
+        vel = self._v("vel")
+        kind = self._v("kind")
+        timer = self._v("sleep_time")
+        lin = np.linalg.norm(vel[:, :3], axis=1)
+        ang = np.linalg.norm(vel[:, 3:], axis=1)
+        calm = (lin < self.linear_sleep_tolerance) & (ang < self.angular_sleep_tolerance)
+        timer[:] = np.where(awake & calm, timer + dt, 0.0)
+        # A body touching a moving kinematic body must stay awake.
+        kin_mov = (kind == KINEMATIC) & moving
+        if len(ta):
+            pushed = np.concatenate((ta[kin_mov[tb]], tb[kin_mov[ta]]))
+            timer[pushed] = 0.0
+        label = islands(n, ta, tb, ~awake)
+        members = np.flatnonzero(awake)
+        if not len(members):
+            return
+        lab = label[members]
+        srt = np.argsort(lab, kind="stable")
+        lab_s = lab[srt]
+        starts = np.flatnonzero(np.r_[True, lab_s[1:] != lab_s[:-1]])
+        tmin = np.minimum.reduceat(timer[members][srt], starts)
+        sleepy_labels = lab_s[starts][tmin >= self.time_to_sleep]
+        if len(sleepy_labels):
+            go = members[np.isin(lab, sleepy_labels)]
+            self._v("sleeping")[go] = True
+            self._v("island")[go] = label[go]
+            vel[go] = 0.0
+
+    def _make_record(self, ia, ib, man, imp_n, imp_f2, lo, hi):
+        slot = np.arange(4)
+        valid = slot[None, :] < man["count"][:, None]
+        mi, pi = np.nonzero(valid)
+        rec = {
+            "positions": man["points"][mi, pi].copy(),
+            "normals": man["normal"][mi].copy(),
+            "separations": man["separation"][mi, pi].copy(),
+            "normal_impulses": imp_n[mi, pi].copy(),
+            "friction_impulses": imp_f2[mi, pi].copy(),
+            "pairs": np.stack((ia[mi], ib[mi]), axis=1),
+            "manifold_pairs": np.stack((ia, ib), axis=1),
+            "aabbs": np.stack((lo, hi), axis=1),
+            "sleeping": self._v("sleeping").copy(),
+        }
+        for k in ("axis_kind", "axis_index", "simplex"):
+            if k in man:
+                rec[k] = man[k].copy()
+        return rec
