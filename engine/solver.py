@@ -152,6 +152,13 @@ class ContactSolver:
         self.dirs = dirs
         self.ra = ra
         self.valid = valid
+        # Block normal solve: the 4 normal rows of a manifold solved together first, so a box
+        # landing flat gets 4 equal impulses instead of a Gauss-Seidel cascade that tips it
+        # (and lets friction turn the tip into sideways drift). Four coplanar points are
+        # statically indeterminate (rank 3), hence the pseudo-inverse: the least-norm, i.e.
+        # symmetric, split. A clamped (negative) entry is then fixed by the sequential sweep.
+        kn = np.einsum("mpk,mqk->mpq", jac[:, :, 0], mj[:, :, 0])  # (m, 4, 4)
+        self.k_pinv = _pinv_psd(kn)
 
         # Warm start impulses: normal as is, friction projected on this step's tangents.
         wn = warm_normal[order]
@@ -204,6 +211,7 @@ class ContactSolver:
             mscale = None
             iscale = None
         jac, mj, eff, imp = self.jac, self.mj, self.eff, self.imp
+        jn, mjn = jac[:, 0], mj[:, 0]
         for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
             if c1 <= c0:
                 continue
@@ -212,6 +220,16 @@ class ContactSolver:
             v = vel[idx].reshape(c1 - c0, 12)
             v_in = v.copy() if self._shared(c1) else None
             mu = self.friction[sl]
+            # Block normal step (see prepare), then the sequential sweep.
+            vn = np.einsum("pmk,mk->pm", jn[:, sl], v)
+            lam = imp[:, 0, sl]
+            rhs = vn + bias[:, sl]
+            dl = -np.einsum("mpq,qm->pm", self.k_pinv[sl], rhs)
+            if use_bias:
+                dl = dl * mscale[:, sl] - iscale[:, sl] * lam
+            new = np.maximum(lam + dl, 0.0)
+            v += np.einsum("pmk,pm->mk", mjn[:, sl], new - lam)
+            imp[:, 0, sl] = new
             for p in range(4):
                 # Normal: soft non-penetration with accumulated-impulse clamping.
                 vn = _dot(jac[p, 0, sl], v)
@@ -294,6 +312,16 @@ class ContactSolver:
         tang = self.dirs[inv, 1:]  # (M, 2, 3)
         fworld = fr[..., 0:1] * tang[:, None, 0, :] + fr[..., 1:2] * tang[:, None, 1, :]
         return normal, fworld, fr, tang
+
+
+def _pinv_psd(k, rtol=1e-9):
+    """Pseudo-inverses of symmetric positive semi-definite matrices (..., n, n)."""
+    if k.shape[0] == 0:
+        return k.copy()
+    e, vec = np.linalg.eigh(k)
+    cut = rtol * e.max(axis=-1, keepdims=True)
+    inv_e = np.where(e > cut, 1.0 / np.where(e > cut, e, 1.0), 0.0)
+    return np.einsum("...ik,...k,...jk->...ij", vec, inv_e, vec)
 
 
 def _scatter_add(vel, idx, dv):
