@@ -82,8 +82,9 @@ def _check_boxes(lo, hi):
     if lo.ndim != 2 or lo.shape[1] != 3 or lo.shape != hi.shape:
         raise EngineError(f"broadphase needs lo and hi of shape (N, 3), got {lo.shape} and "
                           f"{hi.shape}; pass one row per body")
-    bad = np.isnan(lo).any(axis=1) | np.isnan(hi).any(axis=1) | (lo > hi).any(axis=1)
-    if bad.any():
+    # Whole-array checks first (fast); per-row detail only to word the error.
+    if np.isnan(lo).any() or np.isnan(hi).any() or (lo > hi).any():
+        bad = np.isnan(lo).any(axis=1) | np.isnan(hi).any(axis=1) | (lo > hi).any(axis=1)
         raise EngineError(f"broadphase got {int(bad.sum())} invalid boxes (NaN or lo > hi), "
                           f"first at body {int(np.argmax(bad))}; check that body's pose and "
                           "velocity for NaN")
@@ -155,11 +156,19 @@ def _expand(first, count, chunk=None):
         yield row, col
 
 
-def _overlap(lo_a, hi_a, lo_b, hi_b, axes):
-    """Per-pair overlap test (touching counts) on the given axes of gathered boxes."""
+def _columns(lo, hi):
+    """Per-axis contiguous copies [(lo_x, hi_x), ...]: gathering from 1D arrays with np.take
+    is several times faster than gathering (M, 3) rows and slicing their columns."""
+    return [(np.ascontiguousarray(lo[:, k]), np.ascontiguousarray(hi[:, k])) for k in range(3)]
+
+
+def _overlap(cols, a, b, axes=range(3)):
+    """Do boxes a[k] and b[k] overlap (touching counts) on the given axes? cols from _columns."""
     ok = None
     for ax in axes:
-        t = (lo_a[:, ax] <= hi_b[:, ax]) & (lo_b[:, ax] <= hi_a[:, ax])
+        lo, hi = cols[ax]
+        t = np.take(lo, a) <= np.take(hi, b)
+        t &= np.take(lo, b) <= np.take(hi, a)
         ok = t if ok is None else ok & t
     return ok
 
@@ -185,15 +194,16 @@ def _sweep_self(lo, hi, axis):
     n = len(lo)
     order = np.argsort(lo[:, axis], kind="stable")
     slo, shi = lo[order], hi[order]
+    cols = _columns(slo, shi)
     # Box k overlaps along the axis exactly the later boxes whose lo is <= its hi
     # (their lo is >= its lo by the sort). Equal lo values: the later one in the sort
     # order is found from the earlier one, so every pair is met once.
-    end = np.searchsorted(slo[:, axis], shi[:, axis], side="right")
+    end = np.searchsorted(cols[axis][0], cols[axis][1], side="right")
     k = np.arange(n)
     others = [a for a in range(3) if a != axis]
     parts = []
     for r, c in _expand(k + 1, end - k - 1):
-        ok = _overlap(slo[r], shi[r], slo[c], shi[c], others)
+        ok = _overlap(cols, r, c, others)
         parts.append((order[r[ok]], order[c[ok]]))
     return _concat(parts)
 
@@ -206,20 +216,32 @@ def _sweep_bipartite(lo_a, hi_a, lo_b, hi_b, axis):
     so every pair is met exactly once and pairs within A or within B are never enumerated."""
     oa = np.argsort(lo_a[:, axis], kind="stable")
     ob = np.argsort(lo_b[:, axis], kind="stable")
-    slo_a, shi_a, slo_b, shi_b = lo_a[oa], hi_a[oa], lo_b[ob], hi_b[ob]
+    ca, cb = _columns(lo_a[oa], hi_a[oa]), _columns(lo_b[ob], hi_b[ob])
+    (la, ha), (lb, hb) = ca[axis], cb[axis]
     others = [x for x in range(3) if x != axis]
     parts = []
-    s = np.searchsorted(slo_b[:, axis], slo_a[:, axis], side="left")
-    e = np.searchsorted(slo_b[:, axis], shi_a[:, axis], side="right")
+    s = np.searchsorted(lb, la, side="left")
+    e = np.searchsorted(lb, ha, side="right")
     for r, c in _expand(s, e - s):
-        ok = _overlap(slo_a[r], shi_a[r], slo_b[c], shi_b[c], others)
+        ok = _overlap_ab(ca, cb, r, c, others)
         parts.append((oa[r[ok]], ob[c[ok]]))
-    s = np.searchsorted(slo_a[:, axis], slo_b[:, axis], side="right")
-    e = np.searchsorted(slo_a[:, axis], shi_b[:, axis], side="right")
+    s = np.searchsorted(la, lb, side="right")
+    e = np.searchsorted(la, hb, side="right")
     for r, c in _expand(s, e - s):
-        ok = _overlap(slo_b[r], shi_b[r], slo_a[c], shi_a[c], others)
+        ok = _overlap_ab(ca, cb, c, r, others)
         parts.append((oa[c[ok]], ob[r[ok]]))
     return _concat(parts)
+
+
+def _overlap_ab(ca, cb, a, b, axes):
+    """_overlap for a from one set of columns and b from another."""
+    ok = None
+    for ax in axes:
+        (la, ha), (lb, hb) = ca[ax], cb[ax]
+        t = np.take(la, a) <= np.take(hb, b)
+        t &= np.take(lb, b) <= np.take(ha, a)
+        ok = t if ok is None else ok & t
+    return ok
 
 
 # ----------------------------------------------------------------------------- grid hash
@@ -230,9 +252,13 @@ _CODES = np.arange(8, dtype=np.int64)
 
 
 def _cell_size(lo, hi):
-    """Edge of the grid cell: the size most boxes stay under, so they cover <= 8 cells."""
-    ext = (hi - lo).max(axis=1)
-    ext = ext[np.isfinite(ext)]
+    """Edge of the grid cell: 1.5 x the size most boxes stay under. Boxes then cover at most
+    2 cells per axis; the factor 1.5 makes most cover fewer (1 + size/cell per axis on
+    average), which measured fastest on both dense piles and sparse scenes."""
+    ext = np.maximum(np.maximum(hi[:, 0] - lo[:, 0], hi[:, 1] - lo[:, 1]), hi[:, 2] - lo[:, 2])
+    fin = np.isfinite(ext)
+    if not fin.all():
+        ext = ext[fin]
     if len(ext) == 0:
         return 1.0
     k = min(int(_CELL_QUANTILE * len(ext)), len(ext) - 1)
@@ -243,58 +269,75 @@ def _cell_size(lo, hi):
     if cell <= 0.0:
         span = np.ptp(np.clip(lo, -1e150, 1e150), axis=0).max()
         cell = float(span) / max(len(lo), 1) ** (1.0 / 3.0)
-    return cell if cell > 0.0 and np.isfinite(cell) else 1.0
+    return 1.5 * cell if cell > 0.0 and np.isfinite(cell) else 1.0
 
 
 def _grid_pairs(lo, hi, static=None):
     """All overlapping pairs (unordered, unsorted, each once): grid for the boxes that fit a
     cell, sweep-and-prune for the big ones."""
-    cell = _cell_size(lo, hi)
+    inv = 1.0 / _cell_size(lo, hi)
+    cl, span, small = [], [], None
     with np.errstate(invalid="ignore", over="ignore"):
-        fl = np.floor(lo / cell)
-        fh = np.floor(hi / cell)
-        # "Small" = covers at most 2 cells per axis, with coordinates that fit the key.
-        # Decided on the floored values themselves, so rounding can never make a box
-        # cover a cell it is not entered in. inf - inf is NaN and fails the test.
-        small = ((fh - fl <= 1.0) & (np.abs(fl) < _MAX_CELL_COORD)
-                 & (np.abs(fh) < _MAX_CELL_COORD)).all(axis=1)
+        for k in range(3):
+            # x * inv is monotonic in x, which the pair dedupe in _grid_small relies on.
+            fl = np.floor(lo[:, k] * inv)
+            fh = np.floor(hi[:, k] * inv)
+            d = fh - fl
+            # "Small" = covers at most 2 cells per axis, with coordinates that fit the key.
+            # Decided on the floored values themselves, so rounding can never make a box
+            # cover a cell it is not entered in. inf - inf is NaN and fails the test.
+            ok = (d <= 1.0) & (np.abs(fl) < _MAX_CELL_COORD) & (np.abs(fh) < _MAX_CELL_COORD)
+            small = ok if small is None else small & ok
+            cl.append(fl)
+            span.append(d)
+    if small.all():
+        return _grid_small(lo, hi, [c.astype(np.int64) for c in cl],
+                           [d.astype(np.int64) for d in span], None)
     idx = np.flatnonzero(small)
-    parts = [_grid_small(lo[idx], hi[idx], fl[idx].astype(np.int64),
-                         fh[idx].astype(np.int64) - fl[idx].astype(np.int64), idx)]
-    big = np.flatnonzero(~small)
-    if len(big):
-        parts.extend(_big_pairs(lo, hi, big, idx, static))
+    parts = [_grid_small(lo[idx], hi[idx], [c[idx].astype(np.int64) for c in cl],
+                         [d[idx].astype(np.int64) for d in span], idx)]
+    parts.extend(_big_pairs(lo, hi, np.flatnonzero(~small), idx, static))
     return _concat(parts)
 
 
 def _grid_small(lo, hi, cl, span, idx):
-    """Pairs among boxes that cover at most 2 cells per axis. cl: lower cell (m, 3) int64,
-    span: 0 or 1 per axis. idx maps local box numbers to global ones."""
+    """Pairs among boxes that cover at most 2 cells per axis. cl: lower cell per axis
+    (3 int64 arrays), span: 0 or 1 per axis (3 int64 arrays). idx maps local box numbers to
+    global ones (None: identity)."""
     m = len(lo)
     if m < 2:
         return _empty(), _empty()
-    base = cl.min(axis=0)
-    dims = cl.max(axis=0) - base + 2  # +1 for the size, +1 for the upper cell
-    if float(dims[0]) * float(dims[1]) * float(dims[2]) >= 2.0 ** 62:
+    base = [int(c.min()) for c in cl]
+    dims = [int(c.max()) - b + 2 for c, b in zip(cl, base)]  # +1 size, +1 upper cell
+    ncells = dims[0] * dims[1] * dims[2]
+    if ncells >= 2 ** 62:
         # Too spread out to pack keys into an int64: sweep instead (extreme scenes only).
         a, b = _sweep_self(lo, hi, _sweep_axis(lo, hi))
-        return idx[a], idx[b]
-    c = cl - base
-    key0 = (c[:, 0] * dims[1] + c[:, 1]) * dims[2] + c[:, 2]
+        return (a, b) if idx is None else (idx[a], idx[b])
+    key0 = ((cl[0] - base[0]) * dims[1] + (cl[1] - base[1])) * dims[2] + (cl[2] - base[2])
     off_key = (_OFFSETS[:, 0] * dims[1] + _OFFSETS[:, 1]) * dims[2] + _OFFSETS[:, 2]
-    # (m, 8): which of the 8 candidate cells each box really covers.
-    covers = (_OFFSETS[None, :, :] <= span[:, None, :]).all(axis=2)
-    ent_box = np.broadcast_to(np.arange(m)[:, None], (m, 8))[covers]
-    ent_key = (key0[:, None] + off_key[None, :])[covers]
-    ent_code = np.broadcast_to(_CODES[None, :], (m, 8))[covers]
-    order = np.argsort(ent_key)
-    ent_key, ent_box, ent_code = ent_key[order], ent_box[order], ent_code[order]
+    # Entry = (box, offset code) as flat = 8 * box + code, for each of the 8 candidate cells
+    # the box really covers: offset k is covered iff it has no bit outside the box's span.
+    scode = span[0] + 2 * span[1] + 4 * span[2]
+    flat = np.flatnonzero((_CODES[None, :] & ~scode[:, None]) == 0)
+    ent_key = key0[flat >> 3] + off_key[flat & 7]
+    fbits = int(8 * m).bit_length()
+    if ncells.bit_length() + fbits <= 63:
+        # Pack (key, flat) in one int64 and sort values: faster than argsort + gathers.
+        ent = (ent_key << fbits) | flat
+        ent.sort()
+        ent_key, flat = ent >> fbits, ent & ((1 << fbits) - 1)
+    else:
+        o = np.argsort(ent_key)
+        ent_key, flat = ent_key[o], flat[o]
+    ent_box, ent_code = flat >> 3, flat & 7
     # Each entry pairs with the entries after it in the same cell.
     ne = len(ent_key)
     starts = np.flatnonzero(np.concatenate(([True], ent_key[1:] != ent_key[:-1])))
     sizes = np.diff(np.append(starts, ne))
     group_end = np.repeat(starts + sizes, sizes)
     p = np.arange(ne)
+    cols = _columns(lo, hi)
     parts = []
     for r, q in _expand(p + 1, group_end - p - 1):
         # Report a pair only in the cell holding the lower corner of the boxes'
@@ -302,8 +345,9 @@ def _grid_small(lo, hi, cl, span, idx):
         # so it is this cell iff no axis has offset 1 in both entries.
         ok = (ent_code[r] & ent_code[q]) == 0
         a, b = ent_box[r[ok]], ent_box[q[ok]]
-        ok = _overlap(lo[a], hi[a], lo[b], hi[b], range(3))
-        parts.append((idx[a[ok]], idx[b[ok]]))
+        ok = _overlap(cols, a, b)
+        a, b = a[ok], b[ok]
+        parts.append((a, b) if idx is None else (idx[a], idx[b]))
     return _concat(parts)
 
 
