@@ -1,0 +1,184 @@
+"""Batched SAT against independent truth: analytic box cases and the Qhull oracle on random hulls."""
+import numpy as np
+import pytest
+from scipy.spatial import ConvexHull
+
+import oracle
+from engine import quat
+from engine.sat import EDGE, FACE_A, FACE_B, polytope_sat
+from engine.shape_table import ShapeTable
+from engine.shapes import Box, Polytope
+
+
+def make_hull(points):
+    """Polytope from the convex hull of points (scipy triangles, oriented outward): test-only."""
+    points = np.asarray(points, dtype=np.float64)
+    h = ConvexHull(points)
+    remap = -np.ones(len(points), dtype=np.int64)
+    remap[h.vertices] = np.arange(len(h.vertices))
+    faces = []
+    for (a, b, c), eq in zip(h.simplices, h.equations):
+        if np.cross(points[b] - points[a], points[c] - points[a]) @ eq[:3] < 0:
+            b, c = c, b
+        faces.append(remap[[a, b, c]])
+    poly = Polytope.__new__(Polytope)
+    poly._finish(points[h.vertices], faces)
+    return poly
+
+
+def random_shapes(rng, n):
+    shapes = [make_hull(oracle.random_hull_points(rng, int(rng.integers(4, 24)),
+                                                  stretch=rng.uniform(0.2, 1.5, 3),
+                                                  kind=("sphere", "cube")[i % 2]))
+              for i in range(n)]
+    shapes.append(Box([0.5, 0.3, 0.2]))
+    shapes.append(Box([0.4, 0.4, 0.4]))
+    return shapes
+
+
+def rot_z(angle):
+    return quat.to_matrix(quat.from_axis_angle([0, 0, 1], angle))
+
+
+def one(table, a, pa, ra, b, pb, rb, **kw):
+    return polytope_sat(table, np.array([a]), np.array([pa], float), np.array([ra], float),
+                        np.array([b]), np.array([pb], float), np.array([rb], float), **kw)
+
+
+def test_random_hulls_match_oracle():
+    """Overlapping: SAT separation == exact signed distance. Apart: a lower bound of it."""
+    rng = np.random.default_rng(7)
+    shapes = random_shapes(rng, 14)
+    table = ShapeTable(shapes)
+    m = 2500
+    ia = rng.integers(0, len(shapes), m)
+    ib = rng.integers(0, len(shapes), m)
+    pa = rng.uniform(-5, 5, (m, 3))
+    pb = pa + rng.uniform(-1.2, 1.2, (m, 3))
+    ra = oracle.random_rotations(rng, m)
+    rb = oracle.random_rotations(rng, m)
+    res = polytope_sat(table, ia, pa, ra, ib, pb, rb)
+    n_over = n_apart = 0
+    for k in range(0, m, 2):  # the oracle is the slow part: check every other pair
+        s, n, _ = oracle.signed_distance_local(shapes[ia[k]].vertices, pa[k], ra[k],
+                                               shapes[ib[k]].vertices, pb[k], rb[k])
+        if s < 0:
+            n_over += 1
+            assert res.separation[k] == pytest.approx(s, abs=1e-9)
+        else:
+            n_apart += 1
+            assert res.separation[k] <= s + 1e-9
+        # The reported normal is a unit vector and the chosen axis' separation is a lower bound.
+        assert np.linalg.norm(res.normal[k]) == pytest.approx(1.0, abs=1e-12)
+        assert res.axis_separation[k] <= res.separation[k] + 1e-12
+    assert n_over > 200 and n_apart > 200
+
+
+def test_normal_is_a_true_separating_direction():
+    """Along the reported axis, the support gap of B minus A equals the axis separation."""
+    rng = np.random.default_rng(3)
+    shapes = random_shapes(rng, 8)
+    table = ShapeTable(shapes)
+    m = 1500
+    ia = rng.integers(0, len(shapes), m)
+    ib = rng.integers(0, len(shapes), m)
+    pa = rng.uniform(-1, 1, (m, 3))
+    pb = pa + rng.uniform(-1, 1, (m, 3))
+    ra = oracle.random_rotations(rng, m)
+    rb = oracle.random_rotations(rng, m)
+    res = polytope_sat(table, ia, pa, ra, ib, pb, rb)
+    for k in range(m):
+        wa = oracle.transform_points(shapes[ia[k]].vertices, pa[k], ra[k])
+        wb = oracle.transform_points(shapes[ib[k]].vertices, pb[k], rb[k])
+        n = res.normal[k]
+        gap = (wb @ n).min() - (wa @ n).max()
+        assert gap == pytest.approx(res.axis_separation[k], abs=1e-9)
+
+
+def test_boxes_analytic():
+    table = ShapeTable([Box([1.0, 1.0, 1.0]), Box([0.5, 0.5, 0.5])])
+    eye = np.eye(3)
+    # Face contact: small box 0.1 deep in the +z face of the big one.
+    r = one(table, 0, [0, 0, 0], eye, 1, [0.2, -0.3, 1.4], eye)
+    assert r.separation[0] == pytest.approx(-0.1)
+    assert r.kind[0] == FACE_A and r.index[0, 0] == 5  # +z face of Box
+    assert np.allclose(r.normal[0], [0, 0, 1])
+    # Swapped order, faces tie (A's bottom, B's top): A's face is kept, normal still A -> B.
+    r = one(table, 1, [0.2, -0.3, 1.4], eye, 0, [0, 0, 0], rot_z(0.3))
+    assert r.separation[0] == pytest.approx(-0.1)
+    assert r.kind[0] == FACE_A and np.allclose(r.normal[0], [0, 0, -1])
+    # A tilted about x, its lowest edge 0.1 into B's top face: B's face is the clear best.
+    tilt = quat.to_matrix(quat.from_axis_angle([1, 0, 0], 0.5))
+    low = 0.5 * (np.cos(0.5) + np.sin(0.5))
+    r = one(table, 1, [0.2, -0.3, 1.0 + low - 0.1], tilt, 0, [0, 0, 0], rot_z(0.3))
+    assert r.separation[0] == pytest.approx(-0.1)
+    assert r.kind[0] == FACE_B and r.index[0, 0] == 5
+    assert np.allclose(r.normal[0], [0, 0, -1])
+    # Separated by 0.25 along x.
+    r = one(table, 0, [0, 0, 0], eye, 1, [1.75, 0.1, 0.2], eye)
+    assert r.separation[0] == pytest.approx(0.25)
+    assert np.allclose(r.normal[0], [1, 0, 0])
+
+
+def test_crossed_edges():
+    """Two boxes standing on edges, crossed at 90 deg: the edge-edge axis is the answer."""
+    table = ShapeTable([Box([0.5, 0.5, 0.5])])
+    ra = quat.to_matrix(quat.from_axis_angle([1, 0, 0], np.pi / 4))  # edge along x on top
+    rb = quat.to_matrix(quat.from_axis_angle([0, 1, 0], np.pi / 4))  # edge along y at bottom
+    h = 0.5 * np.sqrt(2.0)
+    r = one(table, 0, [0, 0, 0], ra, 0, [0, 0, 2 * h - 0.05], rb)
+    assert r.kind[0] == EDGE
+    assert r.separation[0] == pytest.approx(-0.05)
+    assert np.allclose(r.normal[0], [0, 0, 1])
+    # Apart by 0.05: still the edge axis, separation exact here (edges are the closest features).
+    r = one(table, 0, [0, 0, 0], ra, 0, [0, 0, 2 * h + 0.05], rb)
+    assert r.kind[0] == EDGE and r.separation[0] == pytest.approx(0.05)
+
+
+def test_face_bias_prefers_faces_on_ties():
+    """Resting face to face, edge axes tie with the face axis: the face wins."""
+    table = ShapeTable([Box([1.0, 1.0, 1.0])])
+    r = one(table, 0, [0, 0, 0], np.eye(3), 0, [0.0, 0.0, 1.99], np.eye(3))
+    assert r.kind[0] == FACE_A
+    r = one(table, 0, [0, 0, 0], np.eye(3), 0, [0.3, 0.2, 1.99], rot_z(0.7))
+    assert r.kind[0] in (FACE_A, FACE_B) and r.separation[0] == pytest.approx(-0.01)
+
+
+def test_margin_skips_edge_query_but_stays_a_lower_bound():
+    rng = np.random.default_rng(11)
+    shapes = random_shapes(rng, 6)
+    table = ShapeTable(shapes)
+    m = 400
+    ia = rng.integers(0, len(shapes), m)
+    ib = rng.integers(0, len(shapes), m)
+    pa = rng.uniform(-1, 1, (m, 3))
+    pb = pa + rng.uniform(-2, 2, (m, 3))
+    ra = oracle.random_rotations(rng, m)
+    rb = oracle.random_rotations(rng, m)
+    full = polytope_sat(table, ia, pa, ra, ib, pb, rb)
+    cut = polytope_sat(table, ia, pa, ra, ib, pb, rb, margin=0.05)
+    close = full.separation <= 0.05
+    assert np.array_equal(cut.separation[close], full.separation[close])
+    assert np.all(cut.separation[~close] > 0.05)
+    assert np.all(cut.separation <= full.separation + 1e-15)
+
+
+def test_far_from_origin_and_scales():
+    """10 km from the origin, and 1 mm against 100 m: exact depths still."""
+    table = ShapeTable([Box([0.0005, 0.0005, 0.0005]), Box([100.0, 100.0, 1.0])])
+    far = np.array([1.0e4, -2.0e4, 3.0e3])
+    r = one(table, 1, far, np.eye(3), 0, far + [3.0, 7.0, 1.0 + 0.0005 - 1e-4], rot_z(0.4))
+    assert r.separation[0] == pytest.approx(-1e-4, abs=1e-9)
+    assert np.allclose(r.normal[0], [0, 0, 1])
+
+
+def test_identical_shapes_same_pose():
+    rng = np.random.default_rng(5)
+    shapes = random_shapes(rng, 3)
+    table = ShapeTable(shapes)
+    for i, s in enumerate(shapes):
+        rot = oracle.random_rotation(rng)
+        r = one(table, i, [1, 2, 3], rot, i, [1, 2, 3], rot)
+        exact, _, _ = oracle.signed_distance_local(s.vertices, [1, 2, 3], rot, s.vertices, [1, 2, 3], rot)
+        assert r.separation[0] == pytest.approx(exact, abs=1e-9)
+        assert np.isfinite(r.normal[0]).all()
