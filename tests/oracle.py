@@ -22,7 +22,7 @@ from scipy.spatial import ConvexHull
 __all__ = ["closest_point_triangle", "closest_point_segment", "segment_segment_closest",
            "minkowski_difference", "signed_distance", "signed_distance_local", "random_rotation",
            "random_rotations", "random_hull_points", "random_unit_vectors", "box_points",
-           "transform_points"]
+           "transform_points", "pad_points", "random_pair_batch"]
 
 
 # --------------------------------------------------------------------------- exact primitives
@@ -242,3 +242,33 @@ def box_points(half_extents):
     signs = np.array([[1 if i & 1 else -1, 1 if i & 2 else -1, 1 if i & 4 else -1] for i in range(8)],
                      dtype=np.float64)
     return signs * h
+
+
+def pad_points(list_of_points):
+    """Stack point sets of different sizes into (M, Vmax, 3), padding by repeating point 0
+    (the ShapeTable rule, so argmax supports need no mask)."""
+    vmax = max(len(p) for p in list_of_points)
+    out = np.empty((len(list_of_points), vmax, 3))
+    for i, p in enumerate(list_of_points):
+        out[i] = p[0]
+        out[i, :len(p)] = p
+    return out
+
+
+def random_pair_batch(rng, m, offset=1.5, vmin=4, vmax=24, size=(0.3, 1.5)):
+    """m random convex hull pairs: (shapes_a, shapes_b, pos_a, rot_a, pos_b, rot_b).
+
+    Shapes are lists of local point arrays (4..24 points, ellipsoid-surface or box-interior
+    samples, random stretch); B is placed at a random offset of +-``offset`` per axis from A, which
+    with the default sizes gives a healthy mix of separated and overlapping pairs.
+    """
+    shapes_a, shapes_b = [], []
+    for _ in range(m):
+        for lst in (shapes_a, shapes_b):
+            n = int(rng.integers(vmin, vmax + 1))
+            kind = "sphere" if rng.random() < 0.5 else "cube"
+            stretch = rng.uniform(0.2, 2.0, size=3)
+            lst.append(random_hull_points(rng, n, size=rng.uniform(*size), stretch=stretch, kind=kind))
+    pos_a = rng.uniform(-3.0, 3.0, (m, 3))
+    pos_b = pos_a + rng.uniform(-offset, offset, (m, 3))
+    return shapes_a, shapes_b, pos_a, random_rotations(rng, m), pos_b, random_rotations(rng, m)

@@ -5,32 +5,17 @@ from scipy.spatial import ConvexHull
 
 from engine.gjk import gjk, gjk_intersect, closest_on_simplex
 from oracle import (signed_distance_local, random_hull_points, random_rotations, box_points,
-                    segment_segment_closest, closest_point_triangle, transform_points)
+                    segment_segment_closest, closest_point_triangle, transform_points,
+                    pad_points, random_pair_batch)
 
 I3 = np.eye(3)
 
 
-def _pad(list_of_points):
-    """Pad point sets to a common length by repeating point 0 (the ShapeTable rule)."""
-    vmax = max(len(p) for p in list_of_points)
-    out = np.empty((len(list_of_points), vmax, 3))
-    for i, p in enumerate(list_of_points):
-        out[i] = p[0]
-        out[i, :len(p)] = p
-    return out
+_pad = pad_points
 
 
 def _random_batch(rng, m, spread=1.5, vmin=4, vmax=24):
-    shapes_a, shapes_b = [], []
-    for _ in range(m):
-        for lst in (shapes_a, shapes_b):
-            n = int(rng.integers(vmin, vmax + 1))
-            kind = "sphere" if rng.random() < 0.5 else "cube"
-            stretch = rng.uniform(0.2, 2.0, size=3)
-            lst.append(random_hull_points(rng, n, size=rng.uniform(0.3, 1.5), stretch=stretch, kind=kind))
-    pos_a = rng.uniform(-3.0, 3.0, (m, 3))
-    pos_b = pos_a + rng.uniform(-spread, spread, (m, 3))
-    return shapes_a, shapes_b, pos_a, random_rotations(rng, m), pos_b, random_rotations(rng, m)
+    return random_pair_batch(rng, m, offset=spread, vmin=vmin, vmax=vmax)
 
 
 def _hull_violation(point, pts):
