@@ -56,48 +56,58 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
     Returns a `Colouring` (colour, n_colours, order, offsets, overflow).
     """
     a, b, is_static = _check_graph(body_a, body_b, is_static)
-    if max_colours < 1:
-        raise EngineError(f"max_colours must be at least 1, got {max_colours}")
-    m, n = len(a), len(is_static)
-    colour = np.zeros(m, dtype=np.int64)
-    overflow = 0
+    if not 1 <= max_colours <= 64:
+        raise EngineError(f"max_colours must be in [1, 64] (one 64-bit mask per body), got "
+                          f"{max_colours}; constraints beyond it share the overflow colour")
+    m = len(a)
     dyn_a = ~is_static[a]
     dyn_b = ~is_static[b] & (b != a)  # a constraint from a body to itself has one end
+    # Colour of each constraint as a one-bit mask; 0 = none found (overflow). A constraint
+    # touching no dynamic body conflicts with nothing and keeps colour 0 (bit 1).
+    cbit = np.ones(m, dtype=np.uint64)
     if m:
-        # Incidence lists: (body, constraint) for each dynamic end, sorted by body then by
-        # the constraint's priority rank.
+        # Incidence entries (body, constraint, other end) for each dynamic end, sorted by
+        # body then by the constraint's priority rank. "Other end" is the body itself when
+        # the other end is static, so the readiness test below needs no special case.
         rank = _priority_rank(m)
-        cons = np.concatenate((np.flatnonzero(dyn_a), np.flatnonzero(dyn_b)))
-        body = np.concatenate((a[dyn_a], b[dyn_b]))
+        ca, cb = np.flatnonzero(dyn_a), np.flatnonzero(dyn_b)
+        cons = np.concatenate((ca, cb))
+        body = np.concatenate((a[ca], b[cb]))
+        other = np.concatenate((np.where(dyn_b[ca], b[ca], a[ca]), np.where(dyn_a[cb], a[cb], b[cb])))
+        # Each constraint is coloured from one canonical entry: its `a` end if dynamic.
+        canon = np.concatenate((np.ones(len(ca), bool), ~dyn_a[cb]))
         srt = np.argsort(body * np.int64(m) + rank[cons], kind="stable")
-        inc_cons, inc_body = cons[srt], body[srt]
-        bodies, start, deg = np.unique(inc_body, return_index=True, return_counts=True)
-        ptr, end = start.copy(), start + deg
-        words = (max_colours + 63) // 64
-        used = np.zeros((n, words), dtype=np.uint64)  # colour bits taken at each body
-        head = np.full(n, -1, dtype=np.int64)         # best uncoloured constraint at a body
-        live = np.arange(len(bodies))                 # bodies with uncoloured constraints
+        inc_cons, inc_body, inc_other, inc_canon = cons[srt], body[srt], other[srt], canon[srt]
+        # Bodies renumbered 0..B-1 (only those with constraints) to keep arrays small.
+        ubody, start, deg = np.unique(inc_body, return_index=True, return_counts=True)
+        inc_body = np.searchsorted(ubody, inc_body)
+        inc_other = np.searchsorted(ubody, inc_other)
+        allowed = ~np.uint64(0) >> np.uint64(64 - max_colours)
+        used = np.zeros(len(ubody), dtype=np.uint64)  # colour bits taken at each body
+        head = np.zeros(len(ubody), dtype=np.int64)   # best uncoloured constraint at a body
+        live = np.arange(len(ubody))                  # bodies with uncoloured constraints
+        ptr, end = start, start + deg                 # their current entry, and list end
         while len(live):
-            head[bodies[live]] = inc_cons[ptr[live]]
-            c = inc_cons[ptr[live]]
-            ready = ((~dyn_a[c] | (head[a[c]] == c)) & (~dyn_b[c] | (head[b[c]] == c)))
-            # A constraint ready at both ends is listed twice: keep it from its `a` end
-            # (or from `b` when `a` is static).
-            first = np.where(dyn_a[c], a[c], b[c]) == bodies[live]
-            r = c[ready & first]
-            taken = used[a[r]] | np.where(dyn_b[r, None], used[b[r]], np.uint64(0))
-            col = _first_free(taken, max_colours)
-            ok = col < max_colours
-            colour[r] = np.where(ok, col, max_colours)
-            overflow += int(len(r) - ok.sum())
-            bit_word, bit = col[ok] // 64, np.left_shift(np.uint64(1), (col[ok] % 64).astype(np.uint64))
+            h = inc_cons[ptr]
+            head[live] = h
+            # h is ready when it is the head at its other end too.
+            ready = head[inc_other[ptr]] == h
+            e = ptr[ready & inc_canon[ptr]]
+            v, o = inc_body[e], inc_other[e]
+            free = ~(used[v] | used[o]) & allowed
+            low = free & -free  # lowest free colour bit (0 if none: overflow)
+            cbit[inc_cons[e]] = low
             # In one round no two ready constraints share a dynamic body: plain writes.
-            for ends, dyn in ((a, dyn_a), (b, dyn_b)):
-                d = dyn[r[ok]]
-                used[ends[r[ok]][d], bit_word[d]] |= bit[d]
+            used[v] |= low
+            used[o] |= low
             # Every body whose head was coloured moves on to its next constraint.
-            ptr[live[ready]] += 1
-            live = live[ptr[live] < end[live]]
+            ptr = ptr + ready
+            alive = ptr < end
+            live, ptr, end = live[alive], ptr[alive], end[alive]
+    # frexp(2^k) = (0.5, k + 1) exactly; frexp(0) = (0, 0) gives -1: the overflow colour.
+    colour = np.frexp(cbit.astype(np.float64))[1].astype(np.int64) - 1
+    overflow = int(np.count_nonzero(cbit == 0))
+    colour[cbit == 0] = max_colours
     n_colours = int(colour.max()) + 1 if m else 0
     order = np.argsort(colour, kind="stable")
     offsets = np.zeros(n_colours + 1, dtype=np.int64)
@@ -165,16 +175,3 @@ def _priority_rank(m):
     rank = np.empty(m, dtype=np.int64)
     rank[np.argsort(x, kind="stable")] = np.arange(m)
     return rank
-
-
-def _first_free(taken, max_colours):
-    """Lowest colour whose bit is clear in every row of `taken` (R, words) uint64."""
-    free = ~taken
-    has = free != 0
-    word = np.argmax(has, axis=1)
-    bits = free[np.arange(len(free)), word]
-    low = bits & (~bits + np.uint64(1))  # lowest set bit (two's complement trick)
-    # frexp(2^k) = (0.5, k + 1), exact in float64 for every k < 64.
-    col = word.astype(np.int64) * 64 + np.frexp(low.astype(np.float64))[1].astype(np.int64) - 1
-    # A row with every bit taken has no free colour: mark it past the cap.
-    return np.where(has.any(axis=1), col, max_colours)
