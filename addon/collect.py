@@ -1,0 +1,317 @@
+"""Reading the scene: enabled objects -> validated body descriptions for the engine.
+
+Every problem becomes a ``Problem`` naming the object and saying what to do; a bad object is
+skipped (level ERROR) or simulated with a caveat (WARNING / INFO). Nothing here changes the
+scene, so a bake that stops at this stage has touched nothing.
+
+Shapes are built in the object's local frame *including* its world scale: the world 3x3 part
+is split into a rotation (the body's orientation) and a shape matrix (scale, mirror, shear
+from a parent) applied to the vertices. Identical meshes under identical shape matrices share
+one engine shape, so 1000 copies of a cube cost one shape in the engine's tables.
+"""
+import math
+
+import numpy as np
+
+from .. import engine
+from . import engine_link, transforms
+
+MAX_SIZE = 1.0e5   # metres: beyond this the engine's tolerances (~mm) are meaningless
+MIN_SIZE = 1.0e-4  # metres
+KIND = {"DYNAMIC": "dynamic", "PASSIVE": "static", "ANIMATED": "kinematic"}
+
+
+class Problem:
+    __slots__ = ("level", "name", "message")
+
+    def __init__(self, level, name, message):
+        self.level, self.name, self.message = level, name, message
+
+    def __str__(self):
+        return f"{self.name}: {self.message}" if self.name else self.message
+
+    def __repr__(self):
+        return f"Problem({self.level!r}, {self.name!r}, {self.message!r})"
+
+
+class BodySpec:
+    """One object's body: engine shape and parameters plus what is needed to key it back."""
+    __slots__ = ("obj", "name", "body_type", "kind", "shape", "position", "rotation",
+                 "shape_matrix", "params", "index")
+
+    def __init__(self, **kw):
+        for k in self.__slots__:
+            setattr(self, k, kw.get(k))
+
+    @property
+    def orientation(self):
+        return transforms.matrix_to_quat(self.rotation)
+
+
+def collision_bits(flags):
+    """Blender's 20 collision collections as an int bit set (collide if they share a bit)."""
+    return int(sum(1 << i for i, f in enumerate(flags) if f))
+
+
+def mesh_points(obj, depsgraph):
+    """Evaluated vertex positions (V, 3) in object space (modifiers applied), or None."""
+    ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    mesh = ev.data
+    if mesh is None or not hasattr(mesh, "vertices"):
+        return None
+    n = len(mesh.vertices)
+    co = np.empty(n * 3, dtype=np.float32)
+    mesh.vertices.foreach_get("co", co)
+    return co.reshape(n, 3).astype(np.float64)
+
+
+def loose_parts(obj, depsgraph):
+    """Vertex index arrays of the mesh's loose parts (connected by edges), union-find over
+    the edge list, vectorised by repeated label propagation."""
+    ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    mesh = ev.data
+    n = len(mesh.vertices)
+    e = np.empty(len(mesh.edges) * 2, dtype=np.int64)
+    mesh.edges.foreach_get("vertices", e)
+    e = e.reshape(-1, 2)
+    label = np.arange(n)
+    while True:  # min-label propagation; converges in (graph diameter) sweeps
+        lo = np.minimum(label[e[:, 0]], label[e[:, 1]])
+        new = label.copy()
+        np.minimum.at(new, e[:, 0], lo)
+        np.minimum.at(new, e[:, 1], lo)
+        new = new[new]
+        if np.array_equal(new, label):
+            break
+        label = new
+    _, inv = np.unique(label, return_inverse=True)
+    return [np.flatnonzero(inv == k) for k in range(inv.max() + 1)] if n else []
+
+
+def _extent_axes(points):
+    """Principal axes and extents (sorted descending) of a point cloud."""
+    c = points - points.mean(axis=0)
+    _, s, vt = np.linalg.svd(c, full_matrices=False)
+    span = np.ptp(c @ vt.T, axis=0) if len(points) > 1 else np.zeros(3)
+    return vt, span
+
+
+def _slab(points, thickness, one_sided_normal=None):
+    """Thicken flat points into a slab: copies offset along the plane normal."""
+    vt, _ = _extent_axes(points)
+    n = vt[2] if one_sided_normal is None else one_sided_normal
+    if one_sided_normal is None:
+        return np.concatenate((points + 0.5 * thickness * n, points - 0.5 * thickness * n))
+    return np.concatenate((points, points - thickness * n))
+
+
+def _hull(points):
+    hull_cls = engine_link.get("ConvexHull")
+    if hull_cls is None:  # engine without hulls yet: the bounding box is the best we can do
+        lo, hi = points.min(axis=0), points.max(axis=0)
+        corners = np.array([[hi[0] if i & 1 else lo[0], hi[1] if i & 2 else lo[1],
+                             hi[2] if i & 4 else lo[2]] for i in range(8)])
+        if np.allclose(lo + hi, 0.0, atol=1e-9 * max(1.0, np.abs(hi).max())):
+            return engine.Box(0.5 * (hi - lo))
+        raise engine.DegenerateShapeError("this engine build has no ConvexHull")
+    return hull_cls(points)
+
+
+def build_shape(kind, points, body_type, label):
+    """Engine shape of a point set already in the body frame. Returns (shape, notes)."""
+    notes = []
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    half = 0.5 * (hi - lo)
+    centre = 0.5 * (hi + lo)
+    size = float(np.max(hi - lo))
+    if kind in ("BOX", "SPHERE", "CAPSULE"):
+        if kind == "BOX":
+            if np.allclose(centre, 0.0, atol=1e-6 * max(size, 1e-9)):
+                return engine.Box(np.maximum(half, 1e-3 * size)), notes
+            corners = np.array([[hi[0] if i & 1 else lo[0], hi[1] if i & 2 else lo[1],
+                                 hi[2] if i & 4 else lo[2]] for i in range(8)])
+            return _hull(corners), notes
+        if not np.allclose(centre, 0.0, atol=1e-3 * max(size, 1e-9)):
+            notes.append(("INFO", f"the {kind.lower()} is centred on the origin, not on the "
+                          "mesh (set the origin to the geometry to centre it)"))
+        if kind == "SPHERE":
+            return engine.Sphere(float(half.max())), notes
+        r = float(max(half[0], half[1]))
+        return engine.Capsule(r, float(max(half[2] - r, 0.0))), notes
+    if kind == "MESH" and hasattr(engine, "TriangleMesh") and body_type == "PASSIVE":
+        return None, notes  # handled by the caller with faces
+    if kind in ("MESH", "COMPOUND"):
+        what = "Mesh" if kind == "MESH" else "Compound"
+        notes.append(("WARNING", f"the {what} shape is not available in this engine build; "
+                      "using its convex hull"))
+    return _hull(points), notes
+
+
+class SceneReader:
+    """Collects the bodies of a scene. ``read()`` fills ``bodies`` and ``problems``."""
+
+    def __init__(self, scene, depsgraph, objects=None):
+        self.scene = scene
+        self.depsgraph = depsgraph
+        self.objects = objects
+        self.bodies = []
+        self.problems = []
+        self._shape_cache = {}
+
+    def problem(self, level, obj, message):
+        self.problems.append(Problem(level, obj.name if obj is not None else "", message))
+
+    def read(self):
+        objs = self.objects
+        if objs is None:
+            objs = [o for o in self.scene.objects if o.hullabaloo.enabled]
+        for obj in objs:
+            spec = self._read_object(obj)
+            if spec is not None:
+                self.bodies.append(spec)
+        return self
+
+    # -- one object -------------------------------------------------------------------------
+    def _read_object(self, obj):
+        s = obj.hullabaloo
+        if obj.type != 'MESH':
+            self.problem("ERROR", obj, f"is a {obj.type.lower()} object; Hullabaloo simulates "
+                         "mesh objects. Convert it (Object > Convert > Mesh) or turn "
+                         "Hullabaloo off for it. Skipped.")
+            return None
+        if obj.data is None:
+            self.problem("ERROR", obj, "has no mesh data; give it a mesh or turn Hullabaloo "
+                         "off for it. Skipped.")
+            return None
+        mw = np.array(obj.matrix_world, dtype=np.float64)
+        if not np.all(np.isfinite(mw)):
+            self.problem("ERROR", obj, "has a non-finite transform (NaN or infinity in its "
+                         "location, rotation or scale, or its parent's); reset them "
+                         "(Object > Clear > Location / Rotation / Scale). Skipped.")
+            return None
+        sv = np.linalg.svd(mw[:3, :3], compute_uv=False)
+        if sv.min() <= 1e-8 * max(sv.max(), 1e-30):
+            self.problem("ERROR", obj, "has zero scale on at least one axis (so no volume); "
+                         "give it a non-zero scale (Object > Clear > Scale). Skipped.")
+            return None
+        points = mesh_points(obj, self.depsgraph)
+        if points is None or len(points) == 0:
+            self.problem("ERROR", obj, "has no vertices; add geometry or turn Hullabaloo off "
+                         "for it. Skipped.")
+            return None
+        if not np.all(np.isfinite(points)):
+            self.problem("ERROR", obj, "has vertices with non-finite coordinates; fix the "
+                         "mesh. Skipped.")
+            return None
+        R, K = transforms.polar_decompose(mw[None, :3, :3])
+        R, K = R[0], K[0]
+        body_pts = points @ K.T
+        size = float(np.ptp(body_pts, axis=0).max())
+        if size > MAX_SIZE or not math.isfinite(size):
+            self.problem("ERROR", obj, f"is {size:.3g} m across, too large to simulate "
+                         "accurately; scale it down (and the scene with it) or apply a "
+                         "sensible scale (Ctrl+A > Scale). Skipped.")
+            return None
+        if size < MIN_SIZE:
+            self.problem("ERROR", obj, f"is only {size:.3g} m across, too small to simulate "
+                         "accurately; model it at least 1 mm big (scale the scene up). Skipped.")
+            return None
+        if np.linalg.det(K) < 0:
+            self.problem("INFO", obj, "has a negative scale; it is simulated mirrored, as "
+                         "shown.")
+        if s.body_type == "DYNAMIC" and transforms.shear_amount(K) > 1e-4:
+            self.problem("WARNING", obj, "is sheared by a non-uniformly scaled parent; its "
+                         "keys can only approximate a rotating sheared body. Apply the "
+                         "parent's scale (Ctrl+A > Scale) for exact results.")
+        if s.body_type == "DYNAMIC":
+            self._check_animation_conflicts(obj)
+        shape = self._shape(obj, s, body_pts, K)
+        if shape is None:
+            return None
+        params = dict(friction=s.friction, restitution=s.restitution,
+                      group=collision_bits(s.collision_collections),
+                      mask=collision_bits(s.collision_collections))
+        if s.body_type == "DYNAMIC":
+            if s.mass_mode == "DENSITY":
+                params["density"] = s.density
+            else:
+                params["mass"] = s.mass
+            params.update(linear_damping=s.linear_damping, angular_damping=s.angular_damping,
+                          linear_velocity=tuple(s.initial_linear_velocity),
+                          angular_velocity=tuple(s.initial_angular_velocity))
+        if params["group"] == 0:
+            self.problem("WARNING", obj, "is in no collision collection, so it collides with "
+                         "nothing; tick at least one (Physics > Hullabaloo > Collisions).")
+        return BodySpec(obj=obj, name=obj.name, body_type=s.body_type, kind=KIND[s.body_type],
+                        shape=shape, position=mw[:3, 3].copy(), rotation=R, shape_matrix=K,
+                        params=params)
+
+    def _check_animation_conflicts(self, obj):
+        if any(c.enabled and c.influence > 0 for c in obj.constraints):
+            self.problem("WARNING", obj, "has constraints, which are applied on top of the "
+                         "baked keys; disable them for the keys to show the simulation.")
+        ad = obj.animation_data
+        if ad is not None and any(d.data_path.startswith(("location", "rotation"))
+                                  for d in ad.drivers):
+            self.problem("WARNING", obj, "has drivers on its location or rotation, which "
+                         "override the baked keys; remove them.")
+        rbw = self.scene.rigidbody_world
+        if obj.rigid_body is not None and rbw is not None and rbw.enabled:
+            self.problem("WARNING", obj, "also has a Blender Rigid Body, whose simulation "
+                         "overrides keyframes on playback; remove it (Physics > Rigid Body) "
+                         "or disable the scene's Rigid Body World.")
+
+    def _shape(self, obj, s, body_pts, K):
+        mesh_key = obj.data.name if not obj.modifiers else f"object:{obj.name}"
+        key = (mesh_key, s.shape, s.body_type, np.round(K, 9).tobytes())
+        if key in self._shape_cache:
+            return self._shape_cache[key]
+        pts = body_pts
+        _, span = _extent_axes(pts)
+        scale = max(span.max(), 1e-12)
+        if span[1] <= 1e-6 * scale:
+            self.problem("ERROR", obj, "is a point or a line (no area, no volume), which "
+                         "cannot collide; give the mesh some volume or turn Hullabaloo off "
+                         "for it. Skipped.")
+            return None
+        if span[2] <= 1e-6 * scale and s.shape in ("CONVEX_HULL", "MESH", "COMPOUND"):
+            thickness = max(0.01 * scale, 1e-3) if s.body_type == "DYNAMIC" else \
+                max(0.1 * scale, 0.01)
+            normal = None
+            if s.body_type != "DYNAMIC":
+                normal = self._flat_normal(obj, K)
+            pts = _slab(pts, thickness, normal)
+            where = "on both sides" if normal is None else "behind its face side"
+            self.problem("INFO", obj, f"is flat; it is simulated as a slab {thickness:.3g} m "
+                         f"thick {where}. Add thickness (Solidify) to control this.")
+        try:
+            if s.shape == "COMPOUND" and hasattr(engine, "Compound"):
+                parts = loose_parts(obj, self.depsgraph)
+                shape = engine.Compound([_hull(pts[p]) for p in parts if len(p) >= 4])
+                notes = []
+            else:
+                shape, notes = build_shape(s.shape, pts, s.body_type, obj.name)
+        except engine.EngineError as exc:
+            self.problem("ERROR", obj, f"cannot be given a {s.shape.lower().replace('_', ' ')} "
+                         f"shape: {exc}. Try the Box shape, or fix the mesh. Skipped.")
+            shape = None
+        else:
+            for level, msg in notes:
+                self.problem(level, obj, msg)
+        self._shape_cache[key] = shape
+        return shape
+
+    def _flat_normal(self, obj, K):
+        """Outward normal of a flat mesh, in the body frame: the faces' mean normal (a ground
+        plane's top side), or +Z of the world when the mesh has no faces."""
+        mesh = obj.data
+        n = len(mesh.polygons)
+        if n:
+            nr = np.empty(n * 3, dtype=np.float32)
+            mesh.polygons.foreach_get("normal", nr)
+            v = nr.reshape(n, 3).astype(np.float64).sum(axis=0)
+            v = np.linalg.solve(K.T, v)  # normals transform by the inverse transpose
+        else:
+            v = np.array([0.0, 0.0, 1.0])
+        norm = np.linalg.norm(v)
+        return v / norm if norm > 0 else np.array([0.0, 0.0, 1.0])

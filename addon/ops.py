@@ -1,0 +1,336 @@
+"""Operators: bake (modal in the UI, synchronous from scripts), re-bake from the current
+frame, clear bake, import Blender Rigid Body settings, add/remove on the selection.
+
+Every operator is undoable (one bake = one undo step) and reports problems in the UI instead
+of raising; from Python, an ERROR report surfaces as RuntimeError with the same message
+(Blender's rule for bpy.ops), warnings are printed and also kept in ``LAST``.
+"""
+import time
+
+import bpy
+from bpy.props import BoolProperty, EnumProperty
+
+from . import animation, cache
+from .props import BODY_TYPES
+from .simulate import BakeError, BakeJob
+
+# The last bake's summary and problems, for scripts, the command line and tests.
+LAST = {"summary": None, "problems": [], "cancelled": False}
+MAX_REPORTS = 8
+
+RB_SHAPES = {"BOX": "BOX", "SPHERE": "SPHERE", "CAPSULE": "CAPSULE",
+             "CONVEX_HULL": "CONVEX_HULL", "MESH": "MESH", "COMPOUND": "COMPOUND",
+             "CYLINDER": "CONVEX_HULL", "CONE": "CONVEX_HULL"}
+
+
+def _package():
+    # bl_ext.<repo>.hullabaloo.addon.ops -> bl_ext.<repo>.hullabaloo
+    return __package__.rsplit(".", 1)[0]
+
+
+def _report_problems(op, problems):
+    shown = 0
+    for p in problems:
+        if shown == MAX_REPORTS:
+            op.report({'WARNING'}, f"... and {len(problems) - shown} more problem(s); see the "
+                      "console")
+            break
+        level = {"ERROR": 'WARNING', "WARNING": 'WARNING'}.get(p.level, 'INFO')
+        op.report({level}, str(p))
+        shown += 1
+    for p in problems[shown:]:
+        print(f"Hullabaloo: {p.level}: {p}")
+
+
+def _baked_objects(scene):
+    return [o for o in scene.objects if o.hullabaloo.bake.baked]
+
+
+class _BakeOperator:
+    """Shared by Bake and Re-bake From Frame (a mixin: registered operator classes must not
+    be subclassed)."""
+    _job = None
+    _timer = None
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None and context.mode == 'OBJECT'
+
+    def _from_frame(self, context):
+        return None
+
+    def _make_job(self, context):
+        scene = context.scene
+        return BakeJob(scene, context.evaluated_depsgraph_get(),
+                       from_frame=self._from_frame(context), package=_package())
+
+    def _prepare(self, context):
+        LAST.update(summary=None, problems=[], cancelled=False)
+        job = self._make_job(context)
+        try:
+            job.prepare()
+        except BakeError as exc:
+            LAST["problems"] = list(job.problems)
+            self.report({'ERROR'}, str(exc))
+            return None
+        LAST["problems"] = list(job.problems)
+        return job
+
+    def _done(self, context, job):
+        summary = job.finish()
+        LAST["summary"] = summary
+        _report_problems(self, job.problems)
+        self.report({'INFO'}, f"Baked {summary['objects']} object(s) over {summary['frames']} "
+                    f"frames in {summary['simulation_seconds'] + summary['write_seconds']:.2f} s")
+        return {'FINISHED'}
+
+    def execute(self, context):
+        job = self._prepare(context)
+        if job is None:
+            return {'CANCELLED'}
+        while not job.advance(64):
+            pass
+        return self._done(context, job)
+
+    def invoke(self, context, event):
+        if bpy.app.background or context.window is None:
+            return self.execute(context)
+        job = self._prepare(context)
+        if job is None:
+            return {'CANCELLED'}
+        self._job = job
+        wm = context.window_manager
+        self._timer = wm.event_timer_add(0.01, window=context.window)
+        wm.progress_begin(0, 1000)
+        wm.modal_handler_add(self)
+        self._status(context)
+        return {'RUNNING_MODAL'}
+
+    def _status(self, context, text=None):
+        if context.workspace is None:
+            return
+        if text is None and self._job is not None:
+            j = self._job
+            text = (f"Hullabaloo: baking frame {j.frame} of {j.frame_end} "
+                    f"({100 * j.progress:.0f}%) \u2014 Esc to cancel")
+        context.workspace.status_text_set(text)
+
+    def _end_modal(self, context):
+        wm = context.window_manager
+        if self._timer is not None:
+            wm.event_timer_remove(self._timer)
+            self._timer = None
+        wm.progress_end()
+        self._status(context, None if self._job is None else "")
+        if context.workspace is not None:
+            context.workspace.status_text_set(None)
+
+    def modal(self, context, event):
+        job = self._job
+        if event.type in {'ESC', 'RIGHTMOUSE'} and event.value == 'PRESS':
+            job.cancel()
+            self._end_modal(context)
+            LAST["cancelled"] = True
+            self.report({'WARNING'}, "Bake cancelled; nothing was changed")
+            return {'CANCELLED'}
+        if event.type != 'TIMER':
+            return {'RUNNING_MODAL'}
+        budget = time.perf_counter() + 0.1  # stay responsive: ~10 UI updates per second
+        finished = False
+        while time.perf_counter() < budget and not finished:
+            finished = job.advance(1)
+        context.window_manager.progress_update(int(1000 * job.progress))
+        self._status(context)
+        if not finished:
+            return {'RUNNING_MODAL'}
+        self._end_modal(context)
+        return self._done(context, job)
+
+    def cancel(self, context):  # window closed / file loaded mid-bake
+        if self._job is not None:
+            self._job.cancel()
+        self._end_modal(context)
+
+
+class HULLABALOO_OT_bake(_BakeOperator, bpy.types.Operator):
+    """Simulate the scene's Hullabaloo objects over the frame range and bake the motion to \
+location and rotation keyframes (Esc cancels)"""
+    bl_idname = "hullabaloo.bake"
+    bl_label = "Bake to Keyframes"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    from_current_frame: BoolProperty(
+        name="From Current Frame", default=False,
+        description="Keep the keys before the current frame and re-simulate from there on, "
+        "starting from the stored state of the previous bake (velocities included)")
+
+    def _from_frame(self, context):
+        return context.scene.frame_current if self.from_current_frame else None
+
+
+class HULLABALOO_OT_rebake_from_frame(_BakeOperator, bpy.types.Operator):
+    """Keep the keys before the current frame and re-simulate from it to the end, starting \
+from the stored simulation state of the last bake (after a late tweak: a new obstacle, a \
+changed friction)"""
+    bl_idname = "hullabaloo.rebake_from_frame"
+    bl_label = "Re-bake From Current Frame"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        return _BakeOperator.poll.__func__(cls, context) and cache.get(context.scene) is not None
+
+    def _from_frame(self, context):
+        return context.scene.frame_current
+
+
+class HULLABALOO_OT_clear_bake(bpy.types.Operator):
+    """Remove the baked keys and put the objects' animation and transforms back exactly as \
+they were before the first bake"""
+    bl_idname = "hullabaloo.clear_bake"
+    bl_label = "Clear Bake"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    selected_only: BoolProperty(
+        name="Selected Only", default=False,
+        description="Clear only the selected objects (otherwise every baked object)")
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None and context.mode == 'OBJECT'
+
+    def execute(self, context):
+        objs = _baked_objects(context.scene)
+        if self.selected_only:
+            objs = [o for o in objs if o.select_get()]
+        if not objs:
+            self.report({'WARNING'}, "Nothing to clear: no baked Hullabaloo objects"
+                        + (" selected" if self.selected_only else ""))
+            return {'CANCELLED'}
+        for o in objs:
+            animation.restore_object(o)
+        if not _baked_objects(context.scene):
+            cache.drop(context.scene)
+            context.scene.hullabaloo.cache_file = ""
+        self.report({'INFO'}, f"Cleared the bake of {len(objs)} object(s)")
+        return {'FINISHED'}
+
+
+class HULLABALOO_OT_import_rigid_body(bpy.types.Operator):
+    """Copy Blender Rigid Body settings (type, shape, mass, friction, bounciness, damping, \
+collision collections and the world's frame range and substeps) to Hullabaloo and enable it"""
+    bl_idname = "hullabaloo.import_rigid_body"
+    bl_label = "Import Blender Rigid Body"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    all: BoolProperty(
+        name="All Objects", default=False,
+        description="Import every object of the scene with a Rigid Body (otherwise the "
+        "selected ones)")
+    disable_blender_world: BoolProperty(
+        name="Turn Off Blender's Rigid Body World", default=True,
+        description="Disable the scene's Rigid Body World (its settings are kept) so its "
+        "simulation does not override the baked keys on playback")
+
+    @classmethod
+    def poll(cls, context):
+        return context.scene is not None
+
+    def execute(self, context):
+        scene = context.scene
+        pool = scene.objects if self.all else context.selected_objects
+        if not self.all and not pool:
+            self.report({'ERROR'}, "Nothing selected: select objects with a Rigid Body, or "
+                        "import all of them (All Objects)")
+            return {'CANCELLED'}
+        objs = [o for o in pool if o.rigid_body is not None]
+        if not objs:
+            self.report({'ERROR'}, "None of the " + ("scene's" if self.all else "selected")
+                        + " objects has a Blender Rigid Body (Physics > Rigid Body)")
+            return {'CANCELLED'}
+        for o in objs:
+            import_rigid_body(o)
+        notes = []
+        rbw = scene.rigidbody_world
+        if rbw is not None:
+            hs = scene.hullabaloo
+            pc = rbw.point_cache
+            if (pc.frame_start, pc.frame_end) != (scene.frame_start, scene.frame_end):
+                hs.use_scene_frame_range = False
+                hs.frame_start, hs.frame_end = pc.frame_start, pc.frame_end
+            steps = getattr(rbw, "substeps_per_frame", 0)
+            hs.substeps = max(0, int(steps))
+            if self.disable_blender_world and rbw.enabled:
+                rbw.enabled = False
+                notes.append("Blender's Rigid Body World turned off")
+        self.report({'INFO'}, f"Imported Rigid Body settings of {len(objs)} object(s)"
+                    + (f"; {', '.join(notes)}" if notes else ""))
+        return {'FINISHED'}
+
+
+def import_rigid_body(obj):
+    """Copy one object's Blender Rigid Body settings to obj.hullabaloo and enable it."""
+    rb = obj.rigid_body
+    s = obj.hullabaloo
+    if rb.type == 'ACTIVE' and not rb.kinematic:
+        s.body_type = 'DYNAMIC'
+    elif rb.kinematic:
+        s.body_type = 'ANIMATED'
+    else:
+        s.body_type = 'PASSIVE'
+    s.shape = RB_SHAPES.get(rb.collision_shape, 'CONVEX_HULL')
+    s.mass_mode = 'MASS'
+    s.mass = rb.mass
+    s.friction = rb.friction
+    s.restitution = rb.restitution
+    s.linear_damping = rb.linear_damping
+    s.angular_damping = rb.angular_damping
+    s.collision_collections = tuple(rb.collision_collections)
+    s.enabled = True
+
+
+class HULLABALOO_OT_add_selected(bpy.types.Operator):
+    """Enable Hullabaloo on the selected mesh objects with the given type"""
+    bl_idname = "hullabaloo.add_selected"
+    bl_label = "Add to Selected"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    body_type: EnumProperty(name="Type", items=BODY_TYPES, default='DYNAMIC')
+
+    @classmethod
+    def poll(cls, context):
+        return bool(context.selected_objects)
+
+    def execute(self, context):
+        meshes = [o for o in context.selected_objects if o.type == 'MESH']
+        if not meshes:
+            self.report({'ERROR'}, "No mesh object selected: Hullabaloo simulates meshes")
+            return {'CANCELLED'}
+        for o in meshes:
+            o.hullabaloo.enabled = True
+            o.hullabaloo.body_type = self.body_type
+        skipped = len(context.selected_objects) - len(meshes)
+        self.report({'INFO'}, f"Hullabaloo {self.body_type.lower()} on {len(meshes)} object(s)"
+                    + (f" ({skipped} non-mesh skipped)" if skipped else ""))
+        return {'FINISHED'}
+
+
+class HULLABALOO_OT_remove_selected(bpy.types.Operator):
+    """Turn Hullabaloo off for the selected objects (their settings and keys are kept)"""
+    bl_idname = "hullabaloo.remove_selected"
+    bl_label = "Remove from Selected"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    @classmethod
+    def poll(cls, context):
+        return bool(context.selected_objects)
+
+    def execute(self, context):
+        for o in context.selected_objects:
+            o.hullabaloo.enabled = False
+        return {'FINISHED'}
+
+
+CLASSES = (HULLABALOO_OT_bake, HULLABALOO_OT_rebake_from_frame, HULLABALOO_OT_clear_bake,
+           HULLABALOO_OT_import_rigid_body, HULLABALOO_OT_add_selected,
+           HULLABALOO_OT_remove_selected)

@@ -1,0 +1,403 @@
+"""The bake: read the scene, simulate the frame range with the engine, write keys.
+
+``BakeJob`` splits a bake into ``prepare()`` (read and validate; touches nothing),
+``advance(n)`` (simulate n frames; the scene changes only by frame changes when animated
+objects must be sampled) and ``finish()`` (write every key at once) or ``cancel()``. The modal
+operator calls ``advance`` from a timer, so ESC between chunks leaves the scene exactly as it
+was; scripts call ``run()``.
+
+Frames: the objects' poses at the first frame are the initial state; each later frame is one
+engine step of 1 / fps seconds (the engine substeps internally).
+"""
+import time
+
+import numpy as np
+
+from .. import engine
+from . import animation, cache, engine_link, transforms
+from .collect import SceneReader
+
+
+class BakeError(Exception):
+    """A problem that stops the bake before anything is changed (message for the user)."""
+
+
+def frame_range(scene):
+    s = scene.hullabaloo
+    if s.use_scene_frame_range:
+        return scene.frame_start, scene.frame_end
+    return s.frame_start, s.frame_end
+
+
+def world_settings(scene):
+    s = scene.hullabaloo
+    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    return dict(gravity=gravity, substeps=s.substeps or None, iterations=s.iterations,
+                sleeping=s.use_sleeping, ccd=s.use_ccd)
+
+
+def _obj_matrix(obj):
+    return np.array(obj.matrix_world, dtype=np.float64)
+
+
+def _moves(obj, scene):
+    """Whether an object (not simulated by us) may move over the frames."""
+    o = obj
+    while o is not None:
+        if o.animation_data is not None or len(o.constraints):
+            return True
+        o = o.parent
+    return False
+
+
+class BakeJob:
+    def __init__(self, scene, depsgraph, from_frame=None, record=None, package=None):
+        self.scene = scene
+        self.depsgraph = depsgraph
+        self.from_frame = from_frame
+        self.record = scene.hullabaloo.keep_debug_records if record is None else bool(record)
+        self.package = package
+        self.problems = []
+        self.world = None
+        self.frame = None
+        self.done = False
+        self.sim_seconds = 0.0
+        self.write_seconds = 0.0
+        self.max_penetration = 0.0
+
+    # -- prepare ----------------------------------------------------------------------------
+    def prepare(self):
+        """Read and validate the scene and build the world. Raises BakeError (nothing was
+        changed) or returns the list of problems of skipped or caveated objects."""
+        scene = self.scene
+        start, end = frame_range(scene)
+        if end <= start:
+            raise BakeError(f"The frame range {start}-{end} has no length; set an end frame "
+                            "after the start frame (Output or Scene properties).")
+        self.frame_start, self.frame_end = start, end
+        first = start
+        prev_cache = None
+        if self.from_frame is not None:
+            f = int(self.from_frame)
+            prev_cache = cache.get(scene)
+            if prev_cache is None or not prev_cache.has_frame(f):
+                raise BakeError(f"No stored simulation state at frame {f}: bake the scene "
+                                "first (Re-bake From Frame continues an earlier bake).")
+            if f >= end:
+                raise BakeError(f"Frame {f} is the last frame of the range; move to an "
+                                "earlier frame to re-bake from it.")
+            first = f
+        self.first = first
+        self.saved_frame = (scene.frame_current, scene.frame_subframe)
+        if (scene.frame_current, scene.frame_subframe) != (first, 0.0):
+            scene.frame_set(first)
+        try:
+            reader = SceneReader(scene, self.depsgraph).read()
+        finally:
+            self._restore_frame()
+        self.problems = reader.problems
+        bodies = reader.bodies
+        if not bodies:
+            errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
+            raise BakeError("Nothing to bake: no object has Hullabaloo enabled (Physics "
+                            "properties)." if not errs else f"Nothing to bake: {errs}")
+        world = engine_link.get("World")(**world_settings(scene))
+        kept = []
+        for b in bodies:
+            try:
+                b.index = world.add_body(b.shape, position=b.position,
+                                         orientation=b.orientation, kind=b.kind, **b.params)
+            except engine.EngineError as exc:
+                from .collect import Problem
+                self.problems.append(Problem("ERROR", b.name, f"{exc}. Skipped."))
+                continue
+            kept.append(b)
+        bodies = kept
+        self.bodies = bodies
+        self.dynamic = [b for b in bodies if b.kind == "dynamic"]
+        if not self.dynamic:
+            raise BakeError("Nothing to bake: no valid dynamic object (set an object's "
+                            "Hullabaloo type to Dynamic).")
+        self.kinematic = [b for b in bodies if b.kind == "kinematic"]
+        self.world = world
+        self.names = [b.name for b in bodies]
+        if prev_cache is not None:
+            self._resume_from(prev_cache, first)
+        self._plan_parents()
+        n_frames = end - first + 1
+        nd = len(self.dynamic)
+        self.dyn_idx = np.array([b.index for b in self.dynamic], dtype=np.int64)
+        self.positions = np.empty((n_frames, nd, 3))
+        self.orientations = np.empty((n_frames, nd, 4))
+        self.positions[0] = world.positions[self.dyn_idx]
+        self.orientations[0] = world.orientations[self.dyn_idx]
+        self.states = [world.get_state()]
+        self.records = [None] if self.record else None
+        self.frame = first
+        self.dt = scene.render.fps_base / scene.render.fps
+        self._start_channels()
+        return self.problems
+
+    def _resume_from(self, prev, frame):
+        """Put the world in the stored state of frame (bit-exact when the body set is the
+        same; otherwise matched bodies get their stored pose and velocity, new ones start
+        from their current pose)."""
+        state = prev.state(frame)
+        if prev.names == self.names:
+            self.world.set_state(state)
+            return
+        where = {n: i for i, n in enumerate(prev.names)}
+        for b in self.bodies:
+            j = where.get(b.name)
+            if j is None or b.kind != "dynamic":
+                continue
+            self.world.set_pose(b.index, position=state["pos"][j], orientation=state["q"][j])
+            self.world.set_velocity(b.index, linear=state["vel"][j, :3],
+                                    angular=state["vel"][j, 3:])
+
+    def _plan_parents(self):
+        """Parent spaces of the keyed bodies: P = parent_world(f) @ C with C constant.
+
+        P0 = matrix_world @ matrix_basis^-1 at the first frame works for every parent type
+        (object, bone, vertex). A parent simulated by us moves with its body pose; a parent
+        that is animated is sampled per frame; any other parent is fixed.
+        """
+        body_of = {b.name: b for b in self.bodies}
+        nd = len(self.dynamic)
+        self.parent_const = np.tile(np.eye(4), (nd, 1, 1))
+        self.parent_body = np.full(nd, -1, dtype=np.int64)   # dynamic row of a simulated parent
+        self.parent_sampled = []                              # (row, parent object)
+        self.parent_world0 = np.tile(np.eye(4), (nd, 1, 1))
+        dyn_row = {b.name: i for i, b in enumerate(self.dynamic)}
+        for i, b in enumerate(self.dynamic):
+            obj = b.obj
+            if obj.parent is None:
+                continue
+            P0 = _obj_matrix(obj) @ np.linalg.inv(np.array(obj.matrix_basis, dtype=np.float64))
+            par = obj.parent
+            pw0 = _obj_matrix(par)
+            self.parent_world0[i] = pw0
+            self.parent_const[i] = np.linalg.inv(pw0) @ P0
+            pb = body_of.get(par.name)
+            if pb is not None and pb.kind == "dynamic":
+                self.parent_body[i] = dyn_row[par.name]
+            elif (pb is not None and pb.kind == "kinematic") or \
+                    (pb is None and _moves(par, self.scene)):
+                self.parent_sampled.append((i, par))
+        self.sampled_parent_mats = []
+        self.sample = bool(self.kinematic or self.parent_sampled)
+
+    def _start_channels(self):
+        """Rotation channel values at the first frame: continuity references for the keys."""
+        self.start_rot = []
+        for b in self.dynamic:
+            o = b.obj
+            self.start_rot.append((o.rotation_mode, tuple(o.rotation_euler),
+                                   tuple(o.rotation_quaternion), tuple(o.rotation_axis_angle)))
+
+    def _restore_frame(self):
+        cur, sub = self.saved_frame
+        if (self.scene.frame_current, self.scene.frame_subframe) != (cur, sub):
+            self.scene.frame_set(cur, subframe=sub)
+
+    # -- simulate ---------------------------------------------------------------------------
+    @property
+    def progress(self):
+        if self.frame is None:
+            return 0.0
+        return (self.frame - self.first) / max(1, self.frame_end - self.first)
+
+    def advance(self, count=1):
+        """Simulate up to count frames; returns True when the range is done."""
+        world = self.world
+        t0 = time.perf_counter()
+        try:
+            for _ in range(count):
+                if self.frame >= self.frame_end:
+                    break
+                f = self.frame + 1
+                if self.sample:
+                    self._sample(f)
+                world.step(self.dt, record=self.record)
+                k = f - self.first
+                self.positions[k] = world.positions[self.dyn_idx]
+                self.orientations[k] = world.orientations[self.dyn_idx]
+                self.states.append(world.get_state())
+                if self.record:
+                    rec = world.last_record or {}
+                    self.records.append(_compact_record(rec))
+                    sep = rec.get("separations")
+                    if sep is not None and len(sep):
+                        self.max_penetration = max(self.max_penetration, float(-np.min(sep)))
+                self.frame = f
+        finally:
+            if self.sample:
+                self._restore_frame()
+            self.sim_seconds += time.perf_counter() - t0
+        return self.frame >= self.frame_end
+
+    def _sample(self, f):
+        """Animated bodies' targets and moving parents' matrices at frame f."""
+        self.scene.frame_set(f)
+        if self.kinematic:
+            mats = np.array([_obj_matrix(b.obj) for b in self.kinematic])
+            R, _ = transforms.polar_decompose(mats[:, :3, :3])
+            q = transforms.matrix_to_quat(R)
+            bulk = getattr(self.world, "set_kinematic_targets", None)
+            idx = np.array([b.index for b in self.kinematic])
+            if bulk is not None:
+                bulk(idx, mats[:, :3, 3], q)
+            else:  # a handful of animated bodies: one call each
+                for j, i in enumerate(idx):
+                    self.world.set_kinematic_target(int(i), mats[j, :3, 3], q[j])
+        if self.parent_sampled:
+            self.sampled_parent_mats.append(np.array([_obj_matrix(p)
+                                                      for _, p in self.parent_sampled]))
+
+    def run(self):
+        """Synchronous bake (scripts, headless): prepare, simulate everything, write."""
+        if self.world is None:
+            self.prepare()
+        while not self.advance(64):
+            pass
+        return self.finish()
+
+    def cancel(self):
+        """Abandon the bake: nothing was written, the frame is put back."""
+        if self.frame is not None:
+            self._restore_frame()
+        self.world = None
+        self.done = True
+
+    # -- write ------------------------------------------------------------------------------
+    def finish(self):
+        """Write the keys of every dynamic body (one pass, in bulk) and keep the cache."""
+        t0 = time.perf_counter()
+        frames = np.arange(self.first, self.frame + 1, dtype=np.float64)
+        values = self.channel_values()
+        for j, b in enumerate(self.dynamic):
+            animation.backup_object(b.obj, self.frame_start, self.frame_end)
+        for j, b in enumerate(self.dynamic):
+            loc, rot = values[j]
+            animation.write_object_keys(b.obj, frames, loc, rot)
+        self.write_seconds = time.perf_counter() - t0
+        self._store_cache()
+        self.scene.frame_set(self.saved_frame[0], subframe=self.saved_frame[1])
+        self.done = True
+        return self.summary()
+
+    def channel_values(self):
+        """Per dynamic object (location (F, 3), rotation (F, 3|4) in its rotation mode)."""
+        nd = len(self.dynamic)
+        F = self.frame - self.first + 1
+        pos = self.positions[:F]
+        rot = transforms.quat_to_matrix(self.orientations[:F])
+        K = np.array([b.shape_matrix for b in self.dynamic])
+        P = self._parent_spaces(pos, rot, K)
+        B3, Bt = transforms.world_to_basis(rot, pos, K, P)
+        objs = [b.obj for b in self.dynamic]
+        dloc = np.array([tuple(o.delta_location) for o in objs])
+        total_scale = np.array([tuple(o.scale) for o in objs]) * \
+            np.array([tuple(o.delta_scale) for o in objs])
+        modes = np.array([o.rotation_mode for o in objs])
+        D = np.tile(np.eye(3), (nd, 1, 1))
+        quat_m = modes == "QUATERNION"
+        if quat_m.any():
+            D[quat_m] = transforms.quat_to_matrix(
+                np.array([tuple(objs[i].delta_rotation_quaternion) for i in np.flatnonzero(quat_m)]))
+        for order in transforms.EULER_ORDERS:
+            m = modes == order
+            if m.any():
+                D[m] = transforms.euler_to_matrix(
+                    np.array([tuple(objs[i].delta_rotation_euler) for i in np.flatnonzero(m)]), order)
+        q, Rm = transforms.basis_rotation(B3, total_scale, D)
+        loc = Bt - dloc[None]
+        rot_vals = [None] * nd
+        start = self.start_rot
+        if quat_m.any():
+            idx = np.flatnonzero(quat_m)
+            ref = np.array([start[i][2] for i in idx])
+            qc = transforms.quaternions_continuous(q[:, idx], ref)
+            for k, i in enumerate(idx):
+                rot_vals[i] = qc[:, k]
+        aa_m = modes == "AXIS_ANGLE"
+        if aa_m.any():
+            idx = np.flatnonzero(aa_m)
+            aa0 = np.array([start[i][3] for i in idx])
+            half = 0.5 * aa0[:, 0]
+            ax = aa0[:, 1:] / np.maximum(np.linalg.norm(aa0[:, 1:], axis=1, keepdims=True), 1e-12)
+            ref = np.concatenate((np.cos(half)[:, None], np.sin(half)[:, None] * ax), axis=1)
+            qc = transforms.quaternions_continuous(q[:, idx], ref)
+            aa = transforms.quaternions_to_axis_angle(qc, ax)
+            for k, i in enumerate(idx):
+                rot_vals[i] = aa[:, k]
+        for order in transforms.EULER_ORDERS:
+            m = modes == order
+            if m.any():
+                idx = np.flatnonzero(m)
+                e = transforms.matrices_to_euler_continuous(
+                    Rm[:, idx], order, np.array([start[i][1] for i in idx]))
+                for k, i in enumerate(idx):
+                    rot_vals[i] = e[:, k]
+        return [(loc[:, j], rot_vals[j]) for j in range(nd)]
+
+    def _parent_spaces(self, pos, rot, K):
+        """(F or 1, N, 4, 4) parent spaces of the keyed bodies over the frames."""
+        nd = len(self.dynamic)
+        F = pos.shape[0]
+        moving = (self.parent_body >= 0).any() or self.parent_sampled
+        if not moving:
+            return (self.parent_world0 @ self.parent_const)[None]
+        PW = np.tile(self.parent_world0[None], (F, 1, 1, 1))
+        rows = np.flatnonzero(self.parent_body >= 0)
+        if len(rows):
+            pr = self.parent_body[rows]
+            M = np.tile(np.eye(4), (F, len(rows), 1, 1))
+            M[:, :, :3, :3] = rot[:, pr] @ K[pr][None]
+            M[:, :, :3, 3] = pos[:, pr]
+            PW[:, rows] = M
+        if self.parent_sampled:
+            srows = np.array([r for r, _ in self.parent_sampled])
+            mats = np.array(self.sampled_parent_mats[:F - 1])
+            PW[1:, srows] = mats
+        return PW @ self.parent_const[None]
+
+    def _store_cache(self):
+        states = self.states
+        records = self.records
+        prev = cache.get(self.scene) if self.from_frame is not None else None
+        if prev is not None and prev.names == self.names:
+            keep = self.first - prev.frame_start
+            states = prev.states[:keep] + states
+            if records is not None and prev.records:
+                records = prev.records[:keep] + records
+            elif records is not None:
+                records = None
+            start = prev.frame_start
+        else:
+            start = self.first
+        cache.put(self.scene, cache.BakeCache(start, self.frame, self.names, states, records))
+
+    def summary(self):
+        return {
+            "objects": len(self.dynamic),
+            "bodies": len(self.bodies),
+            "frames": self.frame - self.first + 1,
+            "frame_start": self.first,
+            "frame_end": self.frame,
+            "simulation_seconds": self.sim_seconds,
+            "write_seconds": self.write_seconds,
+            "max_penetration": self.max_penetration if self.record else None,
+            "problems": [str(p) for p in self.problems],
+        }
+
+
+def _compact_record(rec):
+    """The parts of a step record worth keeping per frame, in float32 / int32."""
+    out = {}
+    for key, dtype in (("positions", np.float32), ("normals", np.float32),
+                       ("separations", np.float32), ("normal_impulses", np.float32),
+                       ("pairs", np.int32)):
+        if key in rec:
+            out[key] = np.asarray(rec[key], dtype=dtype)
+    return out

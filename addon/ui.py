@@ -1,0 +1,239 @@
+"""Panels (Properties > Physics and > Scene), the Object menu submenu, and the contact overlay.
+
+Layout follows Blender's own Rigid Body panels (property split, sub-panels per topic) so the
+settings are where an artist looks for them. No sidebar tab: everything already has a home.
+"""
+import bpy
+import numpy as np
+
+from . import cache
+
+
+def _settings(context):
+    obj = context.object
+    return obj.hullabaloo if obj is not None else None
+
+
+class HULLABALOO_PT_physics(bpy.types.Panel):
+    bl_label = "Hullabaloo"
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "physics"
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and obj.type == 'MESH'
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.hullabaloo, "enabled", text="")
+
+    def draw(self, context):
+        s = _settings(context)
+        layout = self.layout
+        layout.use_property_split = True
+        layout.active = s.enabled
+        layout.prop(s, "body_type")
+        layout.prop(s, "shape")
+        st = s.bake
+        if st.baked:
+            row = layout.row()
+            row.label(text=f"Baked: frames {st.frame_start}-{st.frame_end}", icon='CHECKMARK')
+            row.operator("hullabaloo.clear_bake", text="Clear", icon='X').selected_only = True
+
+
+class _Sub:
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "physics"
+    bl_parent_id = "HULLABALOO_PT_physics"
+
+    @classmethod
+    def poll(cls, context):
+        obj = context.object
+        return obj is not None and obj.type == 'MESH'
+
+
+class HULLABALOO_PT_mass(_Sub, bpy.types.Panel):
+    bl_label = "Mass"
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and context.object.hullabaloo.body_type == 'DYNAMIC'
+
+    def draw(self, context):
+        s = _settings(context)
+        layout = self.layout
+        layout.use_property_split = True
+        layout.active = s.enabled
+        layout.prop(s, "mass_mode")
+        layout.prop(s, "mass" if s.mass_mode == 'MASS' else "density")
+
+
+class HULLABALOO_PT_surface(_Sub, bpy.types.Panel):
+    bl_label = "Surface Response"
+
+    def draw(self, context):
+        s = _settings(context)
+        layout = self.layout
+        layout.use_property_split = True
+        layout.active = s.enabled
+        col = layout.column(align=True)
+        col.prop(s, "friction")
+        col.prop(s, "restitution")
+
+
+class HULLABALOO_PT_dynamics(_Sub, bpy.types.Panel):
+    bl_label = "Dynamics"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and context.object.hullabaloo.body_type == 'DYNAMIC'
+
+    def draw(self, context):
+        s = _settings(context)
+        layout = self.layout
+        layout.use_property_split = True
+        layout.active = s.enabled
+        col = layout.column(align=True)
+        col.prop(s, "linear_damping", text="Damping Translation")
+        col.prop(s, "angular_damping", text="Rotation")
+        layout.prop(s, "initial_linear_velocity")
+        layout.prop(s, "initial_angular_velocity")
+
+
+class HULLABALOO_PT_collisions(_Sub, bpy.types.Panel):
+    bl_label = "Collisions"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    def draw(self, context):
+        s = _settings(context)
+        layout = self.layout
+        layout.active = s.enabled
+        layout.prop(s, "collision_collections", text="")
+
+
+class HULLABALOO_PT_scene(bpy.types.Panel):
+    bl_label = "Hullabaloo"
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "scene"
+
+    def draw(self, context):
+        scene = context.scene
+        s = scene.hullabaloo
+        layout = self.layout
+        layout.use_property_split = True
+        col = layout.column()
+        col.prop(s, "use_scene_frame_range")
+        sub = col.column(align=True)
+        if s.use_scene_frame_range:
+            sub.enabled = False
+            sub.prop(scene, "frame_start", text="Frame Start")
+            sub.prop(scene, "frame_end", text="End")
+        else:
+            sub.prop(s, "frame_start", text="Frame Start")
+            sub.prop(s, "frame_end", text="End")
+        row = layout.row(heading="Gravity")
+        row.prop(scene, "use_gravity", text="")
+        sub = row.row()
+        sub.active = scene.use_gravity
+        sub.prop(scene, "gravity", text="")
+        col = layout.column()
+        col.prop(s, "substeps")
+        col.prop(s, "iterations")
+        col.prop(s, "use_sleeping")
+        col.prop(s, "use_ccd")
+        col.prop(s, "keep_debug_records")
+        sub = col.row()
+        sub.active = s.keep_debug_records
+        sub.prop(s, "show_contacts")
+        layout.use_property_split = False
+        col = layout.column(align=True)
+        col.scale_y = 1.3
+        col.operator("hullabaloo.bake", icon='PHYSICS')
+        row = layout.row(align=True)
+        row.operator("hullabaloo.rebake_from_frame", text="Re-bake From Frame",
+                     icon='FRAME_NEXT')
+        row.operator("hullabaloo.clear_bake", icon='X').selected_only = False
+        layout.operator("hullabaloo.import_rigid_body", icon='IMPORT').all = True
+
+
+class HULLABALOO_MT_object(bpy.types.Menu):
+    bl_label = "Hullabaloo"
+    bl_idname = "HULLABALOO_MT_object"
+
+    def draw(self, context):
+        layout = self.layout
+        for key, text in (('DYNAMIC', "Add Dynamic"), ('PASSIVE', "Add Passive"),
+                          ('ANIMATED', "Add Animated")):
+            layout.operator("hullabaloo.add_selected", text=text).body_type = key
+        layout.operator("hullabaloo.remove_selected", text="Remove")
+        layout.separator()
+        layout.operator("hullabaloo.bake", icon='PHYSICS')
+        layout.operator("hullabaloo.rebake_from_frame")
+        layout.operator("hullabaloo.clear_bake").selected_only = False
+        layout.separator()
+        layout.operator("hullabaloo.import_rigid_body", text="Import Rigid Body (Selected)").all = False
+        layout.operator("hullabaloo.import_rigid_body", text="Import Rigid Body (All)").all = True
+
+
+def object_menu(self, context):
+    self.layout.menu(HULLABALOO_MT_object.bl_idname, icon='PHYSICS')
+
+
+# -- contact overlay (from the stored debug records; nothing is re-simulated) -----------------
+_DRAW = {"handle": None, "shader": None}
+
+
+def draw_contacts():
+    scene = bpy.context.scene
+    if scene is None or not scene.hullabaloo.keep_debug_records or \
+            not scene.hullabaloo.show_contacts:
+        return
+    c = cache.get(scene)
+    rec = c.record(scene.frame_current) if c is not None else None
+    if not rec or "positions" not in rec or not len(rec["positions"]):
+        return
+    import gpu
+    from gpu_extras.batch import batch_for_shader
+    if _DRAW["shader"] is None:
+        _DRAW["shader"] = gpu.shader.from_builtin('UNIFORM_COLOR')
+    shader = _DRAW["shader"]
+    pts = rec["positions"].tolist()
+    gpu.state.point_size_set(6.0)
+    batch = batch_for_shader(shader, 'POINTS', {"pos": pts})
+    shader.uniform_float("color", (1.0, 0.25, 0.1, 1.0))
+    batch.draw(shader)
+    if "normals" in rec:
+        p = rec["positions"]
+        lines = np.stack((p, p + 0.1 * rec["normals"]), axis=1).reshape(-1, 3).tolist()
+        batch = batch_for_shader(shader, 'LINES', {"pos": lines})
+        shader.uniform_float("color", (1.0, 0.8, 0.1, 1.0))
+        batch.draw(shader)
+    gpu.state.point_size_set(1.0)
+
+
+CLASSES = (HULLABALOO_PT_physics, HULLABALOO_PT_mass, HULLABALOO_PT_surface,
+           HULLABALOO_PT_dynamics, HULLABALOO_PT_collisions, HULLABALOO_PT_scene,
+           HULLABALOO_MT_object)
+
+
+def register():
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.VIEW3D_MT_object.append(object_menu)
+    if not bpy.app.background:
+        _DRAW["handle"] = bpy.types.SpaceView3D.draw_handler_add(
+            draw_contacts, (), 'WINDOW', 'POST_VIEW')
+
+
+def unregister():
+    if _DRAW["handle"] is not None:
+        bpy.types.SpaceView3D.draw_handler_remove(_DRAW["handle"], 'WINDOW')
+        _DRAW["handle"] = None
+    _DRAW["shader"] = None
+    bpy.types.VIEW3D_MT_object.remove(object_menu)
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)
