@@ -135,32 +135,67 @@ def test_colouring_valid_on_random_graphs(seed):
         assert max(d, 1) <= res.n_colours <= max(2 * d - 1, 1)
 
 
+def first_fit_property(a, b, is_static, col):
+    """First fit in *any* order: a constraint of colour c has, for every lower colour, a
+    neighbour (sharing a dynamic body) of that colour, else it would have taken it."""
+    m = len(a)
+    for k in range(m):
+        nb = np.zeros(m, dtype=bool)
+        for e in (a[k], b[k]):
+            if not is_static[e]:
+                nb |= (a == e) | (b == e)
+        nb[k] = False
+        assert set(range(col[k])) <= set(col[nb].tolist()), f"constraint {k} could go lower"
+
+
 @pytest.mark.parametrize("seed", range(10))
-def test_colouring_is_sequential_greedy_in_some_order(seed):
-    # The parallel rounds must reproduce sequential first fit exactly, in the library's
-    # priority order; first fit is re-implemented here independently, one constraint at a time.
+def test_colouring_is_sequential_first_fit(seed):
+    # The parallel rounds must reproduce sequential first fit exactly, in one of the two
+    # orders the library tries (a hash of the index, or the input order), and never be
+    # worse than the hash order. First fit is re-implemented here one constraint at a time.
+    from engine.graph import _priority_rank
     rng = np.random.default_rng(200 + seed)
     n = 60
     m = 150
     a = rng.integers(0, n, m)
     b = rng.integers(0, n, m)
     is_static = rng.random(n) < 0.1
+    col = colour_constraints(a, b, is_static).colour
+    first_fit_property(a, b, is_static, col)
+    by_hash = greedy_sequential(a, b, is_static, np.argsort(_priority_rank(m)))
+    by_input = greedy_sequential(a, b, is_static, np.arange(m))
+    assert np.array_equal(col, by_hash) or np.array_equal(col, by_input)
+    assert col.max() <= by_hash.max()
+
+
+def test_colouring_spatially_ordered_pile_reaches_the_bound():
+    # Pairs sorted by body as the broadphase returns them, bodies numbered layer by layer:
+    # first fit in input order reaches D colours (the lower bound) on this lattice.
+    a, b, is_static = pile_graph(10, 10, 10)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    o = np.lexsort((hi, lo))
+    a, b = lo[o], hi[o]
     res = colour_constraints(a, b, is_static)
-    # Greedy property (holds for first fit in any order): every constraint of colour c > 0
-    # has, for each lower colour c' < c, a neighbour of colour c' (else it would have
-    # taken c'). This is what makes first fit use few colours.
-    col = res.colour
-    for k in range(m):
-        ends = [e for e in (a[k], b[k]) if not is_static[e]]
-        nb = np.zeros(m, dtype=bool)
-        for e in ends:
-            nb |= (a == e) | (b == e)
-        nb[k] = False
-        assert set(range(col[k])) <= set(col[nb].tolist()), f"constraint {k} could go lower"
-    # and it is exactly the sequential first fit in the library's priority order
-    from engine.graph import _priority_rank
-    seq = greedy_sequential(a, b, is_static, np.argsort(_priority_rank(m)))
-    np.testing.assert_array_equal(col, seq)
+    check_colouring(a, b, is_static, res)
+    d = max_dynamic_degree(a, b, is_static, len(is_static))
+    assert res.n_colours <= d + 1
+    np.testing.assert_array_equal(res.colour, greedy_sequential(a, b, is_static, np.arange(len(a))))
+    # shuffled numbering: still valid, and no worse than first fit in hash order allows
+    perm = np.random.default_rng(0).permutation(len(is_static))
+    res = colour_constraints(perm[a], perm[b], is_static[np.argsort(perm)])
+    check_colouring(perm[a], perm[b], is_static[np.argsort(perm)], res)
+    assert res.n_colours <= d + max(3, d // 2)
+
+
+def test_colouring_long_chain_in_input_order():
+    # A chain listed link by link would take one round per link in input order: the
+    # library must fall back to the hash order and still colour it with <= 3 colours.
+    n = 5000
+    a, b = np.arange(n - 1), np.arange(1, n)
+    is_static = np.zeros(n, dtype=bool)
+    res = colour_constraints(a, b, is_static)
+    check_colouring(a, b, is_static, res)
+    assert res.n_colours <= 3
 
 
 def test_colouring_deterministic():
