@@ -295,10 +295,10 @@ def epa(points_a, radius_a, pos_a, rot_a, points_b, radius_b, pos_b, rot_b,
       polytope_faces    (M, 2 * max_vertices, 3) outward vertex triples, alive first, -1 padded
       polytope_num_vertices, polytope_num_faces (M,)
     """
-    pa, pb, ra, rb, pos_a, rot_a, scale = prepare_pairs(points_a, radius_a, pos_a, rot_a,
-                                                        points_b, radius_b, pos_b, rot_b)
+    pa, pb, ra, rb, pos_a, rot_a, scale, rel = prepare_pairs(points_a, radius_a, pos_a, rot_a,
+                                                             points_b, radius_b, pos_b, rot_b)
     m = pa.shape[0]
-    g = run_gjk(pa, pb, scale, max_gjk_iterations, tol)
+    g = run_gjk(pa, pb, scale, max_gjk_iterations, tol, d0=rel)
     nvc = max(int(max_vertices), 8)
     # Defaults from GJK (separated cores).
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -45,7 +45,8 @@ _T4 = np.arange(4)
 
 
 def _dot(a, b):
-    return np.sum(a * b, axis=-1)
+    # Component form: ~10x faster than np.sum(a * b, axis=-1) over a length-3 axis.
+    return a[..., 0] * b[..., 0] + a[..., 1] * b[..., 1] + a[..., 2] * b[..., 2]
 
 
 def _cross(a, b):
@@ -62,7 +63,7 @@ def closest_on_simplex(S, used):
     Returns lam (k, 4) barycentric weights (0 on slots not in the chosen face) and v (k, 3).
     """
     k = S.shape[0]
-    cand_v = np.empty((k, 15, 3))
+    cand_v = np.zeros((k, 15, 3))
     cand_lam = np.zeros((k, 15, 4))
     ok = np.zeros((k, 15), dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
@@ -78,22 +79,29 @@ def closest_on_simplex(S, used):
         cand_v[:, 4:10] = P + t[..., None] * e
         cand_lam[:, 4 + _E6, _EI] = 1.0 - t
         cand_lam[:, 4 + _E6, _EJ] = t
-        # Triangles: barycentrics of the origin's projection as signed sub-area ratios.
-        A, B, C = S[:, _TI], S[:, _TJ], S[:, _TK]
+        # Triangles (only rows with >= 3 points): barycentrics of the origin's projection as
+        # signed sub-area ratios.
+        nused = used.sum(axis=1)
+        tr = np.nonzero(nused >= 3)[0]
+        St, ut = S[tr], used[tr]
+        A, B, C = St[:, _TI], St[:, _TJ], St[:, _TK]
         ab, ac = B - A, C - A
         n = _cross(ab, ac)
         nn = _dot(n, n)
         lb = _dot(n, _cross(-A, ac)) / nn
         lc = _dot(n, _cross(ab, -A)) / nn
         la = 1.0 - lb - lc
-        ok[:, 10:14] = (used[:, _TI] & used[:, _TJ] & used[:, _TK]
-                        & (la > 0) & (lb > 0) & (lc > 0))
-        cand_v[:, 10:14] = A + lb[..., None] * ab + lc[..., None] * ac
-        cand_lam[:, 10 + _T4, _TI] = la
-        cand_lam[:, 10 + _T4, _TJ] = lb
-        cand_lam[:, 10 + _T4, _TK] = lc
-        # Tetrahedron: barycentrics of the origin as signed sub-volume ratios.
-        A, B, C, D = S[:, 0], S[:, 1], S[:, 2], S[:, 3]
+        ok[tr, 10:14] = ut[:, _TI] & ut[:, _TJ] & ut[:, _TK] & (la > 0) & (lb > 0) & (lc > 0)
+        cand_v[tr, 10:14] = A + lb[..., None] * ab + lc[..., None] * ac
+        lam_t = np.zeros((tr.size, 4, 4))
+        lam_t[:, _T4, _TI] = la
+        lam_t[:, _T4, _TJ] = lb
+        lam_t[:, _T4, _TK] = lc
+        cand_lam[tr, 10:14] = lam_t
+        # Tetrahedron (rows with 4 points): barycentrics of the origin as sub-volume ratios.
+        te = np.nonzero(nused == 4)[0]
+        Se = S[te]
+        A, B, C, D = Se[:, 0], Se[:, 1], Se[:, 2], Se[:, 3]
         ab, ac, ad = B - A, C - A, D - A
         acd = _cross(ac, ad)
         det = _dot(ab, acd)
@@ -101,11 +109,11 @@ def closest_on_simplex(S, used):
         lc = _dot(ab, _cross(-A, ad)) / det
         ld = _dot(ab, _cross(ac, -A)) / det
         la = 1.0 - lb - lc - ld
-        ok[:, 14] = used.all(axis=1) & (la > 0) & (lb > 0) & (lc > 0) & (ld > 0)
+        ok[te, 14] = (la > 0) & (lb > 0) & (lc > 0) & (ld > 0)
         # The point is computed (not set to 0) so a nearly flat tetrahedron with noisy weights
         # still yields a genuine hull point and cannot win the minimum spuriously.
-        cand_v[:, 14] = A + lb[:, None] * ab + lc[:, None] * ac + ld[:, None] * ad
-        cand_lam[:, 14] = np.stack((la, lb, lc, ld), axis=-1)
+        cand_v[te, 14] = A + lb[:, None] * ab + lc[:, None] * ac + ld[:, None] * ad
+        cand_lam[te, 14] = np.stack((la, lb, lc, ld), axis=-1)
         norm2 = np.where(ok, _dot(cand_v, cand_v), np.inf)
     best = norm2.min(axis=1)
     pick = np.argmax(norm2 <= best[:, None] * (1.0 + 1e-12), axis=1)
@@ -150,9 +158,10 @@ def relative_frame(pos_a, rot_a, pos_b, rot_b):
 def prepare_pairs(points_a, radius_a, pos_a, rot_a, points_b, radius_b, pos_b, rot_b):
     """Broadcast the batched inputs and express both cores in A's local frame.
 
-    Returns (pa, pb, radius_a, radius_b, pos_a, rot_a, scale): pa (M,Va,3), pb (M,Vb,3) in A's
-    frame, and scale (M,) = size of the pair (largest core extent or radius; 1 if all zero),
-    the reference length for the relative tolerances.
+    Returns (pa, pb, radius_a, radius_b, pos_a, rot_a, scale, rel_pos): pa (M,Va,3), pb (M,Vb,3)
+    in A's frame, scale (M,) = size of the pair (largest bounding radius of a core about its
+    local origin, or a radius; 1 if all zero), the reference length for the relative
+    tolerances, and rel_pos (M,3) B's origin in A's frame.
     """
     (points_a, radius_a, pos_a, rot_a,
      points_b, radius_b, pos_b, rot_b) = _as_batch(points_a, radius_a, pos_a, rot_a,
@@ -160,11 +169,14 @@ def prepare_pairs(points_a, radius_a, pos_a, rot_a, points_b, radius_b, pos_b, r
     rel_rot, rel_pos = relative_frame(pos_a, rot_a, pos_b, rot_b)
     pa = np.ascontiguousarray(points_a)
     pb = np.matmul(points_b, np.swapaxes(rel_rot, 1, 2)) + rel_pos[:, None, :]
-    ext_a = np.ptp(points_a, axis=1).max(axis=1)
-    ext_b = np.ptp(points_b, axis=1).max(axis=1)
-    scale = np.maximum.reduce([ext_a, ext_b, radius_a, radius_b])
+    # Size of the pair = largest bounding radius about the shapes' own origins (shapes are built
+    # about their centre of mass), or a radius. Cheaper than per-axis extents (a 3x smaller
+    # reduction), which matters: it was the largest single cost of a box-box batch.
+    ext_a = np.sqrt(_dot(points_a, points_a).max(axis=1))
+    ext_b = np.sqrt(_dot(points_b, points_b).max(axis=1))
+    scale = np.maximum(np.maximum(ext_a, ext_b), np.maximum(radius_a, radius_b))
     scale = np.where(scale > 0, scale, 1.0)
-    return pa, pb, radius_a, radius_b, pos_a, rot_a, scale
+    return pa, pb, radius_a, radius_b, pos_a, rot_a, scale, rel_pos
 
 
 class _State:
@@ -193,12 +205,13 @@ class _State:
             getattr(self, f)[rows] = getattr(other, f)[sel]
 
 
-def run_gjk(pa, pb, scale, max_iterations=64, tol=DEFAULT_TOL, margin=None):
+def run_gjk(pa, pb, scale, max_iterations=64, tol=DEFAULT_TOL, margin=None, d0=None):
     """Run GJK on cores already in A's frame. Returns the full-batch _State.
 
     margin None: distance mode, run to convergence. margin (M,) array: boolean mode for the
     swollen shapes; a pair stops as soon as a separating plane with clearance > margin is found
-    (overlap False) or |v| <= margin (overlap True).
+    (overlap False) or |v| <= margin (overlap True). d0 (M,3): rough direction from A to B for
+    the first support point (default: between the point-set centroids).
     """
     m = pa.shape[0]
     out = _State(m)
@@ -206,7 +219,7 @@ def run_gjk(pa, pb, scale, max_iterations=64, tol=DEFAULT_TOL, margin=None):
         return out
     tol_abs = tol * scale
     # Start from the support point of D towards the origin from D's rough centre.
-    d0 = pb.mean(axis=1) - pa.mean(axis=1)
+    d0 = pb.mean(axis=1) - pa.mean(axis=1) if d0 is None else np.array(d0, dtype=np.float64)
     d0[_dot(d0, d0) == 0] = (1.0, 0.0, 0.0)
     wa, _ = support(pa, d0)
     wb, _ = support(pb, -d0)
@@ -243,7 +256,8 @@ def run_gjk(pa, pb, scale, max_iterations=64, tol=DEFAULT_TOL, margin=None):
         # Gap between the upper bound |v| and the lower bound v.w/|v| of the distance.
         done = st.vv - vw <= nv * (tol_w + tol * nv)
         # Duplicate support point: no new information, v cannot improve.
-        done |= np.any(st.used & np.all(st.S == w[:, None, :], axis=2), axis=1)
+        same = (st.S[:, :, 0] == w[:, None, 0]) & (st.S[:, :, 1] == w[:, None, 1]) & (st.S[:, :, 2] == w[:, None, 2])
+        done |= np.any(st.used & same, axis=1)
         if margin is not None:
             # A plane normal to v with all of D beyond margin: separated (overlap stays False).
             done |= vw > (marg_w + tol_w) * nv
@@ -333,9 +347,9 @@ def gjk(points_a, radius_a, pos_a, rot_a, points_b, radius_b, pos_b, rot_b,
       simplex_size   (M,) number of simplex points; iterations (M,)
       core_point_a/_b world closest points of the cores
     """
-    pa, pb, ra, rb, pos_a, rot_a, scale = prepare_pairs(points_a, radius_a, pos_a, rot_a,
-                                                        points_b, radius_b, pos_b, rot_b)
-    st = run_gjk(pa, pb, scale, max_iterations, tol)
+    pa, pb, ra, rb, pos_a, rot_a, scale, rel = prepare_pairs(points_a, radius_a, pos_a, rot_a,
+                                                             points_b, radius_b, pos_b, rot_b)
+    st = run_gjk(pa, pb, scale, max_iterations, tol, d0=rel)
     ca = np.einsum("mk,mki->mi", st.lam, st.SA)
     cb = np.einsum("mk,mki->mi", st.lam, st.SB)
     core = np.where(st.overlap, 0.0, np.sqrt(st.vv))
@@ -362,9 +376,9 @@ def gjk_intersect(points_a, radius_a, pos_a, rot_a, points_b, radius_b, pos_b, r
     Returns an IntersectResult with overlap (M,) bool, simplex/simplex_a/simplex_b (M,4,3) world
     (same conventions as gjk), simplex_size (M,), iterations (M,).
     """
-    pa, pb, ra, rb, pos_a, rot_a, scale = prepare_pairs(points_a, radius_a, pos_a, rot_a,
-                                                        points_b, radius_b, pos_b, rot_b)
-    st = run_gjk(pa, pb, scale, max_iterations, tol, margin=ra + rb)
+    pa, pb, ra, rb, pos_a, rot_a, scale, rel = prepare_pairs(points_a, radius_a, pos_a, rot_a,
+                                                             points_b, radius_b, pos_b, rot_b)
+    st = run_gjk(pa, pb, scale, max_iterations, tol, margin=ra + rb, d0=rel)
     s, sa, sb, size = _world_simplex(st, pos_a, rot_a)
     return IntersectResult(overlap=st.overlap.copy(), simplex=s, simplex_a=sa, simplex_b=sb,
                            simplex_size=size, iterations=st.iterations)

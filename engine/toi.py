@@ -91,8 +91,7 @@ def toi(points_a, radius_a, pos_a, quat_a, lin_a, ang_a,
     bound_radius_a = np.broadcast_to(np.asarray(bound_radius_a, dtype=np.float64), (m,))
     bound_radius_b = np.broadcast_to(np.asarray(bound_radius_b, dtype=np.float64), (m,))
     target = np.broadcast_to(np.asarray(target, dtype=np.float64), (m,))
-    size = np.maximum.reduce([np.ptp(points_a, axis=1).max(axis=1), np.ptp(points_b, axis=1).max(axis=1),
-                              radius_a, radius_b, np.full(m, 1e-300)])
+    size = np.maximum(np.maximum(bound_radius_a, bound_radius_b), 1e-300)
     if tolerance is None:
         tolerance = np.maximum(0.25 * target, 1e-6 * size)
     tolerance = np.broadcast_to(np.asarray(tolerance, dtype=np.float64), (m,))
