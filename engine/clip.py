@@ -35,10 +35,11 @@ SNAP = 1e-4
 INSIDE_TOL = 1e-9
 
 
-def _face_ids(kind_flip, ref_face, inc_face, ftype, k, r):
+def _face_ids(kind_flip, ref_face, inc_face, code):
+    """code: bits 0-11 reference loop index, 12-23 incident loop index, 24-25 feature type."""
     return ((np.int64(ID_FACE) << 59) | (kind_flip.astype(np.int64) << 58)
             | (ref_face.astype(np.int64) << 42) | (inc_face.astype(np.int64) << 26)
-            | (ftype.astype(np.int64) << 24) | (k.astype(np.int64) << 12) | r.astype(np.int64))
+            | code.astype(np.int64))
 
 
 def edge_ids(edge_a, edge_b):
@@ -54,61 +55,89 @@ def _unit(v, tiny=1e-300):
     return v / np.maximum(n, tiny)[..., None], n
 
 
-def _pick(score, valid, tol, rank):
-    """Argmax of score over valid candidates; near-ties (within tol) go to the lowest rank.
+def _pick(score, valid, tol):
+    """Argmax of score over valid candidates; near-ties (within tol) go to the first candidate.
 
-    Exact ties are common (a cube resting flat, a 45 deg octagon): without the rank, jitter
-    of 1e-9 would pick a different point each step and break warm starting."""
+    Exact ties are common (a cube resting flat, a 45 deg octagon): without the tie rule, jitter
+    of 1e-9 would pick a different point each step and break warm starting. Candidates come in
+    a fixed feature order, so "first" is a stable choice."""
     best = np.max(np.where(valid, score, -np.inf), axis=1)
     best = np.where(np.isfinite(best), best, 0.0)  # rows without candidates
     near = valid & (score >= (best - tol)[:, None])
-    return np.argmin(np.where(near, rank, np.iinfo(np.int64).max), axis=1), best
+    return np.argmax(near, axis=1), best
 
 
-def reduce4(points, sep, valid, normal, eps, rank):
+def reduce4(x, y, sep, valid, eps):
     """Pick at most 4 of C candidate points per pair: deepest, farthest, max triangle, max quad.
 
-    points (M, C, 3), sep (M, C), valid (M, C), normal (M, 3) (areas are measured in the plane
-    normal to it), eps (M,) length below which a point adds nothing (also the tie tolerance),
-    rank (M, C) int64 tie-break order (feature codes). Returns (idx (M, 4), ok (M, 4)); ok is
-    monotone (ok[:, j] implies ok[:, j-1]) so the chosen points are a prefix.
+    x, y (M, C): coordinates in the contact plane; sep (M, C); valid (M, C); eps (M,) length
+    below which a point adds nothing (also the tie tolerance; ties go to the lower index).
+    Returns (idx (M, 4), ok (M, 4)); ok is monotone (ok[:, j] implies
+    ok[:, j-1]) so the chosen points are a prefix.
     """
-    m = len(points)
-    rows = np.arange(m)
-    i1, _ = _pick(-sep, valid, eps, rank)
+    rows = np.arange(len(x))
+    i1, _ = _pick(-sep, valid, eps)
     ok1 = valid.any(axis=1)
-    p1 = points[rows, i1]
-    dist = np.sqrt(_dot(points - p1[:, None], points - p1[:, None]))
-    i2, d12 = _pick(dist, valid, eps, rank)
+    x1, y1 = x[rows, i1][:, None], y[rows, i1][:, None]
+    dx, dy = x - x1, y - y1
+    i2, d12 = _pick(np.sqrt(dx * dx + dy * dy), valid, eps)
     ok2 = ok1 & (d12 > eps)
-    p2 = points[rows, i2]
-    area = _dot(np.cross((p2 - p1)[:, None], points - p1[:, None]), normal[:, None])  # 2 x signed
-    i3, a3 = _pick(np.abs(area), valid, eps * d12, rank)
-    ok3 = ok2 & (a3 > eps * d12)
-    p3 = points[rows, i3]
-    # Orient the triangle counter-clockwise about the normal, then the 4th point is the one
-    # farthest outside any of its edges (largest area added to the quad).
+    ex, ey = dx[rows, i2][:, None], dy[rows, i2][:, None]
+    area = ex * dy - ey * dx  # twice the signed area of (p1, p2, p)
+    tol = eps * d12
+    i3, a3 = _pick(np.abs(area), valid, tol)
+    ok3 = ok2 & (a3 > tol)
+    # Orient the triangle counter-clockwise, then the 4th point is the one farthest outside
+    # any of its edges (the largest area added to the quad).
     ccw = (area[rows, i3] >= 0)[:, None]
-    q2 = np.where(ccw, p2, p3)
-    q3 = np.where(ccw, p3, p2)
-    s1 = _dot(np.cross((q2 - p1)[:, None], points - p1[:, None]), normal[:, None])
-    s2 = _dot(np.cross((q3 - q2)[:, None], points - q2[:, None]), normal[:, None])
-    s3 = _dot(np.cross((p1 - q3)[:, None], points - q3[:, None]), normal[:, None])
+    x2, y2 = x[rows, i2][:, None], y[rows, i2][:, None]
+    x3, y3 = x[rows, i3][:, None], y[rows, i3][:, None]
+    qx2, qy2 = np.where(ccw, x2, x3), np.where(ccw, y2, y3)
+    qx3, qy3 = np.where(ccw, x3, x2), np.where(ccw, y3, y2)
+    s1 = (qx2 - x1) * dy - (qy2 - y1) * dx
+    s2 = (qx3 - qx2) * (y - qy2) - (qy3 - qy2) * (x - qx2)
+    s3 = (x1 - qx3) * (y - qy3) - (y1 - qy3) * (x - qx3)
     outside = -np.minimum(np.minimum(s1, s2), s3)
-    i4, a4 = _pick(outside, valid, eps * d12, rank)
-    ok4 = ok3 & (a4 > eps * d12)
+    i4, a4 = _pick(outside, valid, tol)
+    ok4 = ok3 & (a4 > tol)
     return np.stack((i1, i2, i3, i4), axis=1), np.stack((ok1, ok2, ok3, ok4), axis=1)
 
 
 def _loop(table, ids, face):
-    """Face loops (M, P) (padding replaced by the first vertex), their mask and sizes."""
+    """Face loops (M, P) (padding replaced by the first vertex), their mask and next index."""
     size = table.face_sizes[ids, face]
     width = int(size.max()) if len(size) else 3
     loop = table.face_loops[ids, face, :width]
     mask = np.arange(width) < size[:, None]
     loop = np.where(mask, loop, loop[:, :1])
     nxt = (np.arange(width)[None, :] + 1) % size[:, None]
-    return loop, mask, size, nxt
+    return loop, mask, nxt
+
+
+def tangent_basis(n):
+    """Unit u, v with (u, v, n) right-handed (Duff et al. 2017, branch-free)."""
+    sign = np.where(n[:, 2] >= 0, 1.0, -1.0)
+    a = -1.0 / (sign + n[:, 2])
+    b = n[:, 0] * n[:, 1] * a
+    u = np.stack((1.0 + sign * n[:, 0] * n[:, 0] * a, sign * b, -sign * n[:, 0]), axis=1)
+    v = np.cross(n, u)
+    return u, v
+
+
+def _outward_2d(x, y, nxt, mask, clockwise):
+    """Unit outward edge normals (M, P) and offsets of a padded 2D polygon.
+
+    Padded edges get a zero normal and offset 1, so every point is 1 inside them."""
+    rows = np.arange(len(x))[:, None]
+    ex, ey = x[rows, nxt] - x, y[rows, nxt] - y
+    length = np.sqrt(ex * ex + ey * ey)
+    inv = np.where(mask, 1.0 / np.maximum(length, 1e-300), 0.0)
+    if clockwise:
+        nx, ny = -ey * inv, ex * inv
+    else:
+        nx, ny = ey * inv, -ex * inv
+    off = np.where(mask, nx * x + ny * y, 1.0)
+    return nx, ny, off, ex, ey, length
 
 
 def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
@@ -118,98 +147,125 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
     incident pose in the reference frame; margin (scalar or (M,)); flip (M,) bool: reference
     is shape B (only used for the ids). Returns points (M, 4, 3) midway between the surfaces,
     separation (M, 4) (+inf unused), ids (M, 4), count (M,), incident face (M,).
+
+    All the clipping is planar, so it runs in 2D coordinates (u, v) of the reference plane with
+    heights along its normal n; the incident face is a height field h(u, v) over that plane.
     """
     m = len(ref_ids)
     rows = np.arange(m)
+    r2 = rows[:, None]
     scale = np.minimum(table.bound_radius[ref_ids], table.bound_radius[inc_ids])
     snap = SNAP * scale
     tol = INSIDE_TOL * scale
     plane = table.planes[ref_ids, ref_face]
     n, d = plane[:, :3], plane[:, 3]
+    u_ax, v_ax = tangent_basis(n)
+    basis = np.stack((u_ax, v_ax, n), axis=1)  # rows u, v, n: ref frame -> (x, y, h)
 
     # Incident face: most anti-parallel to the reference normal.
     n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n[:, :, None])[:, :, 0]
     fi = int(table.nfaces[inc_ids].max())
     inc_face = np.argmin(np.matmul(table.planes[inc_ids, :fi, :3], n_inc_frame[:, :, None])[:, :, 0], axis=1)
-    inc_plane = table.planes[inc_ids, inc_face]
-    n_inc = np.matmul(rot, inc_plane[:, :3, None])[:, :, 0]
-    d_inc = inc_plane[:, 3] + _dot(n_inc, trans)
 
-    loop_i, mask_i, size_i, nxt_i = _loop(table, inc_ids, inc_face)
-    loop_r, mask_r, size_r, nxt_r = _loop(table, ref_ids, ref_face)
-    vi = np.matmul(table.points[inc_ids[:, None], loop_i], rot.transpose(0, 2, 1)) + trans[:, None]
-    vr = table.points[ref_ids[:, None], loop_r]                                  # (M, Pr, 3)
-    pi, pr = vi.shape[1], vr.shape[1]
+    loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face)
+    loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face)
+    # Incident vertices in (x, y, h): one product with basis @ rot, plus basis @ trans.
+    to_plane = np.matmul(basis, rot)
+    vi = np.matmul(table.points[inc_ids[:, None], loop_i], to_plane.transpose(0, 2, 1))
+    vi += np.matmul(basis, trans[:, :, None])[:, None, :, 0]
+    xi, yi, hi = vi[:, :, 0], vi[:, :, 1], vi[:, :, 2]
+    vr = np.matmul(table.points[ref_ids[:, None], loop_r], basis[:, :2].transpose(0, 2, 1))
+    xr, yr = vr[:, :, 0], vr[:, :, 1]
+    pi, pr = xi.shape[1], xr.shape[1]
 
-    # Reference side planes (unit outward normals; CCW loop about n => cross(edge, n) is outward).
-    er = vr[rows[:, None], nxt_r] - vr
-    side, er_len = _unit(np.cross(er, n[:, None]))
-    side_off = _dot(side, vr)
-    dist = np.matmul(vi, side.transpose(0, 2, 1)) - side_off[:, None, :]      # (M, Pi, Pr)
-    dist = np.where(mask_r[:, None, :], dist, -1.0)  # padded planes: everything is inside
-    inside_i = np.all(dist <= tol[:, None, None], axis=2) & mask_i
+    # Reference side lines (CCW about n) and incident edges (CW: the incident loop is CCW about
+    # its own normal, which points against n).
+    rnx, rny, roff, rex, rey, rlen = _outward_2d(xr, yr, nxt_r, mask_r, clockwise=False)
+    inx, iny, ioff, iex, iey, ilen = _outward_2d(xi, yi, nxt_i, mask_i, clockwise=True)
+    dist = xi[:, :, None] * rnx[:, None] + yi[:, :, None] * rny[:, None] - roff[:, None]  # (M, Pi, Pr)
+    inside_i = (dist.max(axis=2) <= tol[:, None]) & mask_i
+    idist = xr[:, :, None] * inx[:, None] + yr[:, :, None] * iny[:, None] - ioff[:, None]  # (M, Pr, Pi)
+    inside_r = (idist.max(axis=2) <= tol[:, None]) & mask_r
+    # Height of the incident plane above the reference vertices: h = h0 + gx x + gy y, from
+    # the incident normal in (x, y, h) coordinates (its h part is < 0 by the choice of face).
+    n_inc = np.matmul(to_plane, table.planes[inc_ids, inc_face, :3, None])[:, :, 0]
+    nz = np.minimum(n_inc[:, 2], -1e-12)
+    gx = -n_inc[:, 0] / nz
+    gy = -n_inc[:, 1] / nz
+    hr = hi[:, :1] + gx[:, None] * (xr - xi[:, :1]) + gy[:, None] * (yr - yi[:, :1])
 
-    # Reference vertices inside the incident polygon seen along n. The incident loop is CCW
-    # about its own normal (~ -n), so cross(n, edge) points out of it.
-    ei = vi[rows[:, None], nxt_i] - vi
-    iside, _ = _unit(np.cross(n[:, None], ei))
-    idist = np.matmul(vr, iside.transpose(0, 2, 1)) - _dot(iside, vi)[:, None, :]  # (M, Pr, Pi)
-    idist = np.where(mask_i[:, None, :], idist, -1.0)
-    inside_r = np.all(idist <= tol[:, None, None], axis=2) & mask_r
-    cosn = np.minimum(_dot(n_inc, n), -1e-6)  # < 0 by the choice of incident face
-    lift = (d_inc[:, None] - _dot(vr, n_inc[:, None])) / cosn[:, None]
-    vr_lift = vr + lift[:, :, None] * n[:, None]
-
-    # Crossings of incident edge k (vi[k] -> vi[k+1]) with reference side plane r.
+    # Crossings of incident edge k (vertex k -> next) with reference side line r.
     da = dist
-    db = dist[rows[:, None], nxt_i]                                           # (M, Pi, Pr)
-    cross = (da * db < 0) & mask_i[:, :, None] & mask_r[:, None, :]
-    u = da / np.where(cross, da - db, 1.0)
-    xp = vi[:, :, None] + u[..., None] * ei[:, :, None]                         # (M, Pi, Pr, 3)
-    w = _dot(xp - vr[:, None], er[:, None]) / np.maximum(er_len * er_len, 1e-300)[:, None]
-    wl = er_len[:, None]
-    cross &= (w * wl >= -tol[:, None, None]) & ((1 - w) * wl >= -tol[:, None, None])
+    db = dist[r2, nxt_i]
+    cross = (da * db < 0) & mask_i[:, :, None]
+    t = da / np.where(cross, da - db, 1.0)
+    cx = xi[:, :, None] + t * iex[:, :, None]
+    cy = yi[:, :, None] + t * iey[:, :, None]
+    ch = hi[:, :, None] + t * (hi[r2, nxt_i] - hi)[:, :, None]
+    rl2 = np.maximum(rlen * rlen, 1e-300)[:, None]
+    w = ((cx - xr[:, None]) * rex[:, None] + (cy - yr[:, None]) * rey[:, None]) / rl2
+    wl = rlen[:, None]
+    tl = tol[:, None, None]
+    cross &= (w * wl >= -tl) & ((1.0 - w) * wl >= -tl)
 
-    # Feature ids with snapping to nearby vertices.
-    k_idx = np.broadcast_to(np.arange(pi)[None, :, None], (m, pi, pr))
-    r_idx = np.broadcast_to(np.arange(pr)[None, None, :], (m, pi, pr))
-    ei_len = np.sqrt(_dot(ei, ei))[:, :, None]
-    near_k0 = u * ei_len < snap[:, None, None]
-    near_k1 = (1 - u) * ei_len < snap[:, None, None]
-    near_r0 = w * wl < snap[:, None, None]
-    near_r1 = (1 - w) * wl < snap[:, None, None]
-    k_next = np.broadcast_to(nxt_i[:, :, None], (m, pi, pr))
-    r_next = np.broadcast_to(nxt_r[:, None, :], (m, pi, pr))
-    x_type = np.where(near_k0 | near_k1, T_INC_VERTEX,
-                      np.where(near_r0 | near_r1, T_REF_VERTEX, T_CROSSING))
-    x_k = np.where(near_k0, k_idx, np.where(near_k1, k_next, np.where(near_r0 | near_r1, 0, k_idx)))
-    x_r = np.where(near_k0 | near_k1, 0, np.where(near_r0, r_idx, np.where(near_r1, r_next, r_idx)))
-    gap = vr_lift[:, :, None] - vi[:, None]                                     # (M, Pr, Pi, 3)
-    gap2 = np.where(mask_i[:, None, :], _dot(gap, gap), np.inf)
-    near_i = np.argmin(gap2, axis=2)
-    snapped = np.take_along_axis(gap2, near_i[:, :, None], 2)[:, :, 0] < (snap * snap)[:, None]
-    r_type = np.where(snapped, T_INC_VERTEX, T_REF_VERTEX)
-    r_k = np.where(snapped, near_i, 0)
-    r_r = np.where(snapped, 0, np.arange(pr)[None, :])
-
-    cand = np.concatenate((vi, vr_lift, xp.reshape(m, pi * pr, 3)), axis=1)
+    # Candidates in a fixed feature order: incident vertices k, reference vertices r,
+    # crossings (k, r) row-major. Ties in the reduction go to the first, so the order is part
+    # of what keeps picks stable.
+    cand_x = np.concatenate((xi, xr, cx.reshape(m, -1)), axis=1)
+    cand_y = np.concatenate((yi, yr, cy.reshape(m, -1)), axis=1)
+    sep = np.concatenate((hi, hr, ch.reshape(m, -1)), axis=1) - d[:, None]
     ok = np.concatenate((inside_i, inside_r, cross.reshape(m, -1)), axis=1)
-    ftype = np.concatenate((np.full((m, pi), T_INC_VERTEX), r_type, x_type.reshape(m, -1)), axis=1)
-    fk = np.concatenate((np.broadcast_to(np.arange(pi), (m, pi)), r_k, x_k.reshape(m, -1)), axis=1)
-    fr = np.concatenate((np.zeros((m, pi), dtype=np.int64), r_r, x_r.reshape(m, -1)), axis=1)
-
-    sep = _dot(cand, n[:, None]) - d[:, None]
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
-    mid = cand - (0.5 * sep)[:, :, None] * n[:, None]
-    rank = (ftype.astype(np.int64) << 24) | (fk.astype(np.int64) << 12) | fr
-    pick, good = reduce4(mid, sep, ok, n, snap, rank)
-    points = np.take_along_axis(mid, pick[:, :, None], 1)
-    psep = np.where(good, np.take_along_axis(sep, pick, 1), np.inf)
-    ids = _face_ids(flip[:, None], ref_face[:, None], inc_face[:, None],
-                    np.take_along_axis(ftype, pick, 1), np.take_along_axis(fk, pick, 1),
-                    np.take_along_axis(fr, pick, 1))
-    ids = _unique_ids(ids, good)
+    pick, good = reduce4(cand_x, cand_y, sep, ok, snap)
+    px = np.take_along_axis(cand_x, pick, 1)
+    py = np.take_along_axis(cand_y, pick, 1)
+    psep = np.take_along_axis(sep, pick, 1)
+    code = _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen,
+                          t.reshape(m, -1), w.reshape(m, -1), rlen, snap)
+    # Midway between the surfaces, back to the reference frame.
+    mid = np.stack((px, py, d[:, None] + 0.5 * psep), axis=2)
+    points = np.matmul(mid, basis)
+    psep = np.where(good, psep, np.inf)
+    ids = _unique_ids(_face_ids(flip[:, None], ref_face[:, None], inc_face[:, None], code), good)
     return points, psep, ids, good.sum(axis=1), inc_face
+
+
+def _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen, t, w, rlen, snap):
+    """Feature codes of the picked candidates, snapped to vertices closer than snap.
+
+    A crossing near an incident vertex takes that vertex's code, else near a reference vertex
+    that one's; a reference vertex on an incident vertex takes the incident vertex's code. So
+    one physical corner keeps one id whichever candidate represents it this step."""
+    rows = np.arange(len(pick))[:, None]
+    is_inc = pick < pi
+    is_ref = ~is_inc & (pick < pi + pr)
+    j = np.maximum(pick - pi - pr, 0)          # crossing index (k, r) = divmod(j, pr)
+    k = np.where(is_inc, pick, j // pr)
+    r = np.where(is_ref, pick - pi, j % pr)
+    sn = snap[:, None]
+    # Crossings: distance along the incident edge to its ends, along the reference edge to its.
+    tk = np.take_along_axis(t, j, 1)
+    wk = np.take_along_axis(w, j, 1)
+    il = ilen[rows, k]
+    rl = rlen[rows, r]
+    near_k0 = tk * il < sn
+    near_k1 = ~near_k0 & ((1.0 - tk) * il < sn)
+    near_r0 = wk * rl < sn
+    near_r1 = ~near_r0 & ((1.0 - wk) * rl < sn)
+    kx = np.where(near_k1, nxt_i[rows, k], k)
+    rx = np.where(near_r1, nxt_r[rows, r], r)
+    x_code = np.where(near_k0 | near_k1, (T_INC_VERTEX << 24) | (kx << 12),
+                      np.where(near_r0 | near_r1, (T_REF_VERTEX << 24) | rx,
+                               (T_CROSSING << 24) | (k << 12) | r))
+    # Reference vertices: the nearest incident vertex, if it is within snap.
+    gx = px[:, :, None] - xi[:, None]
+    gy = py[:, :, None] - yi[:, None]
+    gap2 = np.where(mask_i[:, None, :], gx * gx + gy * gy, np.inf)   # (M, 4, Pi)
+    near_i = np.argmin(gap2, axis=2)
+    snapped = np.take_along_axis(gap2, near_i[:, :, None], 2)[:, :, 0] < sn * sn
+    r_code = np.where(snapped, (T_INC_VERTEX << 24) | (near_i << 12), (T_REF_VERTEX << 24) | r)
+    return np.where(is_inc, (T_INC_VERTEX << 24) | (k << 12),
+                    np.where(is_ref, r_code, x_code)).astype(np.int64)
 
 
 def _unique_ids(ids, good):

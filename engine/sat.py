@@ -136,52 +136,147 @@ def edge_query(pa, ea, dir_a, nrm_a, cen_a, pb, eb, dir_b, nrm_b):
     return best, ia, ib, axis
 
 
-def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf):
-    """SAT for M polytope pairs (shape ids into ``table``, world poses with rotation matrices).
-
-    Pairs whose face separation already exceeds ``margin`` skip the (costlier) edge query:
-    they are reported with their face axis, which proves them farther apart than margin.
-    """
-    ids_a = np.asarray(ids_a, dtype=np.int64)
-    ids_b = np.asarray(ids_b, dtype=np.int64)
+def _general_queries(table, ids_a, ids_b, rot, trans, margin):
+    """Face queries of A and B, then the edge query for pairs not already apart by margin."""
     m = len(ids_a)
-    rows = np.arange(m)
-    rot, trans = relative_pose(pos_a, rot_a, pos_b, rot_b)
-
     va = _count_slice(table.npoints[ids_a])
     vb = _count_slice(table.npoints[ids_b])
     fa = _count_slice(table.nfaces[ids_a])
     fb = _count_slice(table.nfaces[ids_b])
     pts_a = table.points[ids_a, :va]
-    pts_b = table.points[ids_b, :vb]
+    pts_b = transform(rot, trans, table.points[ids_b, :vb])  # B's points in A's frame
 
-    # Face query of A: B's points in A's frame against A's planes.
-    sep_a, face_a = face_query(table.planes[ids_a, :fa], transform(rot, trans, pts_b))
-    # Face query of B: A's points in B's frame against B's planes.
+    # Face query of A: B's points against A's planes. Face query of B: A's points in B's frame.
+    sep_a, face_a = face_query(table.planes[ids_a, :fa], pts_b)
     rot_t = rot.transpose(0, 2, 1)
     trans_inv = -np.matmul(rot_t, trans[:, :, None])[:, :, 0]
     sep_b, face_b = face_query(table.planes[ids_b, :fb], transform(rot_t, trans_inv, pts_a))
 
-    face_best = np.maximum(sep_a, sep_b)
     sep_e = np.full(m, -np.inf)
     edge_a = np.zeros(m, dtype=np.int64)
     edge_b = np.zeros(m, dtype=np.int64)
     axis_e = np.zeros((m, 3))
-    todo = np.nonzero(face_best <= margin)[0]
+    todo = np.nonzero(np.maximum(sep_a, sep_b) <= margin)[0]
     if len(todo):
         ia, ib = ids_a[todo], ids_b[todo]
         ea = _count_slice(table.nedges[ia])
         eb = _count_slice(table.nedges[ib])
-        r, t = rot[todo], trans[todo]
+        r = rot[todo]
         pa_s = pts_a[todo]
-        pb_s = transform(r, t, pts_b[todo])
         dir_b = np.matmul(table.edge_dirs[ib, :eb], r.transpose(0, 2, 1))
         nrm_b = np.matmul(table.edge_normals[ib, :eb], r.transpose(0, 2, 1)[:, None])
         cen = vertex_mean(pa_s, table.npoints[ia])
         s, i, j, ax = edge_query(pa_s, table.edges[ia, :ea], table.edge_dirs[ia, :ea],
                                  table.edge_normals[ia, :ea], cen,
-                                 pb_s, table.edges[ib, :eb], dir_b, nrm_b)
+                                 pts_b[todo], table.edges[ib, :eb], dir_b, nrm_b)
         sep_e[todo], edge_a[todo], edge_b[todo], axis_e[todo] = s, i, j, ax
+    return sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e
+
+
+# --------------------------------------------------------------------------- boxes
+# Box-box: the classic 15-axis OBB test (Gottschalk et al. 1996) with exact support functions,
+# so every axis value is a true lower bound and the max over the 15 is exact like the general
+# path; about 10x cheaper because it needs neither vertices nor the Gauss-map pruning.
+_I1 = np.array([1, 2, 0])
+_I2 = np.array([2, 0, 1])
+_BOX_EDGE_LUT = None
+_BOX_CACHE = {}
+
+
+def _box_edge_lut():
+    """Index of the Box edge joining corners (v0, v1): corner bits are x, y, z signs."""
+    global _BOX_EDGE_LUT
+    if _BOX_EDGE_LUT is None:
+        from .shapes import Box
+        lut = np.full((8, 8), -1, dtype=np.int64)
+        for k, (a, b) in enumerate(Box([1.0, 1.0, 1.0]).edges):
+            lut[a, b] = lut[b, a] = k
+        _BOX_EDGE_LUT = lut
+    return _BOX_EDGE_LUT
+
+
+def box_info(table):
+    """(is_box (S,) bool, half_extents (S, 3)) of a ShapeTable, cached while it is unchanged."""
+    from .shapes import Box
+    key = id(table)
+    hit = _BOX_CACHE.get(key)
+    if hit is not None and hit[0] is table and hit[1] == len(table.shapes):
+        return hit[2], hit[3]
+    is_box = np.array([isinstance(s, Box) for s in table.shapes], dtype=bool)
+    half = np.array([s.half_extents if isinstance(s, Box) else np.zeros(3) for s in table.shapes])
+    _BOX_CACHE[key] = (table, len(table.shapes), is_box, half.reshape(-1, 3))
+    return is_box, half.reshape(-1, 3)
+
+
+def _box_queries(ha, hb, rot, trans):
+    """Face and edge queries of M box pairs in A's frame (same outputs as _general_queries)."""
+    m = len(ha)
+    rows = np.arange(m)
+    t = trans
+    absr = np.abs(rot)
+    # Face axes of A: separation along +-e_i, the face on B's side.
+    s_a = np.abs(t) - ha - np.matmul(absr, hb[:, :, None])[:, :, 0]
+    i = np.argmax(s_a, axis=1)
+    sep_a = s_a[rows, i]
+    face_a = 2 * i + (t[rows, i] > 0)
+    # Face axes of B: A's centre in B's axes decides which face of B looks at A.
+    tb = np.matmul(rot.transpose(0, 2, 1), t[:, :, None])[:, :, 0]
+    s_b = np.abs(tb) - hb - np.matmul(absr.transpose(0, 2, 1), ha[:, :, None])[:, :, 0]
+    j = np.argmax(s_b, axis=1)
+    sep_b = s_b[rows, j]
+    face_b = 2 * j + (tb[rows, j] <= 0)
+    # Edge axes L_ij = e_i x R[:, j] (A's frame): L[i1] = -R[i2, j], L[i2] = R[i1, j].
+    r1, r2 = rot[:, _I1, :], rot[:, _I2, :]
+    a1, a2 = absr[:, _I1, :], absr[:, _I2, :]
+    tl = t[:, _I2, None] * r1 - t[:, _I1, None] * r2
+    ra = ha[:, _I1, None] * a2 + ha[:, _I2, None] * a1
+    rb = hb[:, None, _I1] * absr[:, :, _I2] + hb[:, None, _I2] * absr[:, :, _I1]
+    len2 = 1.0 - rot * rot
+    ok = len2 > PARALLEL_SIN * PARALLEL_SIN
+    sep = np.where(ok, (np.abs(tl) - ra - rb) / np.sqrt(np.where(ok, len2, 1.0)), -np.inf)
+    flat = sep.reshape(m, 9).argmax(axis=1)
+    ei, ej = flat // 3, flat % 3
+    sep_e = sep.reshape(m, 9)[rows, flat]
+    # Unit axis oriented A -> B, and the supporting edges (corner bits from its signs).
+    col = rot[rows, :, ej]
+    axis = np.cross(np.eye(3)[ei], col)
+    axis *= (np.where(tl[rows, ei, ej] < 0, -1.0, 1.0) / np.sqrt(np.maximum(len2[rows, ei, ej], 1e-300)))[:, None]
+    bits = (axis > 0).astype(np.int64) * np.array([1, 2, 4])
+    va0 = bits.sum(axis=1) - bits[rows, ei]
+    w = -np.matmul(rot.transpose(0, 2, 1), axis[:, :, None])[:, :, 0]  # B supports along -axis
+    bits_b = (w > 0).astype(np.int64) * np.array([1, 2, 4])
+    vb0 = bits_b.sum(axis=1) - bits_b[rows, ej]
+    lut = _box_edge_lut()
+    edge_a = lut[va0, va0 | (1 << ei)]
+    edge_b = lut[vb0, vb0 | (1 << ej)]
+    return sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis
+
+
+def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf):
+    """SAT for M polytope pairs (shape ids into ``table``, world poses with rotation matrices).
+
+    Box-box pairs take the analytic 15-axis path, other pairs the general face/edge queries.
+    General pairs whose face separation already exceeds ``margin`` skip the (costlier) edge
+    query: they are reported with their face axis, which proves them farther apart than margin.
+    """
+    ids_a = np.asarray(ids_a, dtype=np.int64)
+    ids_b = np.asarray(ids_b, dtype=np.int64)
+    m = len(ids_a)
+    rot, trans = relative_pose(pos_a, rot_a, pos_b, rot_b)
+    is_box, half = box_info(table)
+    boxes = is_box[ids_a] & is_box[ids_b]
+    if boxes.all():
+        parts = _box_queries(half[ids_a], half[ids_b], rot, trans)
+    elif not boxes.any():
+        parts = _general_queries(table, ids_a, ids_b, rot, trans, margin)
+    else:
+        parts = [np.zeros(m), np.zeros(m, np.int64), np.zeros(m), np.zeros(m, np.int64),
+                 np.zeros(m), np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros((m, 3))]
+        for sel, fn in ((np.nonzero(boxes)[0], lambda s: _box_queries(half[ids_a[s]], half[ids_b[s]], rot[s], trans[s])),
+                        (np.nonzero(~boxes)[0], lambda s: _general_queries(table, ids_a[s], ids_b[s], rot[s], trans[s], margin))):
+            for whole, piece in zip(parts, fn(sel)):
+                whole[sel] = piece
+    sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e = parts
 
     # Choice for the manifold, biased towards A's face, then B's face, then edges.
     scale = np.minimum(table.bound_radius[ids_a], table.bound_radius[ids_b])
@@ -198,7 +293,7 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf)
     n_b = np.matmul(rot, table.planes[ids_b, face_b, :3][:, :, None])[:, :, 0]
     local = np.where(use_e[:, None], axis_e, np.where(use_b[:, None], -n_b, n_a))
     normal = np.matmul(rot_a, local[:, :, None])[:, :, 0]
-    return SatResult(separation=np.maximum(face_best, sep_e), kind=kind, index=index,
-                     axis_separation=axis_sep, normal=normal, local_normal=local,
+    return SatResult(separation=np.maximum(np.maximum(sep_a, sep_b), sep_e), kind=kind,
+                     index=index, axis_separation=axis_sep, normal=normal, local_normal=local,
                      face_a=sep_a, face_b=sep_b, edge=sep_e, edge_index=np.stack((edge_a, edge_b), 1),
-                 edge_axis=axis_e, rot=rot, trans=trans)
+                     edge_axis=axis_e, rot=rot, trans=trans)
