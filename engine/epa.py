@@ -99,6 +99,28 @@ def _blow_up(pa, pb, S, SA, SB, size, tol_abs):
         pts[g, gi], pts_a[g, gi], pts_b[g, gi] = w[~flat], wa[~flat], wb[~flat]
         size[g] += 1
 
+    # Demote degenerate simplices (GJK keeps none, but callers may pass any): a triangle with
+    # (near) collinear points becomes its longest edge, which still contains the origin; a
+    # zero-length segment becomes a point.
+    tri = rows[size == 3]
+    if tri.size:
+        p = pts[tri, :3]
+        n = _cross(p[:, 1] - p[:, 0], p[:, 2] - p[:, 0])
+        lens = np.stack([_dot(p[:, b] - p[:, a], p[:, b] - p[:, a]) for a, b in ((0, 1), (1, 2), (2, 0))], 1)
+        flat = _dot(n, n) <= 1e-24 * lens.max(axis=1) ** 2  # sin(angle) below 1e-12
+        if flat.any():
+            t = tri[flat]
+            best = np.argmax(lens[flat], axis=1)
+            first = np.array([0, 1, 2])[best]
+            second = np.array([1, 2, 0])[best]
+            for arr in (pts, pts_a, pts_b):
+                a0, a1 = arr[t, first].copy(), arr[t, second].copy()
+                arr[t, 0], arr[t, 1] = a0, a1
+            size[t] = 2
+    two = rows[size == 2]
+    if two.size:
+        e = pts[two, 1] - pts[two, 0]
+        size[two[_dot(e, e) <= 1e-24 * np.maximum(_dot(pts[two, 0], pts[two, 0]), tol_abs[two] ** 2)]] = 1
     one = rows[size == 1]
     if one.size:  # the origin is (within tol) the single point: any direction to start
         extend(one, np.tile([1.0, 0.0, 0.0], (one.size, 1)))

@@ -185,3 +185,47 @@ def test_vertex_cap_gives_lower_bound_and_flags_it():
         if full.converged[i]:
             assert full.depth[i] == pytest.approx(-s, abs=1e-9)
     assert full.converged.mean() > 0.9
+
+
+def test_start_from_one_two_three_point_simplices():
+    """EPA must grow GJK simplices of 1, 2 and 3 points (origin on a vertex/edge/triangle) into a
+    full polytope. Concentric, centrally symmetric boxes give D points p and -p (opposite
+    vertices), so crafted simplices {0}, {p, -p} and {p, -p, q} contain the origin."""
+    from engine.epa import _run_epa
+    rng = np.random.default_rng(29)
+    m = 120
+    ha, hb = rng.uniform(0.2, 1.0, (m, 3)), rng.uniform(0.2, 1.0, (m, 3))
+    A = np.stack([box_points(h) for h in ha])
+    rb = random_rotations(rng, m)
+    B = np.einsum("mij,mvj->mvi", rb, np.stack([box_points(h) for h in hb]))  # in A's frame
+    B_shared = B.copy()
+    B_shared += (A[:, 0] - B[:, 0])[:, None]  # vertex 0 of both coincides: D has a point at 0
+    S = np.zeros((m, 4, 3))
+    SA = np.zeros((m, 4, 3))
+    SB = np.zeros((m, 4, 3))
+    size = rng.integers(1, 4, m)
+    r = np.arange(m)
+    i, j = rng.integers(0, 8, m), rng.integers(0, 8, m)
+    k, l2 = rng.integers(0, 8, m), rng.integers(0, 8, m)
+    Bs = np.where((size == 1)[:, None, None], B_shared, B)
+    # Slot 0: b_i - a_j (or 0 for size 1), slot 1: the opposite vertices (7 - index), slot 2: any.
+    # Every fourth triangle is degenerate on purpose (third point = first point).
+    k = np.where(r % 4 == 0, i, k)
+    l2 = np.where(r % 4 == 0, j, l2)
+    idx = [(np.where(size == 1, 0, i), np.where(size == 1, 0, j)), (7 - i, 7 - j), (k, l2)]
+    for s, (bi, aj) in enumerate(idx):
+        SA[:, s], SB[:, s] = A[r, aj], Bs[r, bi]
+    S = SB - SA
+    scale = np.maximum(np.linalg.norm(A, axis=2).max(1), np.linalg.norm(Bs, axis=2).max(1))
+    depth, normal, ca, cb, touch, conv, _ = _run_epa(A, Bs, scale, S, SA, SB, size, 1e-10, 64)
+    for q in range(m):
+        s, _, _ = signed_distance_local(A[q], np.zeros(3), I3, Bs[q], np.zeros(3), I3)
+        assert depth[q] == pytest.approx(-s, abs=1e-9), (q, size[q])
+        assert np.max(minkowski_difference(A[q], Bs[q]) @ -normal[q]) == pytest.approx(depth[q], abs=1e-9)
+    assert np.all(conv)
+    # Touching exits only where the origin really is on D's boundary (shared corners can do it).
+    truth = np.array([-signed_distance_local(A[q], np.zeros(3), I3, Bs[q], np.zeros(3), I3)[0]
+                      for q in range(m)])
+    assert np.all(truth[touch] < 1e-9)
+    for n in (1, 2, 3):  # each start size really grew into a polytope in enough cases
+        assert np.sum((size == n) & ~touch & (truth > 0.05)) >= 10
