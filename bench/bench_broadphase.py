@@ -1,7 +1,8 @@
-"""Broadphase timings: grid hash (find_pairs) vs sweep-and-prune (sweep_pairs).
+"""Broadphase timings: grid hash (find_pairs) vs sweep-and-prune (sweep_pairs); then the
+constraint graph: colour count vs the lower bound D and timings (engine.graph).
 
-    python bench/bench_broadphase.py            # scenes + scaling, ~30 s
-    python bench/bench_broadphase.py --quick    # fewer sizes
+    python bench/bench_broadphase.py            # everything, ~30 s
+    python bench/bench_broadphase.py --quick    # fewer sizes, no pybullet
 
 Scenes: 1000 cubes in a 10x10x10 grid (fat boxes touching), 1000 rotated cubes in a heap,
 5000 random boxes. Scaling: random boxes at constant density from N = 100 to 20000, with the
@@ -16,7 +17,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from engine.broadphase import find_pairs, sweep_pairs  # noqa: E402
+from engine.broadphase import Broadphase, find_pairs, sweep_pairs  # noqa: E402
+from engine.graph import colour_constraints, islands  # noqa: E402
 
 MARGIN = 0.05
 
@@ -78,6 +80,69 @@ def random_scene(n, density=0.05, seed=0):
     return c - h, c + h
 
 
+def pyramid_scene(base=20):
+    """A 2D pyramid of unit boxes (base 20: 210 boxes), rows offset by half a box, on a
+    static ground slab."""
+    rows = [(r, k) for r in range(base) for k in range(base - r)]
+    c = np.array([[k + 0.5 * r, 0.0, r + 0.5] for r, k in rows])
+    lo = np.vstack((c - 0.5 - MARGIN, [-50, -50, -1]))
+    hi = np.vstack((c + 0.5 + MARGIN, [50, 50, MARGIN]))
+    static = np.zeros(len(lo), bool)
+    static[-1] = True
+    return lo, hi, static
+
+
+def bench_persistent(steps=30):
+    """Broadphase (persistent fat boxes) vs a fresh find_pairs each step, on the heap with a
+    fraction of the bodies jittering by ~2 cm per step (margin 5 cm)."""
+    print("\npersistent fat boxes (Broadphase.update) vs find_pairs each step, 1000-cube heap")
+    print("moving   update ms   find_pairs ms")
+    lo0, hi0, static = pile_scene()
+    rng = np.random.default_rng(2)
+    for frac in (0.0, 0.02, 0.2, 1.0):
+        bp = Broadphase(margin=MARGIN)
+        lo, hi = lo0.copy(), hi0.copy()
+        bp.update(lo, hi, static=static)
+        t_up, t_full = [], []
+        for _ in range(steps):
+            moving = (rng.random(len(lo)) < frac) & ~static
+            d = np.zeros_like(lo)
+            d[moving] = rng.normal(0.0, 0.02, (int(moving.sum()), 3))
+            lo += d
+            hi += d
+            t = time.perf_counter()
+            bp.update(lo, hi, d, static=static)
+            t_up.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            find_pairs(lo - MARGIN, hi + MARGIN, static=static)
+            t_full.append(time.perf_counter() - t)
+        print(f"{frac:6.0%} {np.median(t_up) * 1e3:11.2f} {np.median(t_full) * 1e3:15.2f}")
+
+
+def bench_graph():
+    """Colour count against D (most constraints at one dynamic body, the lower bound) on
+    contact graphs from the broadphase, and the time to colour and to find islands."""
+    print("\nconstraint graph (contacts = broadphase pairs)")
+    print("graph                         constraints   D  colours  colour ms  islands ms")
+    rng = np.random.default_rng(1)
+    lo, hi, static = pile_scene()
+    perm = rng.permutation(len(lo))  # the same heap with bodies numbered at random
+    lat_lo, lat_hi = grid_scene()
+    graphs = [("1000-cube heap + ground", (lo, hi, static)),
+              ("  same, bodies shuffled", (lo[perm], hi[perm], static[perm])),
+              ("1000 cubes, 10x10x10 grid", (lat_lo, lat_hi, np.zeros(1000, bool))),
+              ("210-box pyramid + ground", pyramid_scene()),
+              ("500-cube heap + ground", pile_scene(500))]
+    for name, (lo, hi, static) in graphs:
+        a, b = find_pairs(lo, hi, static=static)
+        ends = np.concatenate((a[~static[a]], b[~static[b]]))
+        d = int(np.bincount(ends).max())
+        tc, res = best_time(colour_constraints, a, b, static, repeat=9)
+        ti, _ = best_time(islands, len(lo), a, b, static, repeat=9)
+        print(f"{name:29s} {len(a):11d} {d:3d} {res.n_colours:8d} {tc * 1e3:10.2f} "
+              f"{ti * 1e3:11.2f}")
+
+
 def pybullet_time(lo, hi):
     try:
         import pybullet as p
@@ -120,7 +185,7 @@ def main():
         lo, hi = random_scene(n, seed=n)
         tg, (ia, _) = best_time(find_pairs, lo, hi)
         ts, _ = best_time(sweep_pairs, lo, hi)
-        tb = pybullet_time(lo, hi) if n <= 10000 and not quick else None
+        tb = pybullet_time(lo, hi) if n <= 3000 and not quick else None
         tg_all.append(tg)
         ts_all.append(ts)
         tb_s = f"{tb * 1e3:10.2f}" if tb is not None else "         -"
@@ -130,6 +195,8 @@ def main():
     for name, t in (("grid", tg_all), ("sweep", ts_all)):
         k = np.polyfit(x, np.log(t[2:]), 1)[0]
         print(f"log-log exponent of time vs N (N >= {sizes[2]}), {name}: {k:.2f}")
+    bench_persistent()
+    bench_graph()
 
 
 if __name__ == "__main__":

@@ -90,10 +90,13 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
         #   round per link in that order, so it is abandoned past a few times the rounds
         #   the hash order took.
         cbit, rounds = _first_fit(inc, _priority_rank(m), n, m, allowed)
-        cbit_in, _ = _first_fit(inc, np.arange(m), n, m, allowed,
-                                max_rounds=INPUT_ORDER_ROUND_FACTOR * rounds + 16)
-        if cbit_in is not None and _worse(cbit, cbit_in):
-            cbit = cbit_in
+        bound = int(np.bincount(inc[1], minlength=n).max()) if len(inc[1]) else 0
+        if np.count_nonzero(cbit == 0) or int(cbit.max()).bit_length() > bound:
+            # Not yet at the lower bound D: try the input order.
+            cbit_in, _ = _first_fit(inc, np.arange(m), n, m, allowed,
+                                    max_rounds=INPUT_ORDER_ROUND_FACTOR * rounds + 16)
+            if cbit_in is not None and _worse(cbit, cbit_in):
+                cbit = cbit_in
     else:
         cbit = np.ones(0, dtype=np.uint64)
     # frexp(2^k) = (0.5, k + 1) exactly; frexp(0) = (0, 0) gives -1: the overflow colour.

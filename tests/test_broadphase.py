@@ -202,3 +202,75 @@ def test_bad_input_raises(bad):
         kw = dict(group=np.ones(3, dtype=np.int64))
     with pytest.raises(EngineError):
         find_pairs(lo, hi, **kw)
+
+
+# ----------------------------------------------------------------------------- Broadphase class
+
+def pair_set(ia, ib):
+    return set(zip(ia.tolist(), ib.tolist()))
+
+
+# Slow motion rebuilds few fat boxes per step (cached pairs repaired); fast motion rebuilds
+# many (full search).
+@pytest.mark.parametrize("moving, dt", [(0.3, 0.02), (0.6, 0.3)])
+def test_persistent_fat_boxes_over_a_random_walk(moving, dt):
+    rng = np.random.default_rng(21)
+    n = 300
+    lo, hi = random_boxes(rng, n, spread=6.0, size=0.3)
+    static = rng.random(n) < 0.2
+    group = np.int64(1) << rng.integers(0, 3, n)
+    mask = np.where(rng.random(n) < 0.7, -1, 3).astype(np.int64)
+    bp = broadphase.Broadphase(margin=0.1)
+    for step in range(30):
+        vel = rng.normal(0.0, 1.0, (n, 3)) * (rng.random((n, 1)) < moving)
+        vel[static] = 0.0
+        disp = vel * dt
+        ia, ib = bp.update(lo, hi, disp, group, mask, static)
+        # every tight box lies in its fat box ...
+        assert (bp.fat_lo <= lo).all() and (bp.fat_hi >= hi).all()
+        # ... the pairs are exactly the fat boxes' pairs ...
+        assert_same((ia, ib), brute_pairs(bp.fat_lo, bp.fat_hi, group, mask, static))
+        # ... so no tight pair is ever missed
+        assert pair_set(*brute_pairs(lo, hi, group, mask, static)) <= pair_set(ia, ib)
+        lo, hi = lo + disp, hi + disp
+
+
+def test_fat_boxes_rebuilt_only_when_left(monkeypatch):
+    lo = np.array([[0.0, 0, 0], [3.0, 0, 0], [6.0, 0, 0]])
+    hi = lo + 1.0
+    bp = broadphase.Broadphase(margin=0.5)
+    calls = []
+    real = broadphase.find_pairs
+    monkeypatch.setattr(broadphase, "find_pairs", lambda *a, **k: calls.append(1) or real(*a, **k))
+    bp.update(lo, hi)
+    fat_lo, fat_hi = bp.fat_lo.copy(), bp.fat_hi.copy()
+    np.testing.assert_allclose(fat_lo, lo - 0.5)
+    # moving inside the margin: same fat boxes, cached pairs, no new search
+    bp.update(lo + 0.4, hi + 0.4)
+    np.testing.assert_array_equal(bp.fat_lo, fat_lo)
+    assert len(calls) == 1
+    # body 1 leaves its fat box towards body 2: only its box is rebuilt, the pair appears
+    moved_lo = lo.copy()
+    moved_lo[1, 0] += 1.2
+    ia, ib = bp.update(moved_lo, moved_lo + 1.0)
+    assert len(calls) == 2
+    np.testing.assert_array_equal(bp.fat_lo[[0, 2]], fat_lo[[0, 2]])
+    np.testing.assert_allclose(bp.fat_lo[1], moved_lo[1] - 0.5)
+    assert pair_set(ia, ib) == {(1, 2)}
+    # a filter change (2 goes static with 1) redoes the search even with no motion
+    ia, ib = bp.update(moved_lo, moved_lo + 1.0, static=np.array([False, True, True]))
+    assert len(calls) == 3 and len(ia) == 0
+    # a different body count starts over
+    ia, ib = bp.update(lo[:2], hi[:2])
+    np.testing.assert_allclose(bp.fat_lo, lo[:2] - 0.5)
+
+
+def test_fat_box_stretches_along_displacement():
+    bp = broadphase.Broadphase(margin=0.1)
+    lo = np.zeros((2, 3))
+    hi = np.ones((2, 3))
+    lo[1] += 5.0
+    hi[1] += 5.0
+    bp.update(lo, hi, displacement=np.array([[2.0, 0, -1.0], [0, 0, 0]]))
+    np.testing.assert_allclose(bp.fat_lo[0], [-0.1, -0.1, -1.1])
+    np.testing.assert_allclose(bp.fat_hi[0], [3.1, 1.1, 1.1])
