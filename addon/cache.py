@@ -44,8 +44,13 @@ def pack(frames, prefix):
     out = {}
     if not frames:
         return out
-    for key in frames[0]:
-        arrays = [np.asarray(f[key]) for f in frames]
+    keys = []
+    for f in frames:
+        keys += [k for k in f if k not in keys]
+    for key in keys:
+        like = next(np.asarray(f[key]) for f in frames if key in f)
+        empty = np.zeros((0,) + like.shape[1:], like.dtype) if like.ndim else like
+        arrays = [np.asarray(f[key]) if key in f else empty for f in frames]
         if all(a.shape == arrays[0].shape for a in arrays):
             out[f"{prefix}/{key}"] = np.stack(arrays)
         else:

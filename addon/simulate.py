@@ -132,7 +132,7 @@ class BakeJob:
         self.positions[0] = world.positions[self.dyn_idx]
         self.orientations[0] = world.orientations[self.dyn_idx]
         self.states = [world.get_state()]
-        self.records = [None] if self.record else None
+        self.records = [{}] if self.record else None
         self.frame = first
         self.dt = scene.render.fps_base / scene.render.fps
         self._start_channels()

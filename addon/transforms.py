@@ -25,19 +25,41 @@ TWO_PI = 2.0 * np.pi
 def polar_decompose(linear):
     """Split (N, 3, 3) matrices into proper rotations R and shape matrices K with L = R @ K.
 
-    R is the rotation nearest to L (from the SVD); when det(L) < 0 (a mirror) the axis of
-    least stretch is flipped so that R stays a rotation and K carries the mirror.
+    Without shear (orthogonal columns: any rotation and signed axis scale) K is diagonal:
+    R is L with unit columns, all three negated when det(L) < 0, as Blender's own
+    decomposition does, so a mirrored object keeps an axis-aligned, mirrored shape.
+    A sheared L (child of a non-uniformly scaled, rotated parent) falls back to the polar
+    decomposition (the rotation nearest to L, from the SVD), K then symmetric.
     """
     L = np.asarray(linear, dtype=np.float64)
-    U, _, Vt = np.linalg.svd(L)
-    R = U @ Vt
-    flip = np.linalg.det(R) < 0
-    if flip.any():
-        U = U.copy()
+    norms = np.linalg.norm(L, axis=-2)
+    R = L / np.where(norms > 0, norms, 1.0)[..., None, :]
+    neg = np.linalg.det(L) < 0
+    R = np.where(neg[..., None, None], -R, R)
+    sheared = np.abs(np.swapaxes(R, -1, -2) @ R - np.eye(3)).max(axis=(-1, -2)) > 1e-6
+    if sheared.any():
+        U, _, Vt = np.linalg.svd(L[sheared])
+        Rs = U @ Vt
+        flip = np.linalg.det(Rs) < 0
         U[flip, :, 2] *= -1.0
-        R = U @ Vt
+        R[sheared] = U @ Vt
     K = np.swapaxes(R, -1, -2) @ L
+    # A diagonal K is the world scale, which artists type (1, 0.5, 2.37...) but which reaches
+    # us through float32 matrices, possibly rebuilt from float32 keys: rounding to 6
+    # significant digits makes the shape the same at every frame, so a re-bake from a later
+    # frame rebuilds exactly the same shapes.
+    diag = ~sheared
+    if diag.any():
+        d = np.diagonal(K[diag], axis1=-2, axis2=-1)
+        K[diag] = np.einsum("ni,ij->nij", _round_significant(d, 6), np.eye(3))
     return R, K
+
+
+def _round_significant(x, digits):
+    x = np.asarray(x, dtype=np.float64)
+    mag = np.floor(np.log10(np.where(x != 0, np.abs(x), 1.0)))
+    scale = 10.0 ** (digits - 1 - mag)
+    return np.round(x * scale) / scale
 
 
 def shear_amount(K):
