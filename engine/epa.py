@@ -19,7 +19,8 @@ gap) with converged=False. This replaces a per-pair fallback loop: no Python loo
 
 Starting polytope: GJK's tetrahedron when it has one; a smaller simplex (the origin lies on a
 vertex, edge or triangle of it) is blown up with support points along directions orthogonal to it
-into a triangle and then a tetrahedron with the origin on (or in) it. If D has no extent beyond the origin in one of
+into a triangle and then a tetrahedron with the origin on (or in) it (degenerate simplices are
+first demoted to their longest edge / a point). If D has no extent beyond the origin in one of
 those directions, the origin is on D's boundary: depth 0 with that direction as the normal.
 
 Conventions: normal is unit A->B (moving B by depth * normal separates the shapes);

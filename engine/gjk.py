@@ -256,7 +256,8 @@ def run_gjk(pa, pb, scale, max_iterations=64, tol=DEFAULT_TOL, margin=None, d0=N
         # Gap between the upper bound |v| and the lower bound v.w/|v| of the distance.
         done = st.vv - vw <= nv * (tol_w + tol * nv)
         # Duplicate support point: no new information, v cannot improve.
-        same = (st.S[:, :, 0] == w[:, None, 0]) & (st.S[:, :, 1] == w[:, None, 1]) & (st.S[:, :, 2] == w[:, None, 2])
+        same = ((st.S[:, :, 0] == w[:, None, 0]) & (st.S[:, :, 1] == w[:, None, 1])
+                & (st.S[:, :, 2] == w[:, None, 2]))
         done |= np.any(st.used & same, axis=1)
         if margin is not None:
             # A plane normal to v with all of D beyond margin: separated (overlap stays False).

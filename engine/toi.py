@@ -65,7 +65,8 @@ def toi(points_a, radius_a, pos_a, quat_a, lin_a, ang_a,
 
     Returns a TOIResult: t (M,) fraction of the step in [0, 1] (1 = no hit in the step),
     distance (M,) the swollen distance at t, normal (M, 3) unit A->B at t (at a hit landing
-    exactly on contact: the normal just before; zeros only where the cores overlap at the start), status (M,) SEPARATED / HIT / OVERLAPPED / MAX_ITERATIONS, iterations (M,).
+    exactly on contact: the normal just before; zeros only where the cores overlap at the
+    start), status (M,) SEPARATED / HIT / OVERLAPPED / MAX_ITERATIONS, iterations (M,).
     """
     points_a = np.asarray(points_a, dtype=np.float64)
     points_b = np.asarray(points_b, dtype=np.float64)
