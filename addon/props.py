@@ -132,7 +132,7 @@ class HULLABALOO_PG_scene(bpy.types.PropertyGroup):
         name="Show Contacts", default=True,
         description="Draw the stored contact points of the current frame in the 3D Viewport")
     cache_file: StringProperty(
-        name="Cache", default="", subtype='FILE_PATH', options={'HIDDEN'},
+        name="Cache", default="", options={'HIDDEN'},
         description="Where the per-frame simulation states of the last bake are stored")
 
 

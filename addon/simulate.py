@@ -116,8 +116,10 @@ class BakeJob:
         self.bodies = bodies
         self.dynamic = [b for b in bodies if b.kind == "dynamic"]
         if not self.dynamic:
-            raise BakeError("Nothing to bake: no valid dynamic object (set an object's "
-                            "Hullabaloo type to Dynamic).")
+            errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
+            raise BakeError("Nothing to bake: no valid dynamic object" +
+                            (f". {errs}" if errs else " (set an object's Hullabaloo type "
+                             "to Dynamic)."))
         self.kinematic = [b for b in bodies if b.kind == "kinematic"]
         self.world = world
         self.names = [b.name for b in bodies]
