@@ -88,13 +88,14 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
         #   that order gets close to the D-colour bound (26 instead of 29-32 colours on a
         #   1000-cube pile, D = 26). A long chain of consecutive constraints would take one
         #   round per link in that order, so it is abandoned past a few times the rounds
-        #   the hash order took.
+        #   the hash order took, or as soon as it reaches the hash order's top colour.
         cbit, rounds = _first_fit(inc, _priority_rank(m), n, m, allowed)
         bound = int(np.bincount(inc[1], minlength=n).max()) if len(inc[1]) else 0
         if np.count_nonzero(cbit == 0) or int(cbit.max()).bit_length() > bound:
             # Not yet at the lower bound D: try the input order.
             cbit_in, _ = _first_fit(inc, np.arange(m), n, m, allowed,
-                                    max_rounds=INPUT_ORDER_ROUND_FACTOR * rounds + 16)
+                                    max_rounds=INPUT_ORDER_ROUND_FACTOR * rounds + 16,
+                                    give_up_at=cbit.max())
             if cbit_in is not None and _worse(cbit, cbit_in):
                 cbit = cbit_in
     else:
@@ -143,13 +144,15 @@ def islands(n_bodies, body_a, body_b, is_static):
     return parent
 
 
-def _first_fit(inc, rank, n, m, allowed, max_rounds=None):
+def _first_fit(inc, rank, n, m, allowed, max_rounds=None, give_up_at=None):
     """First-fit colouring in `rank` order by Jones-Plassmann rounds.
 
     inc: incidence entries (constraint, body, other end, canonical?) of the dynamic ends.
     Returns (cbit, rounds): each constraint's colour as a one-bit mask (0 = no colour below
     the cap: overflow; a constraint touching no dynamic body keeps colour 0, bit 1), and the
-    rounds taken; cbit is None if max_rounds ran out first."""
+    rounds taken. cbit is None if max_rounds ran out first, or if some constraint took the
+    colour bit `give_up_at` or a higher one, or overflowed (then this colouring cannot beat
+    the one that used `give_up_at` as its top colour)."""
     cons, body, other, canon = inc
     cbit = np.ones(m, dtype=np.uint64)
     if not len(cons):
@@ -175,6 +178,8 @@ def _first_fit(inc, rank, n, m, allowed, max_rounds=None):
         free = ~(used[v] | used[o]) & allowed
         low = free & -free  # lowest free colour bit (0 if none: overflow)
         cbit[cons[e]] = low
+        if give_up_at is not None and len(low) and (low.max() >= give_up_at or not low.min()):
+            return None, rounds
         # In one round no two ready constraints share a dynamic body: plain writes.
         used[v] |= low
         used[o] |= low
