@@ -6,6 +6,7 @@ Loads this checkout as the package ``hullabaloo`` (so the add-on's relative impo
 they do inside Blender), registers it, and runs the same command as
 ``blender -b --command hullabaloo ...``. See addon/cli.py for the options.
 """
+import atexit
 import importlib.util
 import os
 import sys
@@ -23,6 +24,9 @@ def load_addon(name="hullabaloo"):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     module.register()
+    # Blender-as-a-module crashes at interpreter exit if Python classes are still registered
+    # (Blender itself unregisters add-ons on quit); do what Blender does.
+    atexit.register(module.unregister)
     return module
 
 
