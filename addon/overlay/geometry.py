@@ -452,7 +452,9 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
             seg, _ = polytope_segments(e.polytope_vertices, e.polytope_faces, anchor)
             out.append(lines("epa", seg, opts.get("epa_colour", (0.3, 0.8, 1.0, 1.0)), width))
             d = np.flatnonzero(e.overlap)
-            out.append(lines("epa_normal", arrows(anchor[d], e.normal[d] * e.depth[d, None]),
+            # From the origin to the nearest point of D's boundary, -depth * normal: the
+            # shortest move of B (reversed) that separates the pair.
+            out.append(lines("epa_normal", arrows(anchor[d], -e.normal[d] * e.depth[d, None]),
                              (1.0, 1.0, 1.0, 1.0), width))
     if opts.get("show_minkowski", False):
         mp = []
@@ -582,6 +584,7 @@ def frame_layers(model, frame, opts, selected=None):
     if opts.get("show_sleeping", True) and sleeping.any() and not opts.get("show_shapes", True):
         out.append(points("sleeping", pos[sleeping], SLEEP_COLOUR, opts.get("contact_size", 8)))
     com = frame.get("x")
+    com = None if com is None else np.asarray(com, dtype=np.float64).reshape(-1, 3)
     dyn = np.flatnonzero(model.kinds[:n] == DYNAMIC)
     if com is None and len(dyn):
         com = pos  # without a stored state the origin stands in for the centre of mass
