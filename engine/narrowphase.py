@@ -249,7 +249,7 @@ def _clip_segment_to_face(table, ids, face, p0, p1):
     return t0, t1, ok
 
 
-def _segment_polytope_sat(table, ids, p0, p1):
+def segment_polytope_sat(table, ids, p0, p1):
     """SAT of core segments (points when p0 == p1) against polytopes, in the polytope's frame.
 
     Axes: the polytope's faces, and (segment x edge) for edges whose Gauss-map arc crosses the
@@ -331,7 +331,7 @@ def collide_round_polytope(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, marg
     over = np.nonzero(g.overlap)[0]
     face = face_g.copy()
     if len(over):
-        sf, fo, se, eo, axis = _segment_polytope_sat(table, ids_b[over], p0[over], p1[over])
+        sf, fo, se, eo, axis = segment_polytope_sat(table, ids_b[over], p0[over], p1[over])
         s_edge = np.isfinite(se) & (se > sf + REL_TOL * np.abs(sf) + ABS_TOL * scale[over])
         out.distance[over] = np.maximum(sf, se) - rad[over]
         # Edge axis: closest points of the segment and the edge, one point.

@@ -252,8 +252,10 @@ def _box_queries(ha, hb, rot, trans):
     return sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis
 
 
-def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf):
+def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf, bias=True):
     """SAT for M polytope pairs (shape ids into ``table``, world poses with rotation matrices).
+
+    bias=False chooses the exact best axis (queries); the default prefers faces (manifolds).
 
     Box-box pairs take the analytic 15-axis path, other pairs the general face/edge queries.
     General pairs whose face separation already exceeds ``margin`` skip the (costlier) edge
@@ -279,10 +281,11 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf)
     sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e = parts
 
     # Choice for the manifold, biased towards A's face, then B's face, then edges.
+    rel, ab = (REL_TOL, ABS_TOL) if bias else (0.0, 0.0)
     scale = np.minimum(table.bound_radius[ids_a], table.bound_radius[ids_b])
-    use_b = sep_b > sep_a + REL_TOL * np.abs(sep_a) + ABS_TOL * scale
+    use_b = sep_b > sep_a + rel * np.abs(sep_a) + ab * scale
     face_sep = np.where(use_b, sep_b, sep_a)
-    use_e = sep_e > face_sep + REL_TOL * np.abs(face_sep) + ABS_TOL * scale
+    use_e = sep_e > face_sep + rel * np.abs(face_sep) + ab * scale
     kind = np.where(use_e, EDGE, np.where(use_b, FACE_B, FACE_A)).astype(np.int8)
     index = np.stack((np.where(use_e, edge_a, np.where(use_b, face_b, face_a)),
                       np.where(use_e, edge_b, -1)), axis=1)
