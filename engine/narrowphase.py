@@ -16,6 +16,7 @@ Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 import numpy as np
 
 from . import quat
+from .errors import EngineError
 from .clip import ID_ROUND, SNAP, edge_contact, face_contact, segment_closest, tangent_basis
 from .gjk import gjk
 from .sat import EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, ABS_TOL, polytope_sat
@@ -82,6 +83,7 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
     """Manifolds for M polytope-polytope pairs (rotation matrices)."""
     m = len(ids_a)
     out = Manifolds(m)
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     sat = polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=margin)
     out.normal[:] = sat.normal
     out.axis_kind[:] = sat.kind
@@ -104,7 +106,7 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
         ref_rot = np.where(fl[:, :, None], rot_b[face], rot_a[face])
         ref_pos = np.where(fl, pos_b[face], pos_a[face])
         pts, sep, ids, cnt, inc_face = face_contact(table, ref_ids, sat.index[face, 0], inc_ids,
-                                                    rel_r, rel_t, margin, flip)
+                                                    rel_r, rel_t, margin[face], flip)
         out.points[face] = np.matmul(pts, ref_rot.transpose(0, 2, 1)) + ref_pos[:, None]
         out.separation[face] = sep
         out.ids[face] = ids
@@ -120,7 +122,7 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
         ea, eb = sat.edge_index[edge, 0], sat.edge_index[edge, 1]
         axis = sat.edge_axis[edge]
         p, s, ids = edge_contact(table, ia, ea, ib, eb, sat.rot[edge], sat.trans[edge], axis)
-        keep = s <= margin
+        keep = s <= margin[edge]
         out.points[edge, 0] = _rotate(rot_a[edge], p) + pos_a[edge]
         out.separation[edge, 0] = np.where(keep, s, np.inf)
         out.ids[edge, 0] = ids
@@ -157,6 +159,7 @@ def collide_round(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
     segment), one point, or two when two capsules are near-parallel and overlap along their axes."""
     m = len(ids_a)
     out = Manifolds(m)
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     ra, rb = table.radius[ids_a], table.radius[ids_b]
     p0, p1 = _cores(table, ids_a, pos_a, rot_a)
     q0, q1 = _cores(table, ids_b, pos_b, rot_b)
@@ -208,7 +211,7 @@ def collide_round(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
         qb_ = b0 + u[:, None] * db
         s2 = np.sqrt(_dot(qb_ - pa_, qb_ - pa_)) - ra[sel] - rb[sel]
         n = normal[sel]
-        keep = two & (s2 <= margin) & (sep[sel] <= margin)
+        keep = two & (s2 <= margin[sel]) & (sep[sel] <= margin[sel])
         rows = sel[keep]
         # Ids by place: 1 = low end, 2 = high end, 3 = in between (the axes cross).
         at_lo = np.abs(sc - lo) * length <= snap
@@ -295,6 +298,7 @@ def collide_round_polytope(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, marg
     """
     m = len(ids_a)
     out = Manifolds(m)
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     rad = table.radius[ids_a]
     va = 2
     vb = int(table.npoints[ids_b].max())
@@ -348,7 +352,7 @@ def collide_round_polytope(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, marg
             out.points[ei, 0] = np.matmul(rot_b[ei], mid[:, :, None])[:, :, 0] + pos_b[ei]
             out.separation[ei, 0] = s
             out.normal[ei] = np.matmul(rot_b[ei], u[:, :, None])[:, :, 0]
-            out.count[ei] = s <= margin
+            out.count[ei] = s <= margin[ei]
             out.axis_kind[ei] = AXIS_CORE_EDGE
             out.axis_index[ei] = np.stack((np.full(len(ei), -1), eo[s_edge]), axis=1)
             out.ids[ei, 0] = (np.int64(ID_ROUND) << 59) | (np.int64(2) << 56) | eo[s_edge]
@@ -383,8 +387,8 @@ def collide_round_polytope(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, marg
             mid = p - (0.5 * (h + r))[:, None] * n
             pts.append(np.matmul(rot_b[fi], mid[:, :, None])[:, :, 0] + pos_b[fi])
             seps.append(s)
-        k0 = seps[0] <= margin
-        k1 = two & (seps[1] <= margin)
+        k0 = seps[0] <= margin[fi]
+        k1 = two & (seps[1] <= margin[fi])
         base = (np.int64(ID_ROUND) << 59) | (np.int64(1) << 56) | (f.astype(np.int64) << 8)
         out.points[fi, 0] = np.where(k0[:, None], pts[0], pts[1])
         out.separation[fi, 0] = np.where(k0, seps[0], seps[1])
@@ -403,8 +407,9 @@ def collide_round_polytope(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, marg
 def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache=None):
     """Contact manifolds for M candidate pairs of shape ids of ``table`` (a ShapeTable).
 
-    Poses are world positions (M, 3) and unit quaternions (M, 4) (w, x, y, z). ``margin``:
-    points with separation <= margin are reported (speculative contacts). ``cache`` is
+    Poses are world positions (M, 3) and unit quaternions (M, 4) (w, x, y, z). ``margin``
+    (scalar or per pair (M,)): points with separation <= margin are reported (speculative
+    contacts). ``cache`` is
     accepted for API stability (SAT axis caching did not pay in numpy; see sat.py) and unused.
     Returns a Manifolds of M rows, normals from A to B whatever the order of the kinds.
     """
@@ -418,6 +423,9 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache
     out = Manifolds(m)
     if m == 0:
         return out
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
+    if np.any(np.isnan(margin)):
+        raise EngineError("collide: margin is NaN; give a distance in metres (0 for touching only)")
 
     kind_a = table.kind[ids_a]
     kind_b = table.kind[ids_b]
@@ -441,7 +449,7 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache
     for mask, routine in groups:
         sel = np.nonzero(mask)[0]
         if len(sel):
-            part = routine(table, ia[sel], pa[sel], ra[sel], ib[sel], pb[sel], rb[sel], margin)
+            part = routine(table, ia[sel], pa[sel], ra[sel], ib[sel], pb[sel], rb[sel], margin[sel])
             out._put(sel, part)
     out.normal[swap] *= -1.0
     out.simplex[swap] *= -1.0  # GJK's simplex lives on B - A

@@ -255,6 +255,7 @@ def _box_queries(ha, hb, rot, trans):
 def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf, bias=True):
     """SAT for M polytope pairs (shape ids into ``table``, world poses with rotation matrices).
 
+    margin: scalar or (M,).
     bias=False chooses the exact best axis (queries); the default prefers faces (manifolds).
 
     Box-box pairs take the analytic 15-axis path, other pairs the general face/edge queries.
@@ -264,6 +265,7 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
     ids_a = np.asarray(ids_a, dtype=np.int64)
     ids_b = np.asarray(ids_b, dtype=np.int64)
     m = len(ids_a)
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     rot, trans = relative_pose(pos_a, rot_a, pos_b, rot_b)
     is_box, half = box_info(table)
     boxes = is_box[ids_a] & is_box[ids_b]
@@ -275,7 +277,7 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
         parts = [np.zeros(m), np.zeros(m, np.int64), np.zeros(m), np.zeros(m, np.int64),
                  np.zeros(m), np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros((m, 3))]
         for sel, fn in ((np.nonzero(boxes)[0], lambda s: _box_queries(half[ids_a[s]], half[ids_b[s]], rot[s], trans[s])),
-                        (np.nonzero(~boxes)[0], lambda s: _general_queries(table, ids_a[s], ids_b[s], rot[s], trans[s], margin))):
+                        (np.nonzero(~boxes)[0], lambda s: _general_queries(table, ids_a[s], ids_b[s], rot[s], trans[s], margin[s]))):
             for whole, piece in zip(parts, fn(sel)):
                 whole[sel] = piece
     sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e = parts
