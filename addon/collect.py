@@ -53,6 +53,21 @@ def collision_bits(flags):
     return int(sum(1 << i for i, f in enumerate(flags) if f))
 
 
+def world_matrices(scene, objs):
+    """World matrices (N, 4, 4) of objects, read in one call for the whole scene (Blender
+    stores them column-major, hence the transpose)."""
+    coll = scene.objects
+    buf = np.empty(len(coll) * 16, dtype=np.float32)
+    coll.foreach_get("matrix_world", buf)
+    where = {o.name: i for i, o in enumerate(coll)}
+    all_m = buf.reshape(-1, 4, 4).transpose(0, 2, 1).astype(np.float64)
+    idx = np.array([where.get(o.name, -1) for o in objs], dtype=np.int64)
+    out = all_m[np.maximum(idx, 0)]
+    for j in np.flatnonzero(idx < 0):  # objects not linked to the scene (rare)
+        out[j] = np.array(objs[j].matrix_world, dtype=np.float64)
+    return out
+
+
 def mesh_points(obj, depsgraph):
     """Evaluated vertex positions (V, 3) in object space (modifiers applied), or None."""
     ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
@@ -91,8 +106,8 @@ def loose_parts(obj, depsgraph):
 def _extent_axes(points):
     """Principal axes and extents (sorted descending) of a point cloud."""
     c = points - points.mean(axis=0)
-    _, s, vt = np.linalg.svd(c, full_matrices=False)
-    span = np.ptp(c @ vt.T, axis=0) if len(points) > 1 else np.zeros(3)
+    _, _, vt = np.linalg.svd(c, full_matrices=True)
+    span = np.ptp(c @ vt.T, axis=0)
     return vt, span
 
 
@@ -162,72 +177,65 @@ class SceneReader:
         self.problems.append(Problem(level, obj.name if obj is not None else "", message))
 
     def read(self):
-        objs = self.objects
-        if objs is None:
-            objs = [o for o in self.scene.objects if o.hullabaloo.enabled]
+        """Per object only what needs Blender's API; the transform checks and decompositions
+        run on all objects at once."""
+        scene_objs = self.scene.objects
+        if self.objects is None:
+            objs = [o for o in scene_objs if o.hullabaloo.enabled]
+        else:
+            objs = list(self.objects)
+        meshes = []
         for obj in objs:
-            spec = self._read_object(obj)
+            if obj.type != 'MESH':
+                self.problem("ERROR", obj, f"is a {obj.type.lower()} object; Hullabaloo "
+                             "simulates mesh objects. Convert it (Object > Convert > Mesh) "
+                             "or turn Hullabaloo off for it. Skipped.")
+            elif obj.data is None:
+                self.problem("ERROR", obj, "has no mesh data; give it a mesh or turn "
+                             "Hullabaloo off for it. Skipped.")
+            else:
+                meshes.append(obj)
+        if not meshes:
+            return self
+        mw = world_matrices(self.scene, meshes)
+        finite = np.isfinite(mw).all(axis=(1, 2))
+        lin = np.where(finite[:, None, None], mw[:, :3, :3], np.eye(3))
+        sv = np.linalg.svd(lin, compute_uv=False)
+        flat = sv.min(axis=1) <= 1e-8 * np.maximum(sv.max(axis=1), 1e-30)
+        R, K = transforms.polar_decompose(lin)
+        mirrored = np.linalg.det(K) < 0
+        sheared = transforms.shear_amount(K) > 1e-4
+        for i, obj in enumerate(meshes):
+            if not finite[i]:
+                self.problem("ERROR", obj, "has a non-finite transform (NaN or infinity in "
+                             "its location, rotation or scale, or its parent's); reset them "
+                             "(Object > Clear > Location / Rotation / Scale). Skipped.")
+                continue
+            if flat[i]:
+                self.problem("ERROR", obj, "has zero scale on at least one axis (so no "
+                             "volume); give it a non-zero scale (Object > Clear > Scale). "
+                             "Skipped.")
+                continue
+            spec = self._read_object(obj, mw[i], R[i], K[i], mirrored[i], sheared[i])
             if spec is not None:
                 self.bodies.append(spec)
         return self
 
     # -- one object -------------------------------------------------------------------------
-    def _read_object(self, obj):
+    def _read_object(self, obj, mw, R, K, mirrored, sheared):
         s = obj.hullabaloo
-        if obj.type != 'MESH':
-            self.problem("ERROR", obj, f"is a {obj.type.lower()} object; Hullabaloo simulates "
-                         "mesh objects. Convert it (Object > Convert > Mesh) or turn "
-                         "Hullabaloo off for it. Skipped.")
-            return None
-        if obj.data is None:
-            self.problem("ERROR", obj, "has no mesh data; give it a mesh or turn Hullabaloo "
-                         "off for it. Skipped.")
-            return None
-        mw = np.array(obj.matrix_world, dtype=np.float64)
-        if not np.all(np.isfinite(mw)):
-            self.problem("ERROR", obj, "has a non-finite transform (NaN or infinity in its "
-                         "location, rotation or scale, or its parent's); reset them "
-                         "(Object > Clear > Location / Rotation / Scale). Skipped.")
-            return None
-        sv = np.linalg.svd(mw[:3, :3], compute_uv=False)
-        if sv.min() <= 1e-8 * max(sv.max(), 1e-30):
-            self.problem("ERROR", obj, "has zero scale on at least one axis (so no volume); "
-                         "give it a non-zero scale (Object > Clear > Scale). Skipped.")
-            return None
-        points = mesh_points(obj, self.depsgraph)
-        if points is None or len(points) == 0:
-            self.problem("ERROR", obj, "has no vertices; add geometry or turn Hullabaloo off "
-                         "for it. Skipped.")
-            return None
-        if not np.all(np.isfinite(points)):
-            self.problem("ERROR", obj, "has vertices with non-finite coordinates; fix the "
-                         "mesh. Skipped.")
-            return None
-        R, K = transforms.polar_decompose(mw[None, :3, :3])
-        R, K = R[0], K[0]
-        body_pts = points @ K.T
-        size = float(np.ptp(body_pts, axis=0).max())
-        if size > MAX_SIZE or not math.isfinite(size):
-            self.problem("ERROR", obj, f"is {size:.3g} m across, too large to simulate "
-                         "accurately; scale it down (and the scene with it) or apply a "
-                         "sensible scale (Ctrl+A > Scale). Skipped.")
-            return None
-        if size < MIN_SIZE:
-            self.problem("ERROR", obj, f"is only {size:.3g} m across, too small to simulate "
-                         "accurately; model it at least 1 mm big (scale the scene up). Skipped.")
-            return None
-        if np.linalg.det(K) < 0:
-            self.problem("INFO", obj, "has a negative scale; it is simulated mirrored, as "
-                         "shown.")
-        if s.body_type == "DYNAMIC" and transforms.shear_amount(K) > 1e-4:
-            self.problem("WARNING", obj, "is sheared by a non-uniformly scaled parent; its "
-                         "keys can only approximate a rotating sheared body. Apply the "
-                         "parent's scale (Ctrl+A > Scale) for exact results.")
-        if s.body_type == "DYNAMIC":
-            self._check_animation_conflicts(obj)
-        shape = self._shape(obj, s, body_pts, K)
+        shape = self._shape(obj, s, K)
         if shape is None:
             return None
+        if mirrored:
+            self.problem("INFO", obj, "has a negative scale; it is simulated mirrored, as "
+                         "shown.")
+        if s.body_type == "DYNAMIC":
+            if sheared:
+                self.problem("WARNING", obj, "is sheared by a non-uniformly scaled parent; "
+                             "its keys can only approximate a rotating sheared body. Apply "
+                             "the parent's scale (Ctrl+A > Scale) for exact results.")
+            self._check_animation_conflicts(obj)
         params = dict(friction=s.friction, restitution=s.restitution,
                       group=collision_bits(s.collision_collections),
                       mask=collision_bits(s.collision_collections))
@@ -261,12 +269,46 @@ class SceneReader:
                          "overrides keyframes on playback; remove it (Physics > Rigid Body) "
                          "or disable the scene's Rigid Body World.")
 
-    def _shape(self, obj, s, body_pts, K):
+    def _shape(self, obj, s, K):
+        """The engine shape for an object (shared by objects with the same mesh, settings and
+        shape matrix), or None with a problem recorded."""
         mesh_key = obj.data.name if not obj.modifiers else f"object:{obj.name}"
         key = (mesh_key, s.shape, s.body_type, np.round(K, 9).tobytes())
         if key in self._shape_cache:
-            return self._shape_cache[key]
-        pts = body_pts
+            shape, error = self._shape_cache[key]
+            if error is not None:
+                self.problem(error[0], obj, error[1])
+            return shape
+        n_before = len(self.problems)
+        shape = self._build_shape(obj, s, K)
+        # A skipping error is repeated for every object sharing the shape; notes are not.
+        errors = [p for p in self.problems[n_before:] if p.level == "ERROR"]
+        self._shape_cache[key] = (shape, (errors[0].level, errors[0].message) if errors
+                                  else None)
+        return shape
+
+    def _build_shape(self, obj, s, K):
+        points = mesh_points(obj, self.depsgraph)
+        if points is None or len(points) == 0:
+            self.problem("ERROR", obj, "has no vertices; add geometry or turn Hullabaloo off "
+                         "for it. Skipped.")
+            return None
+        if not np.all(np.isfinite(points)):
+            self.problem("ERROR", obj, "has vertices with non-finite coordinates; fix the "
+                         "mesh. Skipped.")
+            return None
+        pts = points @ K.T
+        size = float(np.ptp(pts, axis=0).max())
+        if size > MAX_SIZE or not math.isfinite(size):
+            self.problem("ERROR", obj, f"is {size:.3g} m across, too large to simulate "
+                         "accurately; scale it down (and the scene with it) or apply a "
+                         "sensible scale (Ctrl+A > Scale). Skipped.")
+            return None
+        if size < MIN_SIZE:
+            self.problem("ERROR", obj, f"is only {size:.3g} m across, too small to simulate "
+                         "accurately; model it at least 1 mm big (scale the scene up). "
+                         "Skipped.")
+            return None
         _, span = _extent_axes(pts)
         scale = max(span.max(), 1e-12)
         if span[1] <= 1e-6 * scale:
@@ -298,7 +340,6 @@ class SceneReader:
         else:
             for level, msg in notes:
                 self.problem(level, obj, msg)
-        self._shape_cache[key] = shape
         return shape
 
     def _flat_normal(self, obj, K):
