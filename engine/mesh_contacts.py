@@ -1,0 +1,542 @@
+"""Convex-vs-triangle contacts for batches of (convex shape, mesh triangle) pairs, and the
+reduction of many triangle contacts into a few manifolds per body pair.
+
+Each triangle is treated as a one-sided polygon facing the convex shape: for a two-sided mesh,
+the side is the one the shape's centre is on; for a one-sided mesh, a shape whose centre is
+behind the triangle gets no contact (back faces are ignored). With the outward normal N fixed:
+
+Polytopes (Box, ConvexHull) — SAT with three axis families, all evaluated with full projection
+intervals (so any superset of the Minkowski-face axes is safe: each axis's interval overlap is a
+valid bound and the max over them is exact):
+    triangle face N;  the polytope's face normals;  polytope edge x triangle edge.
+The face axes are preferred within a tolerance (stable multi-point manifolds), then face
+clipping (reference face vs incident polygon, all candidate points at once on padded arrays:
+incident vertices inside the reference, reference vertices inside the incident polygon, edge
+crossings) gives up to 4 points; an edge axis gives the closest points of the two edges.
+
+Spheres and capsules — the core segment (a point for a sphere) is clipped to the triangle's
+prism (face contact, 1-2 points with exact heights) or gives the closest points to the nearest
+triangle edge (edge/vertex contact, 1 point).
+
+Internal edges (no ghost collisions). Whatever the route, if the chosen normal comes from a
+triangle edge or vertex that is not *active* (see trimesh.py: flat or concave shared edges),
+the contact uses the triangle's face normal instead (Jolt's ActiveEdges::FixNormal idea): a box
+sliding over a tessellated floor then only ever sees the floor normal, never the side of the
+next triangle. A vertex is active if one of its two edges in the triangle is.
+
+Output: ``narrowphase.Manifolds`` rows, normal from the convex shape (A) to the triangle (B).
+"""
+import numpy as np
+
+from .gjk import gjk
+from .clip import SNAP, reduce4, segment_closest, tangent_basis
+from .narrowphase import Manifolds, WIDTH
+from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
+from .shapes import POLYTOPE
+
+# Contact-id layout for mesh contacts (int64): triangle index in bits 28-58, bit 27 reference
+# face on the convex shape, bits 16-26 the convex face used, bits 12-15 route, bits 0-11 code.
+ROUTE_INC, ROUTE_REF, ROUTE_CROSS, ROUTE_EDGE, ROUTE_ROUND_FACE, ROUTE_ROUND_EDGE = range(1, 7)
+AXIS_TRI_FACE, AXIS_CONVEX_FACE, AXIS_EDGE = 0, 1, 2
+# Normals of contacts within this angle (cosine) merge into one manifold when reducing.
+CLUSTER_COS = float(np.cos(np.radians(15.0)))
+MAX_CLUSTERS = 6
+
+
+def _dot(a, b):
+    return np.einsum("...i,...i->...", a, b)
+
+
+def _ids(tri_index, ref_on_a, face, route, code):
+    return ((np.asarray(tri_index, dtype=np.int64) << 28)
+            | (np.asarray(ref_on_a, dtype=np.int64) << 27)
+            | ((np.asarray(face, dtype=np.int64) & 0x7FF) << 16)
+            | (np.int64(route) << 12) | (np.asarray(code, dtype=np.int64) & 0xFFF))
+
+
+def _feature_active(tri, u, active, tol):
+    """Is the triangle's supporting feature along -u (the part facing the shape) active?
+
+    tri (M, 3, 3), u (M, 3) normal from the shape to the triangle, active (M, 3) per edge
+    (edge k = vertex k -> k+1). Three supporting vertices mean a face: always fine."""
+    proj = np.einsum("mki,mi->mk", tri, u)
+    low = proj <= proj.min(axis=1, keepdims=True) + tol[:, None]
+    n = low.sum(axis=1)
+    prev = np.roll(active, 1, axis=1)   # edge k-1 ends at vertex k
+    # Vertex k: edge k or edge k-1 active. Edge (k, k+1): edge k.
+    vert_ok = np.any(low & (active | prev), axis=1)
+    both = low & np.roll(low, -1, axis=1)          # vertices k and k+1 both supporting
+    edge_ok = np.any(both & active, axis=1)
+    return np.where(n >= 3, True, np.where(n == 2, edge_ok, vert_ok))
+
+
+def _polygon(table, ids, face):
+    """Padded face loops of shape faces as points (M, W, 3) and a mask (padding = vertex 0)."""
+    size = table.face_sizes[ids, face]
+    width = int(size.max())
+    loop = table.face_loops[ids, face, :width]
+    mask = np.arange(width) < size[:, None]
+    loop = np.where(mask, loop, loop[:, :1])
+    return table.points[ids[:, None], loop], mask
+
+
+def _clip(ref, rmask, inc, kmask, n, inc_normal, margin, eps):
+    """Intersection of a reference and an incident polygon seen along n (all in one frame).
+
+    ref (M, R, 3), inc (M, K, 3) padded loops with masks; n (M, 3) unit normal of the reference
+    face pointing at the incident shape; inc_normal (M, 3) the incident face's outward normal.
+    Returns 2D coords x, y (M, C), heights z (M, C) of the incident surface above the reference
+    plane, valid (M, C), route (M, C), code (M, C), and the frame (origin, u, v)."""
+    m, r_n = ref.shape[:2]
+    k_n = inc.shape[1]
+    rows = np.arange(m)[:, None]
+    u, v = tangent_basis(n)
+    o = ref[:, 0]
+    rx, ry = _dot(ref - o[:, None], u[:, None]), _dot(ref - o[:, None], v[:, None])
+    ix, iy = _dot(inc - o[:, None], u[:, None]), _dot(inc - o[:, None], v[:, None])
+    iz = _dot(inc - o[:, None], n[:, None])
+    rsize, ksize = rmask.sum(axis=1), kmask.sum(axis=1)
+    rn = (np.arange(r_n)[None] + 1) % rsize[:, None]
+    kn = (np.arange(k_n)[None] + 1) % ksize[:, None]
+    rex, rey = rx[rows, rn] - rx, ry[rows, rn] - ry
+    kex, key_ = ix[rows, kn] - ix, iy[rows, kn] - iy
+    # Orientation of each polygon in the (u, v) plane (shoelace sign).
+    r_or = np.where(np.sum(np.where(rmask, rx * rey - ry * rex, 0.0), axis=1) >= 0, 1.0, -1.0)
+    k_or = np.where(np.sum(np.where(kmask, ix * key_ - iy * kex, 0.0), axis=1) >= 0, 1.0, -1.0)
+    rlen = np.sqrt(rex * rex + rey * rey)
+    klen = np.sqrt(kex * kex + key_ * key_)
+    tol = eps[:, None, None]
+    # (1) incident vertices inside the reference polygon: (M, K, R) edge tests.
+    s1 = (rex[:, None, :] * (iy[:, :, None] - ry[:, None, :])
+          - rey[:, None, :] * (ix[:, :, None] - rx[:, None, :])) * r_or[:, None, None]
+    in1 = np.all((s1 >= -tol * rlen[:, None, :]) | ~rmask[:, None, :], axis=2) & kmask
+    # (2) reference vertices inside the incident polygon, lifted onto the incident plane.
+    s2 = (kex[:, None, :] * (ry[:, :, None] - iy[:, None, :])
+          - key_[:, None, :] * (rx[:, :, None] - ix[:, None, :])) * k_or[:, None, None]
+    in2 = np.all((s2 >= -tol * klen[:, None, :]) | ~kmask[:, None, :], axis=2) & rmask
+    mn = _dot(inc_normal, n)
+    good_plane = mn < -1e-6
+    di = _dot(inc_normal, inc[:, 0] - o)
+    mu, mv = _dot(inc_normal, u), _dot(inc_normal, v)
+    z2 = (di[:, None] - mu[:, None] * rx - mv[:, None] * ry) / np.where(good_plane, mn, -1.0)[:, None]
+    in2 &= good_plane[:, None]
+    # (3) crossings of reference edge r and incident edge k: (M, R, K).
+    den = rex[:, :, None] * key_[:, None, :] - rey[:, :, None] * kex[:, None, :]
+    cx = ix[:, None, :] - rx[:, :, None]
+    cy = iy[:, None, :] - ry[:, :, None]
+    ok_den = np.abs(den) > 1e-12 * (rlen[:, :, None] * klen[:, None, :] + 1e-300)
+    dd = np.where(ok_den, den, 1.0)
+    s = (cx * key_[:, None, :] - cy * kex[:, None, :]) / dd
+    t = (cx * rey[:, :, None] - cy * rex[:, :, None]) / dd
+    in3 = (ok_den & (s >= 0) & (s <= 1) & (t >= 0) & (t <= 1)
+           & rmask[:, :, None] & kmask[:, None, :])
+    x3 = rx[:, :, None] + s * rex[:, :, None]
+    y3 = ry[:, :, None] + s * rey[:, :, None]
+    z3 = iz[:, None, :] + t * (iz[rows, kn][:, None, :] - iz[:, None, :])
+    x = np.concatenate((ix, rx, x3.reshape(m, -1)), axis=1)
+    y = np.concatenate((iy, ry, y3.reshape(m, -1)), axis=1)
+    z = np.concatenate((iz, z2, z3.reshape(m, -1)), axis=1)
+    valid = np.concatenate((in1, in2, in3.reshape(m, -1)), axis=1) & (z <= margin)
+    route = np.concatenate((np.full(k_n, ROUTE_INC), np.full(r_n, ROUTE_REF),
+                            np.full(r_n * k_n, ROUTE_CROSS)))
+    code = np.concatenate((np.arange(k_n), np.arange(r_n),
+                           (np.arange(r_n)[:, None] * 64 + np.arange(k_n)[None]).reshape(-1)))
+    return x, y, z, valid, route, code, (o, u, v)
+
+
+def _local(rot, pos, pts):
+    """World points (M, ..., 3) into the shape frames (rot, pos)."""
+    sh = pts.shape
+    p = (pts - pos.reshape((sh[0],) + (1,) * (len(sh) - 2) + (3,))).reshape(sh[0], -1, 3)
+    return np.matmul(p, rot).reshape(sh)
+
+
+def _world(rot, pos, pts):
+    sh = pts.shape
+    p = np.matmul(pts.reshape(sh[0], -1, 3), rot.transpose(0, 2, 1)).reshape(sh)
+    return p + pos.reshape((sh[0],) + (1,) * (len(sh) - 2) + (3,))
+
+
+def _put_points(out, rows, pts_local, rot, pos, sep, ids, keep):
+    """Store up to WIDTH points per row (keep (R, W) a prefix mask), mapped to world."""
+    w = pts_local.shape[1]
+    out.points[rows, :w] = _world(rot, pos, pts_local)
+    out.separation[rows, :w] = np.where(keep, sep, np.inf)
+    out.ids[rows, :w] = np.where(keep, ids, 0)
+    out.count[rows] = keep.sum(axis=1)
+
+
+def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front, active_back,
+                             two_sided, margin=0.0, tri_index=None):
+    """Manifolds of M (convex shape, triangle) pairs, normal from the shape to the triangle.
+
+    ids (M,) shape ids of ``table``; pos (M, 3), rot (M, 3, 3) shape poses; tri (M, 3, 3) world
+    corners; tri_normal (M, 3) world unit front normals; active_front / active_back (M, 3)
+    edge flags (trimesh.TriangleMesh); two_sided (M,) bool; tri_index (M,) for the contact ids.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    m = len(ids)
+    out = Manifolds(m)
+    if m == 0:
+        return out
+    tri_index = np.zeros(m, dtype=np.int64) if tri_index is None else np.asarray(tri_index)
+    t = _local(rot, pos, np.asarray(tri, dtype=np.float64))
+    nl = np.matmul(np.asarray(tri_normal, dtype=np.float64)[:, None], rot)[:, 0]
+    cen = vertex_mean(table.points[ids], table.npoints[ids])
+    h_c = _dot(nl, cen - t[:, 0])
+    side = np.where(h_c >= 0, 1.0, -1.0)
+    live = np.asarray(two_sided, dtype=bool) | (h_c >= 0)
+    n_out = nl * side[:, None]                 # triangle normal towards the shape (local)
+    active = np.where((side > 0)[:, None], active_front, active_back)
+    poly = (table.kind[ids] == POLYTOPE) & live
+    rnd = (table.kind[ids] != POLYTOPE) & live
+    for sel, routine in ((np.flatnonzero(poly), _polytope_triangle),
+                         (np.flatnonzero(rnd), _round_triangle)):
+        if len(sel):
+            part = routine(table, ids[sel], t[sel], n_out[sel], active[sel], margin,
+                           tri_index[sel])
+            part.normal[:] = np.matmul(rot[sel], part.normal[:, :, None])[:, :, 0]
+            part.points[:] = _world(rot[sel], pos[sel], part.points)
+            out._put(sel, part)
+    return out
+
+
+def _polytope_triangle(table, ids, t, N, active, margin, tri_index):
+    """Polytope (local frame) vs one-sided triangle t (M, 3, 3) facing it with normal N."""
+    m = len(ids)
+    rows = np.arange(m)
+    out = Manifolds(m)
+    vmax = int(table.npoints[ids].max())
+    fmax = int(table.nfaces[ids].max())
+    emax = int(table.nedges[ids].max())
+    P = table.points[ids, :vmax]
+    scale = table.bound_radius[ids]
+    # Triangle face axis (normal A -> B is -N).
+    sep_t = np.min(_dot(P, N[:, None]), axis=1) - _dot(N, t[:, 0])
+    # Polytope face axes.
+    planes = table.planes[ids, :fmax]
+    sf = np.min(np.einsum("mfi,mki->mfk", planes[:, :, :3], t), axis=2) - planes[:, :, 3]
+    face = np.argmax(sf, axis=1)
+    sep_f = sf[rows, face]
+    # Edge axes: polytope edge x triangle edge, both orientations, full projections.
+    da = table.edge_dirs[ids, :emax]                                   # (M, E, 3)
+    te = np.roll(t, -1, axis=1) - t
+    dt = te / np.sqrt(_dot(te, te))[:, :, None]                        # (M, 3, 3)
+    c = np.cross(da[:, :, None, :], dt[:, None, :, :])                 # (M, E, 3, 3)
+    cl = np.sqrt(_dot(c, c))
+    ok = cl > PARALLEL_SIN
+    c = c / np.where(ok, cl, 1.0)[..., None]
+    pa = np.einsum("mekx,mvx->mekv", c, P)
+    pt = np.einsum("mekx,mjx->mekj", c, t)
+    s_plus = pt.min(axis=3) - pa.max(axis=3)
+    s_minus = pa.min(axis=3) - pt.max(axis=3)
+    se = np.where(ok, np.maximum(s_plus, s_minus), -np.inf).reshape(m, -1)
+    ebest = np.argmax(se, axis=1)
+    sep_e = se[rows, ebest]
+    ea, et = ebest // 3, ebest % 3
+    axis_e = c.reshape(m, -1, 3)[rows, ebest] * np.where(
+        s_plus.reshape(m, -1)[rows, ebest] >= s_minus.reshape(m, -1)[rows, ebest], 1.0, -1.0)[:, None]
+    best = np.maximum(np.maximum(sep_t, sep_f), sep_e)
+    tol = REL_TOL * np.abs(best) + ABS_TOL * scale
+    use_t = sep_t >= best - tol
+    use_f = ~use_t & (sep_f >= np.maximum(sep_t, sep_e) - tol)
+    use_e = ~use_t & ~use_f
+    # Internal edges: a polytope face or edge axis whose triangle feature is inactive -> N.
+    u = np.where(use_f[:, None], planes[rows, face, :3], axis_e)
+    fine = _feature_active(t, u, active, SNAP * scale)
+    use_t |= ~fine
+    use_f &= fine
+    use_e &= fine
+    out.distance[:] = np.where(use_t, sep_t, best)
+    out.axis_kind[:] = np.where(use_t, AXIS_TRI_FACE, np.where(use_f, AXIS_CONVEX_FACE, AXIS_EDGE))
+    eps = SNAP * scale
+    tmask = np.ones((m, 3), dtype=bool)
+
+    sel = np.flatnonzero(use_t & (sep_t <= margin))
+    if len(sel):
+        # Reference: the triangle; incident: the polytope face most anti-parallel to N.
+        pl = table.planes[ids[sel], :fmax, :3]
+        inc_f = np.argmin(_dot(pl, N[sel][:, None]), axis=1)
+        inc, kmask = _polygon(table, ids[sel], inc_f)
+        x, y, z, valid, route, code, (o, uu, vv) = _clip(
+            t[sel], tmask[sel], inc, kmask, N[sel], pl[np.arange(len(sel)), inc_f], margin, eps[sel])
+        _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, N[sel], eps[sel],
+                     _ids(tri_index[sel], 0, inc_f, 0, 0), -N[sel])
+    sel = np.flatnonzero(use_f & (sep_f <= margin))
+    if len(sel):
+        f = face[sel]
+        ref, rmask = _polygon(table, ids[sel], f)
+        n = planes[sel, f, :3]
+        x, y, z, valid, route, code, (o, uu, vv) = _clip(
+            ref, rmask, t[sel], tmask[sel], n, N[sel], margin, eps[sel])
+        _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, n, eps[sel],
+                     _ids(tri_index[sel], 1, f, 0, 0), n)
+    # Face axes whose clipping found nothing (the face bias kept a face axis where an edge or
+    # vertex is the real contact; not after an internal-edge switch, where an empty clip means
+    # the triangle is not under the shape and the neighbour that is gives the contact).
+    empty = ~use_e & fine & (out.count == 0) & (best <= margin)
+    sel = np.flatnonzero(empty)
+    if len(sel):
+        # Apart: GJK's exact closest points (one point), if that feature is active.
+        k_ = len(sel)
+        eye = np.repeat(np.eye(3)[None], k_, 0)
+        g = gjk(P[sel], np.zeros(k_), np.zeros((k_, 3)), eye, t[sel], np.zeros(k_),
+                np.zeros((k_, 3)), eye)
+        ok_g = (~g.overlap & (g.distance <= margin)
+                & _feature_active(t[sel], g.normal, active[sel], eps[sel]))
+        rows_g = sel[ok_g]
+        out.points[rows_g, 0] = 0.5 * (g.point_a[ok_g] + g.point_b[ok_g])
+        out.separation[rows_g, 0] = g.distance[ok_g]
+        out.ids[rows_g, 0] = _ids(tri_index[rows_g], 0, 0, ROUTE_EDGE, 0xFFF)
+        out.count[rows_g] = 1
+        out.normal[rows_g] = g.normal[ok_g]
+        use_e[sel[g.overlap]] = True
+    # Edge axes: the closest points of the supporting edge pair.
+    sel = np.flatnonzero(use_e & (sep_e <= margin))
+    if len(sel):
+        ax = axis_e[sel]
+        # The supporting edge of A along the axis among the edges parallel to the SAT edge
+        # (a box has 4 edges per direction, all giving the same axis).
+        ed = table.edges[ids[sel], :emax]
+        q0 = table.points[ids[sel][:, None], ed[:, :, 0]]
+        q1 = table.points[ids[sel][:, None], ed[:, :, 1]]
+        par = np.abs(_dot(da[sel], da[sel, ea[sel]][:, None])) > 1.0 - 1e-9
+        score = np.where(par, _dot(q0 + q1, ax[:, None]), -np.inf)
+        ea_s = np.argmax(score, axis=1)
+        rr = np.arange(len(sel))
+        a0, a1 = q0[rr, ea_s], q1[rr, ea_s]
+        k = et[sel]
+        b0, b1 = t[sel, k], t[sel, (k + 1) % 3]
+        _, _, cp, cq = segment_closest(a0, a1, b0, b1)
+        s = _dot(cq - cp, ax)
+        keep = s <= margin
+        out.points[sel, 0] = 0.5 * (cp + cq)
+        out.separation[sel, 0] = np.where(keep, s, np.inf)
+        out.ids[sel, 0] = _ids(tri_index[sel], 0, ea_s, ROUTE_EDGE, k)
+        out.count[sel] = keep
+        out.normal[sel] = ax
+        out.axis_kind[sel] = AXIS_EDGE
+    return out
+
+
+def _finish_clip(out, sel, x, y, z, valid, route, code, o, u, v, n, eps, base, normal):
+    """Reduce clipped candidates to 4 and store them midway between the surfaces."""
+    idx, ok = reduce4(x, y, z, valid, eps)
+    rr = np.arange(len(sel))[:, None]
+    px, py, pz = x[rr, idx], y[rr, idx], z[rr, idx]
+    pts = (o[:, None] + px[..., None] * u[:, None] + py[..., None] * v[:, None]
+           + 0.5 * pz[..., None] * n[:, None])
+    ids = base[:, None] | (route[idx] << 12) | code[idx]
+    out.normal[sel] = normal
+    out.points[sel] = pts
+    out.separation[sel] = np.where(ok, pz, np.inf)
+    out.ids[sel] = np.where(ok, ids, 0)
+    out.count[sel] = ok.sum(axis=1)
+
+
+def _round_triangle(table, ids, t, N, active, margin, tri_index):
+    """Sphere/capsule core segment (local frame) vs one-sided triangle t facing it (normal N)."""
+    m = len(ids)
+    out = Manifolds(m)
+    r = table.radius[ids]
+    p0 = table.points[ids, 0]
+    p1 = table.points[ids, 1] if table.points.shape[1] > 1 else p0  # spheres repeat point 0
+    scale = table.bound_radius[ids]
+    eps = SNAP * scale
+    seg = p1 - p0
+    # Cyrus-Beck clip of the segment to the triangle's prism (inward side normals).
+    te = np.roll(t, -1, axis=1) - t
+    inward = np.cross(N[:, None], te)                                   # (M, 3, 3)
+    orient = np.where(_dot(inward[:, 0], t[:, 2] - t[:, 0]) >= 0, 1.0, -1.0)
+    inward *= orient[:, None, None]
+    e0 = _dot(inward, p0[:, None] - t)                                  # >= 0 inside
+    e1 = _dot(inward, p1[:, None] - t)
+    den = e0 - e1
+    tt = e0 / np.where(den != 0, den, 1.0)
+    enter = (e0 < 0) & (e1 >= 0)
+    leave = (e0 >= 0) & (e1 < 0)
+    t0 = np.max(np.where(enter, tt, 0.0), axis=1)
+    t1 = np.min(np.where(leave, tt, 1.0), axis=1)
+    inside = ~np.any((e0 < 0) & (e1 < 0), axis=1) & (t0 <= t1)
+    c0, c1 = p0 + t0[:, None] * seg, p0 + t1[:, None] * seg
+    h0, h1 = _dot(N, c0 - t[:, 0]), _dot(N, c1 - t[:, 0])
+    hmin = np.minimum(h0, h1)
+    # Nearest triangle edge (covers the vertices).
+    best_d = np.full(m, np.inf)
+    best_k = np.zeros(m, dtype=np.int64)
+    cp = np.zeros((m, 3))
+    cq = np.zeros((m, 3))
+    tk = np.zeros(m)
+    for k in range(3):
+        _, s_k, a_k, b_k = segment_closest(p0, p1, t[:, k], t[:, (k + 1) % 3])
+        d_k = np.sqrt(_dot(b_k - a_k, b_k - a_k))
+        better = d_k < best_d
+        best_d = np.where(better, d_k, best_d)
+        best_k = np.where(better, k, best_k)
+        cp = np.where(better[:, None], a_k, cp)
+        cq = np.where(better[:, None], b_k, cq)
+        tk = np.where(better, s_k, tk)
+    face = inside & (hmin <= best_d + eps)
+    # Edge or vertex route; inactive features use the face normal.
+    vert = np.where(tk <= 1e-9, 0, np.where(tk >= 1 - 1e-9, 1, -1))
+    kk = best_k
+    a_edge = active[np.arange(m), kk]
+    a_v0 = active[np.arange(m), kk] | active[np.arange(m), (kk - 1) % 3]
+    a_v1 = active[np.arange(m), kk] | active[np.arange(m), (kk + 1) % 3]
+    feat_ok = np.where(vert == 0, a_v0, np.where(vert == 1, a_v1, a_edge))
+    tiny = best_d <= 1e-12 * scale
+    edge = ~face & feat_ok & ~tiny
+    flat = ~face & ~edge                                 # inactive feature: face normal
+    # Face contacts: 1 or 2 points at the ends of the clipped segment.
+    h_edge = _dot(N, cp - t[:, 0])
+    two = face & (np.sqrt(_dot(c1 - c0, c1 - c0)) > eps) & (h1 - r <= margin) & (h0 - r <= margin)
+    q0 = np.where(face[:, None], c0, cp)
+    hq0 = np.where(face, h0, h_edge)
+    q0 = np.where((face & ~two & (h1 < h0))[:, None], c1, q0)
+    hq0 = np.where(face & ~two & (h1 < h0), h1, hq0)
+    nrm_face = -N
+    u_edge = (cq - cp) / np.maximum(best_d, 1e-300)[:, None]
+    normal = np.where(edge[:, None], u_edge, nrm_face)
+    s0 = np.where(edge, best_d - r, hq0 - r)
+    pt0 = np.where(edge[:, None], 0.5 * (cp + r[:, None] * u_edge + cq),
+                   q0 - (0.5 * (hq0 + r))[:, None] * N)
+    s1 = h1 - r
+    pt1 = c1 - (0.5 * (h1 + r))[:, None] * N
+    # A capsule core through the triangle: its edges x the core can separate less than the
+    # face (SAT of segment vs triangle, full projections); only active edges may win.
+    seglen = np.sqrt(_dot(seg, seg))
+    cx = np.cross(seg[:, None], te)                                     # (M, 3, 3)
+    cxl = np.sqrt(_dot(cx, cx))
+    okx = (cxl > PARALLEL_SIN * seglen[:, None] * np.sqrt(_dot(te, te))) & active
+    cx = cx / np.where(okx, cxl, 1.0)[..., None]
+    pt_ = np.einsum("mkx,mjx->mkj", cx, t)
+    pp0, pp1 = _dot(cx, p0[:, None]), _dot(cx, p1[:, None])
+    sp = pt_.min(axis=2) - np.maximum(pp0, pp1)
+    sm = np.minimum(pp0, pp1) - pt_.max(axis=2)
+    sx = np.where(okx, np.maximum(sp, sm), -np.inf)
+    kx = np.argmax(sx, axis=1)
+    rows = np.arange(m)
+    sxb = sx[rows, kx]
+    cross_edge = face & (hmin < 0) & (sxb > hmin + REL_TOL * np.abs(hmin) + ABS_TOL * scale)
+    if cross_edge.any():
+        ux = cx[rows, kx] * np.where(sp[rows, kx] >= sm[rows, kx], 1.0, -1.0)[:, None]
+        _, _, xp, xq = segment_closest(p0, p1, t[rows, kx], t[rows, (kx + 1) % 3])
+        ce = cross_edge[:, None]
+        normal = np.where(ce, ux, normal)
+        s0 = np.where(cross_edge, sxb - r, s0)
+        pt0 = np.where(ce, 0.5 * (xp + r[:, None] * ux + xq), pt0)
+        two &= ~cross_edge
+        face = face & ~cross_edge
+        edge = edge | cross_edge
+        kk = np.where(cross_edge, kx, kk)
+        vert = np.where(cross_edge, -1, vert)
+    keep0 = s0 <= margin
+    keep1 = two & keep0
+    route = np.where(face, ROUTE_ROUND_FACE, ROUTE_ROUND_EDGE)
+    code0 = np.where(face, 0, 4 * kk + (vert + 1))
+    out.normal[:] = normal
+    out.points[:, 0] = pt0
+    out.points[:, 1] = np.where(keep1[:, None], pt1, 0.0)
+    out.separation[:, 0] = np.where(keep0, s0, np.inf)
+    out.separation[:, 1] = np.where(keep1, s1, np.inf)
+    base = _ids(tri_index, 0, 0, 0, 0)
+    out.ids[:, 0] = np.where(keep0, base | (route << 12) | code0, 0)
+    out.ids[:, 1] = np.where(keep1, base | (ROUTE_ROUND_FACE << 12) | 1, 0)
+    out.count[:] = keep0.astype(np.int64) + keep1
+    out.distance[:] = np.where(edge, s0, np.where(face, hmin - r, h_edge - r))
+    out.axis_kind[:] = np.where(face | flat, AXIS_TRI_FACE, AXIS_EDGE)
+    return out
+
+
+def reduce_manifolds(man, group, n_groups=None):
+    """Merge per-triangle manifolds into at most a few manifolds per group (body pair).
+
+    man: Manifolds of M rows; group (M,) int group of each row. Contacts are clustered by
+    normal (greedy: the deepest remaining contact seeds a cluster, contacts within CLUSTER_COS
+    of its normal join; up to MAX_CLUSTERS per group, the rest join the closest cluster), and
+    each cluster keeps 4 points (deepest, farthest, largest triangle, largest quad) with the
+    seed's normal. Returns (Manifolds of K rows, group (K,), cluster rank (K,)), ordered by
+    group then rank.
+    """
+    group = np.asarray(group, dtype=np.int64)
+    slot = np.arange(WIDTH)
+    valid = slot[None, :] < man.count[:, None]
+    mi, si = np.nonzero(valid)
+    if len(mi) == 0:
+        return Manifolds(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    g = group[mi]
+    nrm = man.normal[mi]
+    sep = man.separation[mi, si]
+    pts = man.points[mi, si]
+    ids = man.ids[mi, si]
+    n = len(mi)
+    ng = int(g.max()) + 1 if n_groups is None else int(n_groups)
+    cluster = np.full(n, -1, dtype=np.int64)
+    seeds = np.zeros((0, 3))
+    seed_group = np.zeros(0, dtype=np.int64)
+    seed_rank = np.zeros(0, dtype=np.int64)
+    seed_of = np.full((ng, MAX_CLUSTERS), -1, dtype=np.int64)
+    for rank in range(MAX_CLUSTERS):
+        free = cluster < 0
+        if not free.any():
+            break
+        # Deepest free contact of each group (ties: lowest index).
+        key = np.where(free, sep, np.inf)
+        order = np.lexsort((np.arange(n), key, g))
+        first = order[np.r_[True, g[order][1:] != g[order][:-1]]]
+        first = first[free[first]]
+        base = len(seeds)
+        seeds = np.concatenate((seeds, nrm[first]))
+        seed_group = np.concatenate((seed_group, g[first]))
+        seed_rank = np.concatenate((seed_rank, np.full(len(first), rank)))
+        seed_of[g[first], rank] = base + np.arange(len(first))
+        sid = seed_of[g, rank]
+        join = free & (sid >= 0) & (_dot(nrm, seeds[np.maximum(sid, 0)]) >= CLUSTER_COS)
+        cluster[join] = sid[join]
+    rest = np.flatnonzero(cluster < 0)
+    if len(rest):
+        cand = seed_of[g[rest]]                                          # (R, MAX)
+        d = np.where(cand >= 0, _dot(nrm[rest][:, None], seeds[np.maximum(cand, 0)]), -np.inf)
+        cluster[rest] = cand[np.arange(len(rest)), np.argmax(d, axis=1)]
+    k = len(seeds)
+    # Pad each cluster's contacts into (K, C) rows for reduce4, farthest from the cluster's
+    # centroid first: reduce4 breaks depth ties by order, so a box resting on many triangles
+    # keeps its corners (the widest support) rather than points inside its footprint.
+    cnt = np.bincount(cluster, minlength=k)
+    centroid = np.stack([np.bincount(cluster, pts[:, j], minlength=k) for j in range(3)], 1)
+    centroid /= np.maximum(cnt, 1)[:, None]
+    off = pts - centroid[cluster]
+    off -= _dot(off, seeds[cluster])[:, None] * seeds[cluster]
+    radial = np.round(_dot(off, off) / np.maximum(np.max(_dot(off, off)), 1e-300), 9)
+    order = np.lexsort((np.arange(n), -radial, cluster))
+    cl = cluster[order]
+    counts = np.bincount(cl, minlength=k)
+    start = np.cumsum(counts) - counts
+    col = np.arange(n) - start[cl]
+    cmax = int(counts.max())
+    vmask = np.zeros((k, cmax), dtype=bool)
+    vmask[cl, col] = True
+    P = np.zeros((k, cmax, 3))
+    S = np.full((k, cmax), np.inf)
+    I = np.zeros((k, cmax), dtype=np.int64)
+    P[cl, col] = pts[order]
+    S[cl, col] = sep[order]
+    I[cl, col] = ids[order]
+    u, v = tangent_basis(seeds)
+    x = _dot(P, u[:, None])
+    y = _dot(P, v[:, None])
+    extent = (np.max(np.where(vmask, x, -np.inf), axis=1) - np.min(np.where(vmask, x, np.inf), axis=1)
+              + np.max(np.where(vmask, y, -np.inf), axis=1) - np.min(np.where(vmask, y, np.inf), axis=1))
+    idx, ok = reduce4(x, y, np.where(vmask, S, 0.0), vmask, SNAP * np.maximum(extent, 1e-9))
+    rr = np.arange(k)[:, None]
+    out = Manifolds(k)
+    out.normal[:] = seeds
+    out.points[:] = P[rr, idx]
+    out.separation[:] = np.where(ok, S[rr, idx], np.inf)
+    out.ids[:] = np.where(ok, I[rr, idx], 0)
+    out.count[:] = ok.sum(axis=1)
+    out.distance[:] = np.min(np.where(vmask, S, np.inf), axis=1)
+    srt = np.lexsort((seed_rank, seed_group))
+    for name in Manifolds.__slots__:
+        setattr(out, name, getattr(out, name)[srt])
+    return out, seed_group[srt], seed_rank[srt]
