@@ -28,7 +28,11 @@ holds each body's displacement and accumulated rotation vector since the step be
 detection runs once per step.
 
 Softness (Box2D v3): contact hertz = min(contact_hertz, substep rate / 4), damping ratio 10,
-push-out speed capped at ``max_push``. A point that is still apart (s > 0) is a speculative
+push-out speed capped at ``max_push``. A soft contact is a spring of that frequency on the
+contact's effective mass, so a stack compresses by load / (m_eff (2 pi hertz)^2): at 30 Hz a
+10-cube tower sinks 3 cm, hence the world's defaults of 90 Hz at 360 Hz substeps with two relax
+sweeps (measured: one relax sweep jitters above rate/4, and without the compliance term the
+solver jitters at any rate). A point that is still apart (s > 0) is a speculative
 constraint with bias s/h: it lets the bodies close exactly the gap in this substep and no more,
 which is what stops fast bodies at the surface.
 

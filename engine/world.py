@@ -122,10 +122,10 @@ class World:
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), substeps=None, iterations=1, sleeping=True,
-                 ccd=True, max_substep=1.0 / 240.0, contact_hertz=30.0, damping_ratio=10.0,
+                 ccd=True, max_substep=1.0 / 360.0, contact_hertz=90.0, damping_ratio=10.0,
                  max_push=3.0, speculative_distance=0.02, aabb_margin=0.02,
                  restitution_threshold=1.0, linear_sleep_tolerance=0.05,
-                 angular_sleep_tolerance=0.05, time_to_sleep=0.5):
+                 angular_sleep_tolerance=0.05, time_to_sleep=0.5, relax_iterations=2):
         self.gravity = _vec(gravity, 3, "gravity")
         if substeps is not None and (int(substeps) != substeps or substeps < 1):
             raise EngineError(f"substeps must be a positive integer or None, got {substeps!r}")
@@ -133,6 +133,7 @@ class World:
         if int(iterations) != iterations or iterations < 1:
             raise EngineError(f"iterations must be a positive integer, got {iterations!r}")
         self.iterations = int(iterations)
+        self.relax_iterations = int(relax_iterations)
         self.sleeping_enabled = bool(sleeping)
         self.ccd = bool(ccd)
         self.max_substep = _scalar(max_substep, "max_substep", 1e-6)
@@ -451,7 +452,8 @@ class World:
                 solver.solve(vel, dpose, True)
             integrate_positions(x, q, vel, movers, h)
             dpose[movers] += h * vel[movers]
-            solver.solve(vel, dpose, False)
+            for _ in range(self.relax_iterations):
+                solver.solve(vel, dpose, False)
         solver.restitution(vel, self.restitution_threshold)
 
         # 7. Store impulses, snap kinematic bodies.
