@@ -7,7 +7,7 @@ extension leaves Blender as it found it.
 import bpy
 from bpy.app.handlers import persistent
 
-from . import cache, cli, ops, props, ui
+from . import cache, cli, ops, overlay, props, ui
 
 _STATE = {"cli": None}
 
@@ -32,6 +32,7 @@ def register():
     for cls in ops.CLASSES:
         bpy.utils.register_class(cls)
     ui.register()
+    overlay.register()
     bpy.app.handlers.save_pre.append(_on_save_pre)
     bpy.app.handlers.load_post.append(_on_load_post)
     if hasattr(bpy.utils, "register_cli_command"):
@@ -46,6 +47,7 @@ def unregister():
                     (bpy.app.handlers.load_post, _on_load_post)):
         while fn in lst:
             lst.remove(fn)
+    overlay.unregister()
     ui.unregister()
     for cls in reversed(ops.CLASSES):
         bpy.utils.unregister_class(cls)

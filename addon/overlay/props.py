@@ -1,0 +1,124 @@
+"""Overlay settings: ``Scene.hullabaloo_overlay`` (saved with the .blend).
+
+Every change redraws the 3D viewports; the draw handler rebuilds its batches only when a
+setting, the frame, the selection or the data changed (see handler.py).
+"""
+import bpy
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty
+
+
+def _redraw(self, context):
+    wm = getattr(context, "window_manager", None) or bpy.context.window_manager
+    for win in (wm.windows if wm is not None else ()):
+        for area in win.screen.areas:
+            if area.type == 'VIEW_3D':
+                area.tag_redraw()
+
+
+def _colour(name, default, description):
+    return FloatVectorProperty(name=name, subtype='COLOR_GAMMA', size=4, min=0.0, max=1.0,
+                               default=default, description=description, update=_redraw)
+
+
+def _bool(name, default, description):
+    return BoolProperty(name=name, default=default, description=description, update=_redraw)
+
+
+class HULLABALOO_PG_overlay(bpy.types.PropertyGroup):
+    show: _bool("Hullabaloo Overlay", True,
+                "Draw what the simulation sees in the 3D Viewport (contacts, collision shapes, "
+                "queries of the selected objects)")
+    in_front: _bool("In Front", True, "Draw the overlay over the objects (see contacts "
+                    "hidden inside or under them)")
+    # Contacts.
+    show_contacts: _bool("Contacts", True, "Contact points of the frame")
+    contact_colour_by: EnumProperty(
+        name="Colour By", default='IMPULSE', update=_redraw,
+        items=[('IMPULSE', "Impulse", "Blue (none) to red (the frame's largest normal impulse)"),
+               ('DEPTH', "Depth", "Blue (touching) to red (the frame's deepest penetration)"),
+               ('FIXED', "Fixed", "One colour")],
+        description="Colour of the contact points")
+    contact_colour: _colour("Contact Colour", (1.0, 0.3, 0.1, 1.0), "Colour of the points "
+                            "when coloured by Fixed")
+    contact_size: FloatProperty(name="Point Size", default=9.0, min=1.0, max=40.0,
+                                update=_redraw, description="Diameter of points, in pixels")
+    show_normals: _bool("Normals", True, "Contact normals as arrows whose length shows the "
+                        "normal impulse")
+    normal_scale_mode: EnumProperty(
+        name="Arrow Length", default='AUTO', update=_redraw,
+        items=[('AUTO', "Relative", "The frame's largest impulse gets the full length"),
+               ('IMPULSE', "Impulse", "Length = impulse x scale (comparable across frames)"),
+               ('FIXED', "Fixed", "Every arrow gets the full length")],
+        description="How long the normal arrows are")
+    normal_length: FloatProperty(name="Length", default=0.4, min=0.0, soft_max=5.0,
+                                 unit='LENGTH', update=_redraw,
+                                 description="Full arrow length")
+    impulse_scale: FloatProperty(name="Scale", default=1.0, min=0.0, soft_max=100.0,
+                                 update=_redraw, description="Metres of arrow per N s of "
+                                 "impulse (Arrow Length: Impulse)")
+    normal_colour: _colour("Normal Colour", (1.0, 0.85, 0.1, 1.0), "Colour of the normals")
+    show_friction: _bool("Friction", True, "Friction impulses as arrows in the contact plane "
+                         "(same scale as the normals)")
+    friction_colour: _colour("Friction Colour", (0.2, 1.0, 0.4, 1.0), "Colour of the "
+                             "friction arrows")
+    # Bodies.
+    show_shapes: _bool("Collision Shapes", True, "The shapes the engine collides: hulls, "
+                       "boxes, spheres, capsules (white dynamic, grey passive, orange "
+                       "animated, blue sleeping)")
+    shape_width: FloatProperty(name="Shape Width", default=1.5, min=0.5, max=10.0,
+                               update=_redraw, description="Line width of the shapes, pixels")
+    show_aabbs: _bool("AABBs", False, "Bounding boxes (the engine's fattened, swept boxes "
+                      "when the frame has a record)")
+    show_sleeping: _bool("Sleeping", True, "Show sleeping bodies in blue")
+    show_velocity: _bool("Velocities", False, "Linear (blue) and angular (purple) velocity "
+                         "arrows at the centres of mass")
+    velocity_scale: FloatProperty(name="Velocity Scale", default=0.1, min=0.0, soft_max=2.0,
+                                  update=_redraw, description="Seconds: arrow = velocity x "
+                                  "scale")
+    show_inertia: _bool("Centre of Mass", False, "Centres of mass and principal inertia axes "
+                        "(as long as the box with the same inertia)")
+    # Queries of the selection.
+    show_queries: _bool("Selected Pairs", True, "GJK / EPA / SAT of the selected objects: "
+                        "the pair when two are selected, else every neighbour of the selection")
+    show_simplex: _bool("GJK Simplex", True, "GJK's final simplex on the Minkowski difference "
+                        "B - A, drawn at A's origin, and the closest points")
+    show_epa: _bool("EPA Polytope", True, "EPA's final polytope of overlapping pairs and the "
+                    "penetration vector")
+    show_sat: _bool("SAT Features", True, "Reference (orange) and incident (cyan) faces, or "
+                    "the edge pair, of polytope pairs")
+    show_minkowski: _bool("Minkowski Difference", False, "The points of B - A (drawn at A's "
+                          "origin)")
+    line_width: FloatProperty(name="Line Width", default=2.0, min=0.5, max=10.0,
+                              update=_redraw, description="Width of arrows and query lines")
+
+    def options(self):
+        """The settings as the plain dict geometry.frame_layers takes."""
+        keys = ("show_contacts", "contact_colour_by", "contact_size", "show_normals",
+                "normal_scale_mode", "normal_length", "impulse_scale", "show_friction",
+                "show_shapes", "shape_width", "show_aabbs", "show_sleeping", "show_velocity",
+                "velocity_scale", "show_inertia", "show_queries", "show_simplex", "show_epa",
+                "show_sat", "show_minkowski", "line_width")
+        out = {k: getattr(self, k) for k in keys}
+        for k in ("contact_colour", "normal_colour", "friction_colour"):
+            out[k] = tuple(getattr(self, k))
+        return out
+
+    def key(self):
+        """Hashable snapshot of every setting (batches are rebuilt when it changes)."""
+        return tuple(sorted((k, v if not hasattr(v, "__len__") or isinstance(v, str)
+                             else tuple(v)) for k, v in self.options().items()))
+
+
+CLASSES = (HULLABALOO_PG_overlay,)
+
+
+def register():
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.Scene.hullabaloo_overlay = bpy.props.PointerProperty(type=HULLABALOO_PG_overlay)
+
+
+def unregister():
+    del bpy.types.Scene.hullabaloo_overlay
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)

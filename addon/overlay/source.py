@@ -1,0 +1,201 @@
+"""Where the overlay's data for a frame comes from (the only part of the overlay that reads
+the scene; geometry.py turns the result into pictures).
+
+Three sources, best first:
+1. the bake cache (addon/cache.py): the stored state of the frame (poses, velocities, centres
+   of mass, sleeping) and, when the bake kept debug records, the engine's record of the step
+   into that frame (contacts, impulses, AABBs);
+2. a Debug Frame result (``debug_frame``): the scene re-simulated up to the current frame with
+   the full engine record of the last step, for bakes that kept no records;
+3. live: the objects' current poses (shapes, AABBs, inertia and the GJK/EPA/SAT queries of the
+   selection still work; there are no contacts without a simulation).
+
+The engine shapes come from the add-on's own scene reader (collect.SceneReader), built once
+per bake / body set and cached: they are exactly the shapes the bake used.
+"""
+import numpy as np
+
+from .. import cache, collect, engine_link, transforms
+from . import geometry
+
+_MODELS = {}   # scene name -> (names tuple, SceneModel)
+_DEBUG = {}    # scene name -> dict(frame, names, state, record, model)
+_COUNTER = {"depsgraph": 0}
+
+_KIND = {"dynamic": geometry.DYNAMIC, "static": geometry.STATIC,
+         "kinematic": geometry.KINEMATIC}
+
+
+def clear():
+    _MODELS.clear()
+    _DEBUG.clear()
+
+
+def _mass_inertia(bodies):
+    """Masses (N,) and inertias about the centre of mass (N, 3, 3) in the shape frame, as the
+    bake computes them (engine.mass); zero for static and kinematic bodies."""
+    n = len(bodies)
+    masses, inertias = np.zeros(n), np.zeros((n, 3, 3))
+    try:
+        mass_mod = geometry.engine_module("mass")
+    except ImportError:
+        return None, None
+    for i, b in enumerate(bodies):  # once per bake, one call per body's shape
+        if b.kind != "dynamic":
+            continue
+        p = b.params or {}
+        try:
+            if p.get("density") is not None:
+                mp = mass_mod.mass_properties(b.shape, p["density"])
+            else:
+                mp = mass_mod.mass_properties_from_mass(b.shape, p.get("mass") or 1.0)
+        except Exception:  # an exotic shape without mass properties: no axes for it
+            continue
+        masses[i], inertias[i] = mp.mass, mp.inertia
+    return masses, inertias
+
+
+def model_from_bodies(bodies):
+    """SceneModel of collect.BodySpec bodies (shapes shared by identity, as in the engine)."""
+    shapes, index, ids = [], [], {}
+    for b in bodies:
+        key = id(b.shape)
+        if key not in ids:
+            ids[key] = len(shapes)
+            shapes.append(b.shape)
+        index.append(ids[key])
+    masses, inertias = _mass_inertia(bodies)
+    return geometry.SceneModel([b.name for b in bodies], shapes, index,
+                               [_KIND[b.kind] for b in bodies], masses, inertias)
+
+
+def _depsgraph(context):
+    try:
+        return context.evaluated_depsgraph_get()
+    except (AttributeError, RuntimeError):
+        return None
+
+
+def scene_model(scene, context, names=None):
+    """The engine's view of the bodies named (default: every enabled object), cached per body
+    list. Objects that vanished or fail to build are left out (their state rows are dropped by
+    the caller through the returned names)."""
+    if names is None:
+        names = [o.name for o in scene.objects if o.hullabaloo.enabled]
+    key = tuple(names)
+    got = _MODELS.get(scene.name)
+    if got is not None and got[0] == key:
+        return got[1]
+    objs = [scene.objects.get(n) for n in names]
+    objs = [o for o in objs if o is not None]
+    reader = collect.SceneReader(scene, _depsgraph(context), objects=objs).read()
+    model = model_from_bodies(reader.bodies)
+    _MODELS[scene.name] = (key, model)
+    return model
+
+
+def _rows(model, names):
+    """Row of each model body in a state of the given names."""
+    where = {n: i for i, n in enumerate(names)}
+    return np.array([where[n] for n in model.names], dtype=np.int64)
+
+
+def _subset(state, rows, n_all):
+    out = {}
+    for k in ("pos", "q", "x", "vel", "sleeping"):
+        v = state.get(k)
+        if v is not None and len(v) == n_all:
+            out[k] = np.asarray(v)[rows]
+    return out
+
+
+def _subset_record(rec, rows, n_all):
+    """The record with per-body arrays (aabbs, sleeping) reduced to the model's rows; contact
+    arrays are kept as they are (pairs index the bake's body order)."""
+    if not rec:
+        return rec
+    out = dict(rec)
+    for k in ("aabbs", "sleeping"):
+        if k in out and len(out[k]) == n_all:
+            out[k] = np.asarray(out[k])[rows]
+    return out
+
+
+def live_frame(scene, model):
+    """Poses of the model's bodies from the objects' current world matrices."""
+    mats = np.array([np.array(scene.objects[n].matrix_world, dtype=np.float64)
+                     for n in model.names]).reshape(-1, 4, 4)
+    if not len(mats):
+        return {"pos": np.zeros((0, 3)), "q": np.zeros((0, 4))}
+    R, _ = transforms.polar_decompose(mats[:, :3, :3])
+    return {"pos": mats[:, :3, 3], "q": transforms.matrix_to_quat(R)}
+
+
+def frame_data(scene, context, frame=None):
+    """(model, frame dict for geometry.frame_layers, source name) of a frame."""
+    frame = scene.frame_current if frame is None else int(frame)
+    c = cache.get(scene)
+    dbg = _DEBUG.get(scene.name)
+    if c is not None and c.has_frame(frame):
+        names = c.names
+        rec = c.record(frame)
+        src = "bake"
+        if not rec and dbg is not None and dbg["frame"] == frame and dbg["names"] == names:
+            rec, src = dbg["record"], "debug frame"
+        model = scene_model(scene, context, [n for n in names if n in scene.objects])
+        rows = _rows(model, names)
+        data = _subset(c.state(frame), rows, len(names))
+        data["record"] = _subset_record(rec, rows, len(names))
+        return model, data, src if rec else "bake (no contacts)"
+    if dbg is not None and dbg["frame"] == frame:
+        model = dbg["model"]
+        data = _subset(dbg["state"], np.arange(len(model)), len(model))
+        data["record"] = dbg["record"]
+        return model, data, "debug frame"
+    model = scene_model(scene, context)
+    data = live_frame(scene, model)
+    data["record"] = None
+    return model, data, "live"
+
+
+def selected_rows(context, model):
+    objs = getattr(context, "selected_objects", None) or []
+    names = {o.name for o in objs}
+    return np.array([i for i, n in enumerate(model.names) if n in names], dtype=np.int64)
+
+
+def debug_frame(scene, context, frame=None):
+    """Re-simulate the scene from its first frame up to ``frame`` (default: the current one)
+    without writing keys, and keep the last state with the engine's full record of the step
+    into it. Returns a short summary string. Raises simulate.BakeError on a scene that cannot
+    be simulated."""
+    from ..simulate import BakeJob, BakeError
+    frame = scene.frame_current if frame is None else int(frame)
+    job = BakeJob(scene, _depsgraph(context), record=True)
+    job.prepare()
+    if frame <= job.first:
+        raise BakeError(f"Frame {frame} is not after the simulation's first frame "
+                        f"({job.first}): move to a later frame for a Debug Frame.")
+    if frame > job.frame_end:
+        raise BakeError(f"Frame {frame} is after the simulation's last frame "
+                        f"({job.frame_end}).")
+    job.frame_end = frame  # simulate only up to here (the job writes nothing)
+    while not job.advance(64):
+        pass
+    rec = job.world.last_record or {}
+    world = job.world
+    state = {"pos": world.positions.copy(), "q": world.orientations.copy(),
+             "x": world.centers_of_mass.copy(),
+             "vel": np.concatenate((world.linear_velocities, world.angular_velocities), 1),
+             "sleeping": world.sleeping.copy()}
+    model = model_from_bodies(job.bodies)
+    _DEBUG[scene.name] = dict(frame=frame, names=list(job.names), state=state,
+                              record={k: np.asarray(v).copy() for k, v in rec.items()},
+                              model=model)
+    k = len(rec.get("positions", ()))
+    return f"Debug Frame {frame}: {len(job.bodies)} bodies, {k} contact points"
+
+
+def on_depsgraph_update(*_args):
+    """Live poses change without a frame change: count updates so the handler rebuilds."""
+    _COUNTER["depsgraph"] += 1
