@@ -109,11 +109,17 @@ def fcurve_collection(obj, create=False):
     return bag.fcurves if bag is not None else None
 
 
-def _new_fcurve(fcurves, data_path, index):
-    try:  # Blender 4.2 legacy action.fcurves
+def _new_fcurve(fcurves, data_path, index, legacy=None):
+    """A new F-curve in the transform group; legacy: action.fcurves (4.2) or a layered
+    channelbag (5.x), found out by trying when the caller does not know."""
+    if legacy is None:
+        try:
+            return fcurves.new(data_path, index=index, action_group=GROUP)
+        except TypeError:
+            legacy = False
+    if legacy:
         return fcurves.new(data_path, index=index, action_group=GROUP)
-    except TypeError:  # layered channelbag
-        return fcurves.new(data_path, index=index, group_name=GROUP)
+    return fcurves.new(data_path, index=index, group_name=GROUP)
 
 
 def read_keys(fc):
@@ -215,14 +221,44 @@ def channel_paths(mode):
     return "rotation_euler", 3
 
 
+_LINEAR = {}
+
+
+def _linear(n):
+    if n not in _LINEAR:
+        _LINEAR.clear()
+        _LINEAR[n] = np.full(n, _enum_value("interpolation", "LINEAR"), dtype=np.int32)
+    return _LINEAR[n]
+
+
 def write_object_keys(obj, frames, location, rotation):
-    """Key location (F, 3) and rotation (F, 3 or 4, in the object's rotation mode) at frames."""
+    """Key location (F, 3) and rotation (F, 3 or 4, in the object's rotation mode) at frames.
+
+    The common case, a curve with no keys yet, costs one add() and two foreach_set calls per
+    curve; a curve with keys goes through write_channel (keys outside the range kept)."""
     fcurves = fcurve_collection(obj, create=True)
-    for i in range(3):
-        write_channel(fcurves, "location", i, frames, location[:, i])
     path, count = channel_paths(obj.rotation_mode)
-    for i in range(count):
-        write_channel(fcurves, path, i, frames, rotation[:, i])
+    channels = [("location", i) for i in range(3)] + [(path, i) for i in range(count)]
+    n = len(frames)
+    co = np.empty((3 + count, n, 2), dtype=np.float32)
+    co[:, :, 0] = frames
+    co[:3, :, 1] = np.asarray(location).T
+    co[3:, :, 1] = np.asarray(rotation)[:, :count].T
+    fresh = len(fcurves) == 0
+    legacy = not is_layered(obj.animation_data.action)
+    lin = _linear(n)
+    for c, (data_path, index) in enumerate(channels):
+        fc = None if fresh else fcurves.find(data_path, index=index)
+        if fc is not None and len(fc.keyframe_points):
+            write_channel(fcurves, data_path, index, frames, co[c, :, 1])
+            continue
+        if fc is None:
+            fc = _new_fcurve(fcurves, data_path, index, legacy)
+        kp = fc.keyframe_points
+        kp.add(n)
+        kp.foreach_set("co", co[c].ravel())
+        kp.foreach_set("interpolation", lin)
+        kp.handles_recalc()
 
 
 # -- backup and restore ----------------------------------------------------------------------
