@@ -374,13 +374,17 @@ class World:
         if n == 0:
             self.time += dt
             return
-        nsub = self.substeps or max(1, int(math.ceil(dt / self.max_substep - 1e-9)))
+        nsub = self.substeps_for(dt)
         h = dt / nsub
         a = self._a
         x, q, vel, pos = self._v("x"), self._v("q"), self._v("vel"), self._v("pos")
         kind = self._v("kind")
         sleeping = self._v("sleeping")
 
+        if self.table.__dict__.get("_dirty", True):
+            # ShapeTable rebuilds lazily only while its arrays do not exist yet; after a shape
+            # is added to a built table we rebuild it explicitly.
+            self.table._build()
         # 1. Kinematic targets -> velocities.
         kin_t = np.flatnonzero(self._v("has_target"))
         if len(kin_t):
@@ -477,6 +481,10 @@ class World:
         self.time += dt
         if record:
             self.last_record = self._make_record(ia, ib, man, imp_n, imp_f2, lo, hi)
+
+    def substeps_for(self, dt):
+        """Substeps one step of dt uses: ``substeps`` or ceil(dt / max_substep)."""
+        return self.substeps or max(1, int(math.ceil(dt / self.max_substep - 1e-9)))
 
     # -- step helpers -----------------------------------------------------------------------
     def _aabbs(self, rot, dt):
