@@ -282,16 +282,17 @@ class ContactSolver:
             idx = self.idx[sl]
             v = vel[idx].reshape(c1 - c0, 12)
             v_in = v.copy() if self._shared(c1) else None
-            for p in range(4):
-                w = want[p, sl]
-                if not w.any():
-                    continue
-                vn = _dot(jac[p, 0, sl], v)
-                pn = imp[p, 0, sl]
-                new = np.maximum(pn - eff[p, 0, sl] * (vn - target[p, sl]), 0.0)
-                delta = np.where(w, new - pn, 0.0)
-                imp[p, 0, sl] = pn + delta
-                v += mj[p, 0, sl] * delta[:, None]
+            # Simultaneous (block) restitution over the manifold's points: a sequential sweep
+            # over-rotates a box hitting flat and can gain energy at e = 1. Points that do not
+            # bounce keep their current normal velocity as the target.
+            vn = np.einsum("pmk,mk->pm", jac[:, 0, sl], v)
+            w = want[:, sl]
+            tgt = np.where(w, target[:, sl], vn)
+            lam = imp[:, 0, sl]
+            dl = -np.einsum("mpq,qm->pm", self.k_pinv[sl], vn - tgt)
+            new = np.where(w, np.maximum(lam + dl, 0.0), lam)
+            v += np.einsum("pmk,pm->mk", mj[:, 0, sl], new - lam)
+            imp[:, 0, sl] = new
             self._write(vel, idx, v, v_in)
 
     def _shared(self, c1):
