@@ -14,7 +14,7 @@ import bpy
 from bpy.app.handlers import persistent
 
 from .. import cache
-from . import draw, geometry, source
+from . import draw, geometry, props, source
 
 _STATE = {"handle": None, "key": None, "batches": None, "info": "", "layers": None}
 
@@ -24,19 +24,19 @@ def build_layers(scene, context, frame=None, settings=None):
     s = settings or scene.hullabaloo_overlay
     model, data, src = source.frame_data(scene, context, frame)
     sel = source.selected_rows(context, model) if s.show_queries else None
-    layers = geometry.frame_layers(model, data, s.options(), selected=sel)
+    layers = geometry.frame_layers(model, data, props.options(s), selected=sel)
     return layers, src
 
 
 def _key(scene, context, s):
     c = cache.get(scene)
-    dbg = source._DEBUG.get(scene.name)
+    dbg = source.debug_result(scene)
     sel = ()
     if s.show_queries:
         sel = tuple(sorted(o.name for o in (getattr(context, "selected_objects", None) or ())))
     live = source._COUNTER["depsgraph"] if c is None or not c.has_frame(scene.frame_current) \
         else None
-    return (scene.name, scene.frame_current, s.key(), sel, id(c),
+    return (scene.name, scene.frame_current, props.settings_key(s), sel, id(c),
             None if c is None else (c.frame_end, len(c.states)),
             None if dbg is None else (dbg["frame"], id(dbg["record"])), live)
 
@@ -75,16 +75,7 @@ def _on_depsgraph_update(*_args):
     source.on_depsgraph_update()
 
 
-@persistent
-def _on_load_post(*_args):
-    # Another file: its scenes may share names with the old ones; models and debug frames
-    # belong to the old file.
-    source.clear()
-    invalidate()
-
-
-_APP_HANDLERS = (("depsgraph_update_post", _on_depsgraph_update),
-                 ("load_post", _on_load_post))
+_APP_HANDLERS = (("depsgraph_update_post", _on_depsgraph_update),)
 
 
 def register():

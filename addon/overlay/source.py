@@ -18,12 +18,23 @@ import numpy as np
 from .. import cache, collect, engine_link, transforms
 from . import geometry
 
-_MODELS = {}   # scene name -> (names tuple, SceneModel)
-_DEBUG = {}    # scene name -> dict(frame, names, state, record, model)
+_MODELS = {}   # scene_key -> (names tuple, SceneModel)
+_DEBUG = {}    # scene_key -> dict(frame, names, state, record, model)
 _COUNTER = {"depsgraph": 0}
 
 _KIND = {"dynamic": geometry.DYNAMIC, "static": geometry.STATIC,
          "kinematic": geometry.KINEMATIC}
+
+
+def scene_key(scene):
+    """Scenes of another file may share names (no load_post handler of our own is needed):
+    key by name, the file and the scene's address."""
+    import bpy
+    return (scene.name, bpy.data.filepath, scene.as_pointer())
+
+
+def debug_result(scene):
+    return _DEBUG.get(scene_key(scene))
 
 
 def clear():
@@ -82,15 +93,20 @@ def scene_model(scene, context, names=None):
     the caller through the returned names)."""
     if names is None:
         names = [o.name for o in scene.objects if o.hullabaloo.enabled]
-    key = tuple(names)
-    got = _MODELS.get(scene.name)
-    if got is not None and got[0] == key:
-        return got[1]
     objs = [scene.objects.get(n) for n in names]
     objs = [o for o in objs if o is not None]
+    # What the shapes depend on: a changed shape type, mesh or scale rebuilds the model.
+    key = tuple((o.name, o.hullabaloo.shape, o.hullabaloo.body_type,
+                 len(getattr(o.data, "vertices", ())), tuple(round(v, 6) for v in o.scale))
+                for o in objs)
+    got = _MODELS.get(scene_key(scene))
+    if got is not None and got[0] == key:
+        return got[1]
+    if len(_MODELS) > 16:  # models of scenes from files opened earlier
+        _MODELS.clear()
     reader = collect.SceneReader(scene, _depsgraph(context), objects=objs).read()
     model = model_from_bodies(reader.bodies)
-    _MODELS[scene.name] = (key, model)
+    _MODELS[scene_key(scene)] = (key, model)
     return model
 
 
@@ -135,7 +151,7 @@ def frame_data(scene, context, frame=None):
     """(model, frame dict for geometry.frame_layers, source name) of a frame."""
     frame = scene.frame_current if frame is None else int(frame)
     c = cache.get(scene)
-    dbg = _DEBUG.get(scene.name)
+    dbg = _DEBUG.get(scene_key(scene))
     if c is not None and c.has_frame(frame):
         names = c.names
         rec = c.record(frame)
@@ -189,7 +205,7 @@ def debug_frame(scene, context, frame=None):
              "vel": np.concatenate((world.linear_velocities, world.angular_velocities), 1),
              "sleeping": world.sleeping.copy()}
     model = model_from_bodies(job.bodies)
-    _DEBUG[scene.name] = dict(frame=frame, names=list(job.names), state=state,
+    _DEBUG[scene_key(scene)] = dict(frame=frame, names=list(job.names), state=state,
                               record={k: np.asarray(v).copy() for k, v in rec.items()},
                               model=model)
     k = len(rec.get("positions", ()))
