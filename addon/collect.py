@@ -153,13 +153,21 @@ def build_shape(kind, points, body_type, label):
             return engine.Sphere(float(half.max())), notes
         r = float(max(half[0], half[1]))
         return engine.Capsule(r, float(max(half[2] - r, 0.0))), notes
-    if kind == "MESH" and hasattr(engine, "TriangleMesh") and body_type == "PASSIVE":
-        return None, notes  # handled by the caller with faces
     if kind in ("MESH", "COMPOUND"):
         what = "Mesh" if kind == "MESH" else "Compound"
         notes.append(("WARNING", f"the {what} shape is not available in this engine build; "
                       "using its convex hull"))
     return _hull(points), notes
+
+
+def mesh_triangles(obj, depsgraph):
+    """Triangles (T, 3) of the evaluated mesh (vertex indices)."""
+    ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    mesh = ev.data
+    mesh.calc_loop_triangles()
+    tris = np.empty(len(mesh.loop_triangles) * 3, dtype=np.int64)
+    mesh.loop_triangles.foreach_get("vertices", tris)
+    return tris.reshape(-1, 3)
 
 
 class SceneReader:
@@ -327,10 +335,21 @@ class SceneReader:
             self.problem("INFO", obj, f"is flat; it is simulated as a slab {thickness:.3g} m "
                          f"thick {where}. Add thickness (Solidify) to control this.")
         try:
-            if s.shape == "COMPOUND" and hasattr(engine, "Compound"):
-                parts = loose_parts(obj, self.depsgraph)
-                shape = engine.Compound([_hull(pts[p]) for p in parts if len(p) >= 4])
+            if s.shape == "COMPOUND" and engine_link.supports("compound"):
+                parts = [p for p in loose_parts(obj, self.depsgraph) if len(p) >= 4]
+                identity = (1.0, 0.0, 0.0, 0.0)
+                shape = engine_link.get("Compound")(
+                    [(_hull(pts[p]), (0.0, 0.0, 0.0), identity) for p in parts])
                 notes = []
+            elif s.shape == "MESH" and s.body_type != "DYNAMIC" and \
+                    engine_link.supports("mesh"):
+                shape = engine_link.get("TriangleMesh")(pts, mesh_triangles(obj, self.depsgraph))
+                notes = []
+            elif s.shape == "MESH" and s.body_type == "DYNAMIC":
+                shape = _hull(pts)
+                notes = [("WARNING", "the Mesh shape is for passive and animated scenery; "
+                          "this dynamic body uses its convex hull (use Compound for a moving "
+                          "non-convex object)")]
             else:
                 shape, notes = build_shape(s.shape, pts, s.body_type, obj.name)
         except engine.EngineError as exc:

@@ -13,6 +13,7 @@ from bpy.props import BoolProperty, EnumProperty
 from . import animation, cache
 from .props import BODY_TYPES
 from .simulate import BakeError, BakeJob
+from ..engine import EngineError
 
 # The last bake's summary and problems, for scripts, the command line and tests.
 LAST = {"summary": None, "problems": [], "cancelled": False}
@@ -69,7 +70,7 @@ class _BakeOperator:
         job = self._make_job(context)
         try:
             job.prepare()
-        except BakeError as exc:
+        except (BakeError, EngineError) as exc:
             LAST["problems"] = list(job.problems)
             self.report({'ERROR'}, str(exc))
             return None
@@ -84,13 +85,30 @@ class _BakeOperator:
                     f"frames in {summary['simulation_seconds'] + summary['write_seconds']:.2f} s")
         return {'FINISHED'}
 
+    def _advance(self, job, count, restore=True):
+        """job.advance, turning an unexpected engine failure into a clean cancel: the
+        report names the frame, nothing has been written (keys are written at the end)."""
+        try:
+            return job.advance(count, restore=restore)
+        except Exception as exc:  # the engine is a separate component: never a traceback
+            frame = job.frame
+            job.cancel()
+            LAST["cancelled"] = True
+            self.report({'ERROR'}, f"The simulation failed after frame {frame} "
+                        f"({type(exc).__name__}: {exc}); nothing was changed. Please report "
+                        "this with the .blend file.")
+            return None
+
     def execute(self, context):
         job = self._prepare(context)
         if job is None:
             return {'CANCELLED'}
-        while not job.advance(64):
-            pass
-        return self._done(context, job)
+        while True:
+            finished = self._advance(job, 64)
+            if finished is None:
+                return {'CANCELLED'}
+            if finished:
+                return self._done(context, job)
 
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
@@ -138,7 +156,11 @@ class _BakeOperator:
         budget = time.perf_counter() + 0.1  # stay responsive: ~10 UI updates per second
         finished = False
         while time.perf_counter() < budget and not finished:
-            finished = job.advance(1)
+            finished = self._advance(job, 1, restore=False)
+            if finished is None:
+                self._end_modal(context)
+                return {'CANCELLED'}
+        job.restore_frame()
         context.window_manager.progress_update(int(1000 * job.progress))
         self._status(context)
         if not finished:

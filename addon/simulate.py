@@ -197,6 +197,9 @@ class BakeJob:
             self.start_rot.append((o.rotation_mode, tuple(o.rotation_euler),
                                    tuple(o.rotation_quaternion), tuple(o.rotation_axis_angle)))
 
+    def restore_frame(self):
+        self._restore_frame()
+
     def _restore_frame(self):
         cur, sub = self.saved_frame
         if (self.scene.frame_current, self.scene.frame_subframe) != (cur, sub):
@@ -209,8 +212,10 @@ class BakeJob:
             return 0.0
         return (self.frame - self.first) / max(1, self.frame_end - self.first)
 
-    def advance(self, count=1):
-        """Simulate up to count frames; returns True when the range is done."""
+    def advance(self, count=1, restore=True):
+        """Simulate up to count frames; returns True when the range is done. With animated
+        objects the scene's frame moves while sampling them; it is put back unless restore
+        is False (the caller then calls restore_frame() after a series of calls)."""
         world = self.world
         t0 = time.perf_counter()
         try:
@@ -233,7 +238,7 @@ class BakeJob:
                         self.max_penetration = max(self.max_penetration, float(-np.min(sep)))
                 self.frame = f
         finally:
-            if self.sample:
+            if self.sample and restore:
                 self._restore_frame()
             self.sim_seconds += time.perf_counter() - t0
         return self.frame >= self.frame_end

@@ -47,6 +47,17 @@ def _registered_names():
     return sorted(n for n in dir(bpy.types) if n.startswith("HULLABALOO_"))
 
 
+def _our_handlers():
+    """(handler list, function name) of every app handler defined by the extension."""
+    out = []
+    for name in dir(bpy.app.handlers):
+        lst = getattr(bpy.app.handlers, name)
+        if isinstance(lst, list):
+            out += [(name, f.__name__) for f in lst
+                    if getattr(f, "__module__", "").startswith(hb.MODULE)]
+    return sorted(out)
+
+
 def _menu_funcs():
     return [f.__name__ for f in bpy.types.VIEW3D_MT_object._dyn_ui_initialize()]
 
@@ -56,20 +67,20 @@ def test_disable_removes_everything_and_enable_restores_it():
     classes = _registered_names()
     assert len(classes) >= 10
     assert "object_menu" in _menu_funcs()
-    handlers = (len(bpy.app.handlers.save_pre), len(bpy.app.handlers.load_post))
+    ours = _our_handlers()
+    assert ours  # save_pre (cache persistence), load_post (cache reset) at least
     bpy.ops.preferences.addon_disable(module=hb.MODULE)
     try:
         assert _registered_names() == []
         assert "hullabaloo" not in bpy.types.Object.bl_rna.properties
         assert "hullabaloo" not in bpy.types.Scene.bl_rna.properties
         assert "object_menu" not in _menu_funcs()
-        assert (len(bpy.app.handlers.save_pre), len(bpy.app.handlers.load_post)) == \
-            (handlers[0] - 1, handlers[1] - 1)
+        assert _our_handlers() == []
     finally:
         bpy.ops.preferences.addon_enable(module=hb.MODULE)
     assert _registered_names() == classes
     assert "object_menu" in _menu_funcs()
-    assert (len(bpy.app.handlers.save_pre), len(bpy.app.handlers.load_post)) == handlers
+    assert _our_handlers() == ours
     hb._SESSION["pkg"] = sys.modules[hb.MODULE]
 
 

@@ -154,3 +154,23 @@ def test_import_rigid_body_copies_settings_and_world():
     assert hb.pkg().addon.ops.LAST["summary"]["frame_start"] == 5
     assert hb.keys_of(objs["Act"])[("location", 2)]["co"][:, 0].tolist() == \
         [float(f) for f in range(5, 16)]
+
+
+def test_an_engine_failure_mid_bake_is_reported_and_changes_nothing(monkeypatch):
+    scene, good = base_scene()
+    scene.frame_set(1)
+    before = hb.snapshot(scene)
+    World = type(hb.engine_world(scene))
+    real_step = World.step
+    calls = {"n": 0}
+
+    def failing_step(self, dt, record=None):
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise FloatingPointError("solver diverged")
+        return real_step(self, dt, record)
+
+    monkeypatch.setattr(World, "step", failing_step)
+    with pytest.raises(RuntimeError, match="failed after frame 5.*solver diverged.*nothing was changed"):
+        bpy.ops.hullabaloo.bake()
+    hb.assert_same(before, hb.snapshot(scene))
