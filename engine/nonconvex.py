@@ -194,3 +194,132 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
         out._put(slice(start, start + len(p)), p)
         start += len(p)
     return out, np.concatenate(rows)
+
+
+# ------------------------------------------------------------------------------------------
+# Bridge into engine.world.World until world.py integrates collide_bodies natively.
+
+def manifold_keys(ia, ib, sub):
+    """Sortable int64 keys unique per manifold: body a (< 2**23), body b (< 2**24) and a
+    16-bit fold of the sub key. Sorted (ia, ib, sub) rows give sorted keys."""
+    s = np.asarray(sub, dtype=np.int64)
+    fold = (((s // (PART_STRIDE * CLUSTER_STRIDE)) * 61 + (s // CLUSTER_STRIDE) % PART_STRIDE)
+            * CLUSTER_STRIDE + s % CLUSTER_STRIDE) & 0xFFFF
+    return ((np.asarray(ia, dtype=np.int64) << 40) | (np.asarray(ib, dtype=np.int64) << 16)
+            | fold)
+
+
+def _world_class():
+    from .contacts import PairTable
+    from .world import DYNAMIC, World
+
+    class _SubPairTable(PairTable):
+        """Pair table keyed per manifold: the world passes body-pair keys, the bridge knows
+        the sub key of each row (set just before the world calls match/store)."""
+        sub = None
+
+        def _keys(self, keys):
+            keys = np.asarray(keys, dtype=np.int64)
+            if self.sub is None or len(self.sub) != len(keys):
+                return keys
+            return manifold_keys(keys >> 32, keys & 0xFFFFFFFF, self.sub)
+
+        def match(self, keys, ids, count):
+            return super().match(self._keys(keys), ids, count)
+
+        def store(self, keys, ids, count, normal, friction, keep=None):
+            return super().store(self._keys(keys), ids, count, normal, friction, keep=keep)
+
+    class NonConvexWorld(World):
+        """engine.world.World accepting Compound and TriangleMesh shapes.
+
+        What it changes (the same changes world.py needs to support them natively):
+        1. add_body: ``check_body_shape(shape, kind)`` refuses dynamic triangle meshes;
+           compound mass from ``body_mass_properties(shape, density, mass)``.
+        2. narrowphase: ``collide_bodies`` instead of ``collide``; its rows replace the body
+           pairs (``ia, ib = ia[res.pair], ib[res.pair]``), so a pair may have several
+           manifolds (compound parts, mesh normal clusters).
+        3. pair table keys per manifold: ``manifold_keys(ia, ib, res.sub)`` instead of
+           ``pair_keys(ia, ib)`` (and _keep_pair decodes them).
+        Here 2 happens in _broadphase (the pairs handed to the step are already expanded) and
+        3 through a PairTable subclass, so World.step itself is untouched.
+        """
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            self.pairs = _SubPairTable()
+            self._nc = None
+            self._nc_dt = 1.0 / 60.0
+
+        def add_body(self, shape, position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
+                     linear_velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
+                     kind="dynamic", density=None, mass=None, **kwargs):
+            check_body_shape(shape, kind)
+            if getattr(shape, "kind", None) != COMPOUND or kind != "dynamic":
+                return super().add_body(shape, position, orientation, linear_velocity,
+                                        angular_velocity, kind=kind, density=density,
+                                        mass=mass, **kwargs)
+            if density is not None and mass is not None:
+                raise EngineError("give density or mass, not both")
+            mp = body_mass_properties(shape, density, 1.0 if density is None and mass is None
+                                      else mass)
+            i = super().add_body(shape, position, orientation, linear_velocity,
+                                 angular_velocity, kind="kinematic", **kwargs)
+            a = self._a
+            a["kind"][i] = DYNAMIC
+            a["inv_mass"][i] = 1.0 / mp.mass
+            a["inertia"][i] = mp.inertia
+            a["inv_inertia"][i] = np.linalg.inv(mp.inertia)
+            tr = np.trace(mp.inertia)
+            a["isotropic"][i] = bool(np.allclose(mp.inertia, np.eye(3) * tr / 3.0, rtol=1e-9,
+                                                 atol=1e-12 * tr))
+            a["com"][i] = mp.center
+            a["x"][i] = a["pos"][i] + quat.rotate(a["q"][i], mp.center)
+            return i
+
+        def step(self, dt, record=None):
+            self._nc_dt = float(dt)
+            return super().step(dt, record)
+
+        def _broadphase(self, lo, hi, kind, sleeping, moving):
+            ia, ib = super()._broadphase(lo, hi, kind, sleeping, moving)
+            t = self.table
+            sid, pos, q, vel = self._v("shape"), self._v("pos"), self._v("q"), self._v("vel")
+            dt = self._nc_dt
+            rel = np.linalg.norm(vel[ib, :3] - vel[ia, :3], axis=1)
+            spin = (np.linalg.norm(vel[ia, 3:], axis=1) * t.bound_radius[sid[ia]]
+                    + np.linalg.norm(vel[ib, 3:], axis=1) * t.bound_radius[sid[ib]])
+            margin = float(np.max(self.speculative_distance + dt * (rel + spin), initial=0.0))
+            res = collide_bodies(t, sid[ia], pos[ia], q[ia], sid[ib], pos[ib], q[ib],
+                                 margin=margin, collide=self._collide)
+            self._nc = (ia[res.pair], ib[res.pair], res)
+            return self._nc[0], self._nc[1]
+
+        def _narrowphase(self, ia, ib, vel, dt):
+            ca, cb, res = self._nc
+            awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
+            keep = awake[ca] | awake[cb]
+            if not (np.array_equal(ca[keep], ia) and np.array_equal(cb[keep], ib)):
+                raise EngineError("internal error: NonConvexWorld pairs out of step")
+            man = res.manifolds
+            live = man.count[keep] > 0
+            self.pairs.sub = res.sub[keep][live]
+            names = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
+            return {k: getattr(man, k)[keep] for k in names}
+
+        def _keep_pair(self, keys):
+            a = (keys >> 40).astype(np.int64)
+            b = ((keys >> 16) & 0xFFFFFF).astype(np.int64)
+            return super()._keep_pair((a << 32) | b)
+
+    return NonConvexWorld
+
+
+def __getattr__(name):
+    # NonConvexWorld is built on first use: world.py imports this module's neighbours, and a
+    # lazy class keeps `import engine.nonconvex` free of import cycles.
+    if name == "NonConvexWorld":
+        cls = _world_class()
+        globals()["NonConvexWorld"] = cls
+        return cls
+    raise AttributeError(name)
