@@ -160,7 +160,8 @@ class ContactSolver:
         # landing flat gets 4 equal impulses instead of a Gauss-Seidel cascade that tips it
         # (and lets friction turn the tip into sideways drift). Four coplanar points are
         # statically indeterminate (rank 3), hence the pseudo-inverse: the least-norm, i.e.
-        # symmetric, split. A clamped (negative) entry is then fixed by the sequential sweep.
+        # symmetric, split. Where it would need a negative (pulling) entry the block step is
+        # skipped and the sequential sweep does the work.
         kn = np.einsum("mpk,mqk->mpq", jac[:, :, 0], mj[:, :, 0])  # (m, 4, 4)
         self.k_pinv = _pinv_psd(kn)
 
@@ -231,7 +232,12 @@ class ContactSolver:
             dl = -np.einsum("mpq,qm->pm", self.k_pinv[sl], rhs)
             if use_bias:
                 dl = dl * mscale[:, sl] - iscale[:, sl] * lam
-            new = np.maximum(lam + dl, 0.0)
+            new = lam + dl
+            # Accept the block solution only where it needs no clamping: a clamped block
+            # answer (the lifting edge of a tipping box asks for a pull) is far off, and
+            # the sequential sweep below is the right tool there.
+            ok = (new >= 0.0).all(axis=0)
+            new = np.where(ok, new, lam)
             v += np.einsum("pmk,pm->mk", mjn[:, sl], new - lam)
             imp[:, 0, sl] = new
             for p in range(4):
@@ -290,9 +296,22 @@ class ContactSolver:
             tgt = np.where(w, target[:, sl], vn)
             lam = imp[:, 0, sl]
             dl = -np.einsum("mpq,qm->pm", self.k_pinv[sl], vn - tgt)
-            new = np.where(w, np.maximum(lam + dl, 0.0), lam)
+            new = np.where(w, lam + dl, lam)
+            ok = (new >= 0.0).all(axis=0)
+            new = np.where(ok, new, np.maximum(new, 0.0))
             v += np.einsum("pmk,pm->mk", mj[:, 0, sl], new - lam)
             imp[:, 0, sl] = new
+            # Where the block answer had to be clamped, finish with one sequential sweep.
+            bad = ~ok
+            if bad.any():
+                for p in range(4):
+                    wp = w[p] & bad
+                    vnp = _dot(jac[p, 0, sl], v)
+                    pn = imp[p, 0, sl]
+                    newp = np.maximum(pn - eff[p, 0, sl] * (vnp - target[p, sl]), 0.0)
+                    delta = np.where(wp, newp - pn, 0.0)
+                    imp[p, 0, sl] = pn + delta
+                    v += mj[p, 0, sl] * delta[:, None]
             self._write(vel, idx, v, v_in)
 
     def _shared(self, c1):
