@@ -39,7 +39,7 @@ from .shapes import POLYTOPE
 ROUTE_INC, ROUTE_REF, ROUTE_CROSS, ROUTE_EDGE, ROUTE_ROUND_FACE, ROUTE_ROUND_EDGE = range(1, 7)
 AXIS_TRI_FACE, AXIS_CONVEX_FACE, AXIS_EDGE = 0, 1, 2
 # Normals of contacts within this angle (cosine) merge into one manifold when reducing.
-CLUSTER_COS = float(np.cos(np.radians(15.0)))
+CLUSTER_COS = float(np.cos(np.radians(2.0)))
 MAX_CLUSTERS = 6
 
 
