@@ -16,7 +16,7 @@ import bpy
 import gpu
 from gpu_extras.batch import batch_for_shader
 
-from .geometry import LINES, POINTS
+from .geometry import LINES
 
 _SHADERS = {}
 

@@ -15,7 +15,7 @@ per bake / body set and cached: they are exactly the shapes the bake used.
 """
 import numpy as np
 
-from .. import cache, collect, engine_link, transforms
+from .. import cache, collect, transforms
 from . import geometry
 
 _MODELS = {}   # scene_key -> (names tuple, SceneModel)
