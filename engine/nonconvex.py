@@ -66,6 +66,8 @@ def _parts(table):
         if s.kind == COMPOUND:
             for part in s.shapes:
                 table.add(part)
+    if table.__dict__.get("_dirty", True):
+        table._build()      # a built table only rebuilds lazily for missing arrays
     first, count, sid, pos, rot = [], [], [], [], []
     for i, s in enumerate(table.shapes):
         first.append(len(sid))

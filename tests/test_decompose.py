@@ -185,3 +185,28 @@ def test_closest_point_triangle_matches_oracle():
     got = closest_point_triangle(p, tri[:, 0], tri[:, 1], tri[:, 2])
     want = oracle_cpt(p, tri[:, 0], tri[:, 1], tri[:, 2])
     np.testing.assert_allclose(got, want, atol=1e-12)
+
+
+def test_ring_from_decomposed_torus_stays_on_a_peg(torus_parts):
+    """Issue 6 evidence: the decomposed torus, scaled to a 30 cm ring, dropped tilted and off
+    centre over a peg, slides down and stays threaded on it."""
+    from engine.nonconvex import NonConvexWorld
+    from engine.shapes import Box, Capsule
+    parts, _ = torus_parts
+    scale = 0.3
+    hulls = [ConvexHull(p * scale, max_vertices=24) for p in parts]
+    ring = Compound([(h, [0, 0, 0], [1, 0, 0, 0]) for h in hulls])
+    w = NonConvexWorld()
+    w.add_body(Box([2, 2, 0.5]), position=(0, 0, -0.5), kind="static")
+    peg_r = 0.08
+    w.add_body(Capsule(peg_r, 0.4), position=(0, 0, 0.48), kind="static")
+    from engine import quat
+    q0 = quat.from_axis_angle([1.0, 0.3, 0], 0.25)
+    b = w.add_body(ring, position=(0.06, -0.04, 1.3), orientation=q0, mass=0.3)
+    for _ in range(120):
+        w.step(1 / 60)
+    p = w.positions[b]
+    hole = (R_MAJOR - R_MINOR) * scale
+    assert np.hypot(p[0], p[1]) < hole - peg_r + 0.01     # the peg is still through the hole
+    assert p[2] < 0.3                                     # it slid down the peg
+    assert p[2] > -0.01                                   # and did not fall through the ground
