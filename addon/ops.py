@@ -81,8 +81,10 @@ class _BakeOperator:
         summary = job.finish()
         LAST["summary"] = summary
         _report_problems(self, job.problems)
+        seconds = summary["simulation_seconds"] + summary["write_seconds"] + \
+            summary["refresh_seconds"]
         self.report({'INFO'}, f"Baked {summary['objects']} object(s) over {summary['frames']} "
-                    f"frames in {summary['simulation_seconds'] + summary['write_seconds']:.2f} s")
+                    f"frames in {seconds:.2f} s")
         return {'FINISHED'}
 
     def _advance(self, job, count, restore=True):

@@ -63,6 +63,7 @@ class BakeJob:
         self.done = False
         self.sim_seconds = 0.0
         self.write_seconds = 0.0
+        self.refresh_seconds = 0.0
         self.max_penetration = 0.0
 
     # -- prepare ----------------------------------------------------------------------------
@@ -289,20 +290,28 @@ class BakeJob:
             animation.write_object_keys(b.obj, frames, loc, rot)
         self.write_seconds = time.perf_counter() - t0
         self._store_cache()
+        t0 = time.perf_counter()
+        # Re-evaluate the scene at the user's frame, so the objects show their baked pose
+        # (Blender rebuilds the depsgraph relations for the new actions here).
         self.scene.frame_set(self.saved_frame[0], subframe=self.saved_frame[1])
+        self.refresh_seconds = time.perf_counter() - t0
         self.done = True
         return self.summary()
 
     def channel_values(self):
-        """Per dynamic object (location (F, 3), rotation (F, 3|4) in its rotation mode)."""
+        """Per dynamic object (location (F, 3), rotation (F, 3|4) in its rotation mode).
+
+        Rotation channel R = D^T P^-1 R_world K diag(1/s) (D delta rotation, P parent space,
+        K shape matrix, s scale * delta scale). For the usual object (fixed parent space
+        without shear) the constant factors are rotations up to a scalar, so R is computed as
+        a quaternion product, with no (F, N, 3, 3) matrices; other objects take the general
+        matrix path."""
         nd = len(self.dynamic)
         F = self.frame - self.first + 1
         pos = self.positions[:F]
-        rot = transforms.quat_to_matrix(self.orientations[:F])
-        K = np.array([b.shape_matrix for b in self.dynamic])
-        P = self._parent_spaces(pos, rot, K)
-        B3, Bt = transforms.world_to_basis(rot, pos, K, P)
+        qw = self.orientations[:F]
         objs = [b.obj for b in self.dynamic]
+        K = np.array([b.shape_matrix for b in self.dynamic])
         dloc = np.array([tuple(o.delta_location) for o in objs])
         total_scale = np.array([tuple(o.scale) for o in objs]) * \
             np.array([tuple(o.delta_scale) for o in objs])
@@ -310,15 +319,35 @@ class BakeJob:
         D = np.tile(np.eye(3), (nd, 1, 1))
         quat_m = modes == "QUATERNION"
         if quat_m.any():
-            D[quat_m] = transforms.quat_to_matrix(
-                np.array([tuple(objs[i].delta_rotation_quaternion) for i in np.flatnonzero(quat_m)]))
+            D[quat_m] = transforms.quat_to_matrix(np.array(
+                [tuple(objs[i].delta_rotation_quaternion) for i in np.flatnonzero(quat_m)]))
         for order in transforms.EULER_ORDERS:
             m = modes == order
             if m.any():
-                D[m] = transforms.euler_to_matrix(
-                    np.array([tuple(objs[i].delta_rotation_euler) for i in np.flatnonzero(m)]), order)
-        q, Rm = transforms.basis_rotation(B3, total_scale, D)
-        loc = Bt - dloc[None]
+                D[m] = transforms.euler_to_matrix(np.array(
+                    [tuple(objs[i].delta_rotation_euler) for i in np.flatnonzero(m)]), order)
+        P0 = self.parent_world0 @ self.parent_const            # (N, 4, 4) at the first frame
+        moving = (self.parent_body >= 0).copy()
+        for r, _ in self.parent_sampled:
+            moving[r] = True
+        Pinv0 = np.linalg.inv(P0)
+        L = np.swapaxes(D, 1, 2) @ Pinv0[:, :3, :3]
+        ok, qL, qX = transforms.rigid_factors(L, K / total_scale[:, None, :])
+        fast = ok & ~moving
+        q = np.empty((F, nd, 4))
+        loc = np.empty((F, nd, 3))
+        f = np.flatnonzero(fast)
+        if len(f):
+            q[:, f] = transforms.quat_multiply(transforms.quat_multiply(qL[f], qw[:, f]), qX[f])
+            loc[:, f] = np.einsum("nij,fnj->fni", Pinv0[f, :3, :3], pos[:, f]) + Pinv0[f, :3, 3]
+        g = np.flatnonzero(~fast)
+        if len(g):
+            rot = transforms.quat_to_matrix(self.orientations[:F])
+            P = self._parent_spaces(pos, rot, K)
+            B3, Bt = transforms.world_to_basis(rot[:, g], pos[:, g], K[g], P[:, g])
+            q[:, g], _ = transforms.basis_rotation(B3, total_scale[g], D[g])
+            loc[:, g] = Bt
+        loc -= dloc[None]
         rot_vals = [None] * nd
         start = self.start_rot
         if quat_m.any():
@@ -343,7 +372,8 @@ class BakeJob:
             if m.any():
                 idx = np.flatnonzero(m)
                 e = transforms.matrices_to_euler_continuous(
-                    Rm[:, idx], order, np.array([start[i][1] for i in idx]))
+                    transforms.quat_to_matrix(q[:, idx]), order,
+                    np.array([start[i][1] for i in idx]))
                 for k, i in enumerate(idx):
                     rot_vals[i] = e[:, k]
         return [(loc[:, j], rot_vals[j]) for j in range(nd)]
@@ -394,6 +424,7 @@ class BakeJob:
             "frame_end": self.frame,
             "simulation_seconds": self.sim_seconds,
             "write_seconds": self.write_seconds,
+            "refresh_seconds": self.refresh_seconds,
             "max_penetration": self.max_penetration if self.record else None,
             "problems": [str(p) for p in self.problems],
         }

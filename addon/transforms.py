@@ -99,6 +99,18 @@ def _order_permutation(order):
     return P, np.linalg.det(P) < 0
 
 
+def quat_multiply(a, b):
+    """Hamilton products a * b of quaternions (..., 4), broadcasting (b is applied first)."""
+    a = np.asarray(a, dtype=np.float64)
+    b = np.asarray(b, dtype=np.float64)
+    aw, ax, ay, az = (a[..., i] for i in range(4))
+    bw, bx, by, bz = (b[..., i] for i in range(4))
+    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
+                     aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)
+
+
 def matrix_to_euler_pair(m, order):
     """Both Euler solutions (..., 3) of rotation matrices (..., 3, 3) for a rotation order.
 
@@ -107,7 +119,8 @@ def matrix_to_euler_pair(m, order):
     solutions coincide and c is taken as 0.
     """
     P, odd = _order_permutation(order)
-    M = P @ np.asarray(m, dtype=np.float64) @ P.T
+    idx = [_AXIS[ch] for ch in order]
+    M = np.asarray(m, dtype=np.float64)[..., idx, :][..., :, idx]  # = P @ m @ P.T
     cy = np.hypot(M[..., 0, 0], M[..., 1, 0])
     ok = cy > 1e-7
     a1 = np.where(ok, np.arctan2(M[..., 2, 1], M[..., 2, 2]), np.arctan2(-M[..., 1, 2], M[..., 1, 1]))
@@ -251,6 +264,29 @@ def world_to_basis(world_rot, world_pos, shape_matrix, parent_space):
     B3 = Pinv[..., :3, :3] @ lin
     Bt = np.einsum("fnij,fnj->fni", Pinv[..., :3, :3], world_pos) + Pinv[..., :3, 3]
     return B3, Bt
+
+
+def rigid_factors(L, X, tol=1e-6):
+    """For constant per-object matrices L (N, 3, 3) and X (N, 3, 3), whether L = a Lr and
+    X = Xr / a with Lr, Xr proper rotations and a > 0 (then L @ R @ X = Lr @ R @ Xr is a
+    rotation for every rotation R, and the product can be done on quaternions). Returns
+    (ok (N,), qL (N, 4), qX (N, 4))."""
+    L = np.asarray(L, dtype=np.float64)
+    X = np.asarray(X, dtype=np.float64)
+    det = np.linalg.det(L)
+    a = np.cbrt(np.where(det > 0, det, 1.0))
+    Lr = L / a[:, None, None]
+    Xr = X * a[:, None, None]
+    eye = np.eye(3)
+
+    def is_rotation(m):
+        return (np.abs(np.swapaxes(m, -1, -2) @ m - eye).max(axis=(-1, -2)) < tol) & \
+            (np.linalg.det(m) > 0)
+
+    ok = (det > 0) & is_rotation(Lr) & is_rotation(Xr)
+    safe = np.where(ok[:, None, None], 1.0, 0.0) * Lr + np.where(ok[:, None, None], 0.0, 1.0) * eye
+    safe_x = np.where(ok[:, None, None], Xr, eye)
+    return ok, matrix_to_quat(safe), matrix_to_quat(safe_x)
 
 
 def basis_rotation(B3, total_scale, delta_rot):
