@@ -14,8 +14,7 @@ One ``World.step(dt)``:
 6. graph colouring (engine.graph) and the soft-step solver (engine.solver) over the substeps,
    with integration (engine.integrate) in between;
 7. restitution, impulses stored, kinematic bodies snapped to their targets;
-8. continuous collision: fast bodies are swept against static ones (engine.ccd);
-9. sleep timers and per-island sleeping (engine.graph.islands); optional debug record.
+8. sleep timers and per-island sleeping (engine.graph.islands); optional debug record.
 
 Frames. Public poses are those of the body *origin* (the frame the shape is defined in, what
 Blender keys); internally the dynamics uses centre-of-mass positions, since a body rotates
@@ -110,8 +109,11 @@ class World:
 
     gravity: (3,) m/s^2. substeps: fixed substeps per step, or None to use
     ceil(dt / max_substep). iterations: soft solve sweeps per substep (1 is Box2D's choice;
-    relax always runs once). sleeping: let resting islands sleep. ccd: sweep fast bodies
-    against static ones after each step.
+    relax runs relax_iterations times). sleeping: let resting islands sleep. ccd: continuous
+    collision by speculative contacts: AABBs are swept by each body's motion over the step and
+    the narrowphase keeps points within base + closing distance over the step, so a contact
+    exists before the bodies touch and its bias s/h stops them at the surface (a 0.1 m sphere
+    at 200 m/s stops at a 5 cm wall at 24 fps). ccd=False keeps only the base distance.
 
     Pair coefficients combine by multiplication (Blender/Bullet): mu = mu_a * mu_b,
     e = e_a * e_b. Damping: v *= (1 - d) ** dt (Bullet).
@@ -470,10 +472,6 @@ class World:
         q[movers] = quat.normalize(q[movers])
         pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
 
-        # 8. Continuous collision for fast bodies.
-        if self.ccd:
-            self._ccd(dt)
-
         # 9. Sleep.
         if self.sleeping_enabled:
             touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
@@ -500,8 +498,9 @@ class World:
         vel = self._v("vel")
         kind = self._v("kind")
         # Sweep: linear displacement plus what rotation can add (|w| dt * bounding radius).
-        disp = vel[:, :3] * dt
-        spin = np.linalg.norm(vel[:, 3:], axis=1) * dt * t.bound_radius[sid]
+        sweep = dt if self.ccd else 0.0
+        disp = vel[:, :3] * sweep
+        spin = np.linalg.norm(vel[:, 3:], axis=1) * sweep * t.bound_radius[sid]
         moving = kind != STATIC
         disp = np.where(moving[:, None], disp, 0.0)
         spin = np.where(moving, spin, 0.0)
@@ -546,7 +545,7 @@ class World:
         rel = np.linalg.norm(vel[ib, :3] - vel[ia, :3], axis=1)
         spin = (np.linalg.norm(vel[ia, 3:], axis=1) * t.bound_radius[sid[ia]]
                 + np.linalg.norm(vel[ib, 3:], axis=1) * t.bound_radius[sid[ib]])
-        margin = self.speculative_distance + dt * (rel + spin)
+        margin = self.speculative_distance + (dt if self.ccd else 0.0) * (rel + spin)
         # The narrowphase takes one scalar margin per call: bucket the pairs by margin rounded
         # up to spec * 2^k (a handful of calls; the slow majority shares the first bucket).
         spec = max(self.speculative_distance, 1e-6)
@@ -578,10 +577,6 @@ class World:
         a, b = np.minimum(a, n - 1), np.minimum(b, n - 1)
         passive = self._v("sleeping") | (self._v("kind") != DYNAMIC)
         return ok & passive[a] & passive[b] & (self._v("sleeping")[a] | self._v("sleeping")[b])
-
-    def _ccd(self, dt):
-        from .ccd import sweep_fast_bodies
-        sweep_fast_bodies(self, dt)
 
     def _update_sleep(self, dt, awake, ta, tb, moving):
         a = self._a
