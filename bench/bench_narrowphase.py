@@ -5,8 +5,11 @@ Run:  .venv/bin/python bench/bench_narrowphase.py [--pybullet]
 Configurations (all pairs in contact or within the margin, as the broadphase would hand them):
   box pile     unit cubes near-aligned (rotations up to 0.1 rad), resting face to face with a
                few mm of penetration: the 1000-cube pile case the world runs every step;
-  box random   unit cubes in random orientations, centres 0.8-1.1 apart;
-  hull32       32-vertex random hulls, random orientations, centres 1.2-1.7 apart.
+  box random   unit cubes in random orientations, touching: B's lowest corner along a face
+               normal of A at that face's centre, 1 cm above to 2 cm into it;
+  box deep     random orientations, centres 0.8-1.1 apart (deep overlaps: a worst case);
+  hull32       32-vertex random hulls (points on a unit sphere), touching as "box random";
+  hull32 deep  centres 1.6-2.2 apart (deep overlaps).
 --pybullet also times pybullet.getContactPoints on the same box configurations (one call per
 pair from Python, so it mostly measures the binding; shown for scale only).
 """
@@ -48,19 +51,28 @@ def random_quats(rng, m, max_angle=None):
     return quat.from_axis_angle(axis, rng.uniform(-max_angle, max_angle, m))
 
 
-def config(rng, m, kind):
+def config(rng, m, kind, shape):
+    """Poses of m pairs of ``shape`` with itself (see module doc)."""
     pa = rng.uniform(-50, 50, (m, 3))
     if kind == "box pile":
         axis = np.eye(3)[rng.integers(0, 3, m)] * rng.choice([-1.0, 1.0], (m, 1))
         pb = pa + axis * rng.uniform(0.99, 1.0, (m, 1)) + rng.uniform(-0.5, 0.5, (m, 3)) * (1 - np.abs(axis))
         return pa, random_quats(rng, m, 0.1), pb, random_quats(rng, m, 0.1)
-    dist = (0.8, 1.1) if kind == "box random" else (1.2, 1.7)
-    d = rng.normal(size=(m, 3))
-    d /= np.linalg.norm(d, axis=1, keepdims=True)
-    pb = pa + d * rng.uniform(*dist, (m, 1))
-    return pa, random_quats(rng, m), pb, random_quats(rng, m)
-
-
+    qa, qb = random_quats(rng, m), random_quats(rng, m)
+    if kind.endswith("deep"):
+        d = rng.normal(size=(m, 3))
+        d /= np.linalg.norm(d, axis=1, keepdims=True)
+        return pa, qa, pa + d * rng.uniform(0.8, 1.1, (m, 1)) * 2 * np.abs(shape.vertices).max(), qb
+    # Touching: B's lowest point along a face normal of A sits at that face's centre, between
+    # 1 cm above and 2 cm below the face plane (A lies below that plane, so that is the depth).
+    f = rng.integers(0, len(shape.faces), m)
+    centre = np.array([shape.vertices[loop].mean(axis=0) for loop in shape.faces])[f]
+    ra, rb = quat.to_matrix(qa), quat.to_matrix(qb)
+    n = np.matmul(ra, shape.planes[f, :3, None])[:, :, 0]
+    c = np.matmul(ra, centre[:, :, None])[:, :, 0] + pa
+    wb = np.matmul(shape.vertices[None], rb.transpose(0, 2, 1))
+    reach = (wb @ -n[:, :, None]).max(axis=(1, 2))
+    return pa, qa, c + n * (reach - rng.uniform(-0.01, 0.02, m))[:, None], qb
 def best_time(fn, repeat):
     best = np.inf
     for _ in range(repeat):
@@ -99,14 +111,15 @@ def main():
     table = ShapeTable([box, hull])
     margin = 0.02
     print(f"numpy {np.__version__}; margin {margin}")
-    for kind, sid in (("box pile", 0), ("box random", 0), ("hull32", 1)):
+    cases = (("box pile", 0), ("box random", 0), ("box deep", 0), ("hull32", 1), ("hull32 deep", 1))
+    for kind, sid in cases:
         for m in (1000, 10000):
-            pa, qa, pb, qb = config(rng, m, kind)
+            pa, qa, pb, qb = config(rng, m, kind, table.shapes[sid])
             ids = np.full(m, sid)
             man = collide(table, ids, pa, qa, ids, pb, qb, margin=margin)
             dt = best_time(lambda: collide(table, ids, pa, qa, ids, pb, qb, margin=margin), args.repeat)
             touching = np.mean(man.count > 0)
-            line = (f"{kind:10s} {m:6d} pairs: {dt * 1e3:8.2f} ms  {m / dt:10.0f} pairs/s  "
+            line = (f"{kind:11s} {m:6d} pairs: {dt * 1e3:8.2f} ms  {m / dt:10.0f} pairs/s  "
                     f"({dt / m * 1e9 / 1e3:.2f} us/pair, {touching:.0%} with contacts, "
                     f"mean {man.count[man.count > 0].mean():.2f} points)")
             if args.pybullet and kind.startswith("box") and m == 1000:

@@ -74,12 +74,13 @@ def _count_slice(counts):
 def face_query(planes, points):
     """Max over faces of the min signed distance of the other shape's points to each plane.
 
-    planes (M, F, 4) and points (M, V, 3) in the same frame -> (separation (M,), face (M,)).
+    planes (M, F, 4) and points (M, V, 3) in the same frame -> (separation (M,), face (M,),
+    signed distances (M, V, F) of every point to every plane, per-plane separations (M, F)).
     """
-    d = np.matmul(planes[:, :, :3], points.transpose(0, 2, 1))  # (M, F, V)
-    s = d.min(axis=2) - planes[:, :, 3]
+    d = np.matmul(points, planes[:, :, :3].transpose(0, 2, 1)) - planes[:, None, :, 3]  # (M, V, F)
+    s = d.min(axis=1)
     f = s.argmax(axis=1)
-    return np.take_along_axis(s, f[:, None], 1)[:, 0], f
+    return np.take_along_axis(s, f[:, None], 1)[:, 0], f, d, s
 
 
 def vertex_mean(points, counts):
@@ -89,13 +90,14 @@ def vertex_mean(points, counts):
     return total / counts[:, None]
 
 
-def edge_query(pa, ea, dir_a, nrm_a, cen_a, pb, eb, dir_b, nrm_b):
+def edge_query(pa, ea, dir_a, nrm_a, mask_a, cen_a, pb, eb, dir_b, nrm_b, mask_b):
     """Best edge-edge axis over Minkowski-face edge pairs; everything in A's frame.
 
     pa (M, Va, 3) points, ea (M, Ea, 2) edge vertex indices, dir_a (M, Ea, 3) unit directions,
-    nrm_a (M, Ea, 2, 3) normals of the two faces at each edge, cen_a (M, 3) an interior point of
-    A; same for B (already mapped into A's frame). Returns (separation (M,), edge_a, edge_b,
-    unit axis (M, 3) oriented A -> B); separation is -inf where no pair is valid.
+    nrm_a (M, Ea, 2, 3) normals of the two faces at each edge, mask_a (M, Ea) edges to use,
+    cen_a (M, 3) an interior point of A; same for B (already mapped into A's frame). Returns
+    (separation (M,), position of the edge in ea, in eb, unit axis (M, 3) oriented A -> B);
+    separation is -inf where no pair is valid.
     """
     m = len(pa)
     rows = np.arange(m)[:, None]
@@ -113,6 +115,7 @@ def edge_query(pa, ea, dir_a, nrm_a, cen_a, pb, eb, dir_b, nrm_b):
     adc = np.matmul(na1, dxc_t)                    # A . (D x C)
     bdc = np.matmul(na2, dxc_t)
     valid = (cba * dba < 0) & (adc * bdc < 0) & (cba * bdc > 0)
+    valid &= mask_a[:, :, None] & mask_b[:, None, :]
 
     # Axis u = da x db (unnormalised); every dot product with it is a triple product.
     dir_b_t = dir_b.transpose(0, 2, 1)
@@ -136,9 +139,71 @@ def edge_query(pa, ea, dir_a, nrm_a, cen_a, pb, eb, dir_b, nrm_b):
     return best, ia, ib, axis
 
 
+# Slack of the edge pruning below, relative to the pair's size.
+PRUNE_TOL = 1e-6
+
+
+# Planes of the other shape used to prune edges: the few it is most "outside" of.
+PRUNE_PLANES = 6
+
+
+def _near_edges(table, ids, dist, plane_sep, tau):
+    """Mask (M, E) of the edges that may come within tau of the other shape.
+
+    dist (M, V, F): signed distances of this shape's points to the other's face planes,
+    plane_sep (M, F) their minima. Any plane bounds the distance of a segment to the other
+    (convex) shape from below by the smaller of its two ends' distances, so an edge more than
+    tau outside some plane is too far to form the best axis (see _general_queries). Any subset
+    of planes gives a valid (weaker) bound: the PRUNE_PLANES planes with the largest
+    separations do nearly all the work at a tenth of the cost."""
+    k = min(PRUNE_PLANES, dist.shape[2])
+    top = np.argpartition(-plane_sep, k - 1, axis=1)[:, :k] if k < dist.shape[2] else \
+        np.broadcast_to(np.arange(k), plane_sep.shape)
+    d = np.take_along_axis(dist, top[:, None, :], 2)                   # (M, V, k)
+    ne = _count_slice(table.nedges[ids])
+    edges = table.edges[ids, :ne]
+    rows = np.arange(len(ids))[:, None]
+    lower = np.minimum(d[rows, edges[:, :, 0]], d[rows, edges[:, :, 1]]).max(axis=2)
+    return (lower <= tau[:, None]) & (np.arange(ne)[None, :] < table.nedges[ids][:, None])
+
+
+def _compact(keep):
+    """Indices of the True entries moved to the front (M, K) and their mask, K = max count."""
+    count = keep.sum(axis=1)
+    k = max(int(count.max()), 1)
+    order = np.argsort(~keep, axis=1, kind="stable")[:, :k]
+    return order, np.arange(k)[None, :] < count[:, None]
+
+
+# Edge pairs per chunk of the edge query: bounds the (chunk, Ea, Eb) temporaries (~16 MB each).
+EDGE_CHUNK = 1 << 21
+
+
+def _chunks(cost):
+    """Split pairs sorted by cost into runs whose size * max cost stays under EDGE_CHUNK."""
+    order = np.argsort(cost, kind="stable")
+    c = cost[order]
+    bounds, start, n = [], 0, len(c)
+    while start < n:
+        # Largest end with (end - start) * c[end - 1] <= budget (c ascending), at least one pair.
+        fits = (np.arange(start + 1, n + 1) - start) * c[start:] <= EDGE_CHUNK
+        end = start + max(int(np.argmin(fits)) if not fits.all() else n - start, 1)
+        bounds.append(order[start:end])
+        start = end
+    return bounds
+
+
 def _general_queries(table, ids_a, ids_b, rot, trans, margin):
-    """Face queries of A and B, then the edge query for pairs not already apart by margin."""
+    """Face queries of A and B, then the edge query for pairs not already apart by margin.
+
+    Edge pruning keeps the answer exact where it matters: for overlapping shapes the best edge
+    pair's Minkowski face is within depth <= -face_best of the origin, so both edges lie within
+    that distance of the other shape; for shapes apart by d <= margin the closest edges are d
+    apart. Edges farther than tau = max(-face_best, margin) from the other shape are dropped,
+    which makes the quadratic edge-pair step small (the edges near the contact). Pairs are then
+    processed in chunks of similar cost so one deep pair does not widen everybody's arrays."""
     m = len(ids_a)
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     va = _count_slice(table.npoints[ids_a])
     vb = _count_slice(table.npoints[ids_b])
     fa = _count_slice(table.nfaces[ids_a])
@@ -147,29 +212,43 @@ def _general_queries(table, ids_a, ids_b, rot, trans, margin):
     pts_b = transform(rot, trans, table.points[ids_b, :vb])  # B's points in A's frame
 
     # Face query of A: B's points against A's planes. Face query of B: A's points in B's frame.
-    sep_a, face_a = face_query(table.planes[ids_a, :fa], pts_b)
+    sep_a, face_a, dist_a, planes_a = face_query(table.planes[ids_a, :fa], pts_b)
     rot_t = rot.transpose(0, 2, 1)
     trans_inv = -np.matmul(rot_t, trans[:, :, None])[:, :, 0]
-    sep_b, face_b = face_query(table.planes[ids_b, :fb], transform(rot_t, trans_inv, pts_a))
+    sep_b, face_b, dist_b, planes_b = face_query(table.planes[ids_b, :fb], transform(rot_t, trans_inv, pts_a))
 
     sep_e = np.full(m, -np.inf)
     edge_a = np.zeros(m, dtype=np.int64)
     edge_b = np.zeros(m, dtype=np.int64)
     axis_e = np.zeros((m, 3))
-    todo = np.nonzero(np.maximum(sep_a, sep_b) <= margin)[0]
-    if len(todo):
-        ia, ib = ids_a[todo], ids_b[todo]
-        ea = _count_slice(table.nedges[ia])
-        eb = _count_slice(table.nedges[ib])
-        r = rot[todo]
-        pa_s = pts_a[todo]
-        dir_b = np.matmul(table.edge_dirs[ib, :eb], r.transpose(0, 2, 1))
-        nrm_b = np.matmul(table.edge_normals[ib, :eb], r.transpose(0, 2, 1)[:, None])
+    face_best = np.maximum(sep_a, sep_b)
+    todo = np.nonzero(face_best <= margin)[0]
+    if not len(todo):
+        return sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e
+    scale = np.minimum(table.bound_radius[ids_a[todo]], table.bound_radius[ids_b[todo]])
+    tau = np.maximum(-face_best[todo], margin[todo]) + PRUNE_TOL * scale
+    keep_a = _near_edges(table, ids_a[todo], dist_b[todo], planes_b[todo], tau)
+    keep_b = _near_edges(table, ids_b[todo], dist_a[todo], planes_a[todo], tau)
+    cost = np.maximum(keep_a.sum(axis=1), 1) * np.maximum(keep_b.sum(axis=1), 1)
+    for part in _chunks(cost):
+        sel = todo[part]
+        ia, ib = ids_a[sel], ids_b[sel]
+        ka, mask_a = _compact(keep_a[part])
+        kb, mask_b = _compact(keep_b[part])
+        r_t = rot[sel].transpose(0, 2, 1)
+        ea = table.edges[ia[:, None], ka]
+        eb = table.edges[ib[:, None], kb]
+        dir_b = np.matmul(table.edge_dirs[ib[:, None], kb], r_t)
+        nrm_b = np.matmul(table.edge_normals[ib[:, None], kb], r_t[:, None])
+        pa_s = pts_a[sel]
         cen = vertex_mean(pa_s, table.npoints[ia])
-        s, i, j, ax = edge_query(pa_s, table.edges[ia, :ea], table.edge_dirs[ia, :ea],
-                                 table.edge_normals[ia, :ea], cen,
-                                 pts_b[todo], table.edges[ib, :eb], dir_b, nrm_b)
-        sep_e[todo], edge_a[todo], edge_b[todo], axis_e[todo] = s, i, j, ax
+        s, i, j, ax = edge_query(pa_s, ea, table.edge_dirs[ia[:, None], ka],
+                                 table.edge_normals[ia[:, None], ka], mask_a, cen,
+                                 pts_b[sel], eb, dir_b, nrm_b, mask_b)
+        rows = np.arange(len(sel))
+        sep_e[sel], axis_e[sel] = s, ax
+        edge_a[sel] = ka[rows, i]
+        edge_b[sel] = kb[rows, j]
     return sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e
 
 

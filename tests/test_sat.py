@@ -144,23 +144,32 @@ def test_face_bias_prefers_faces_on_ties():
     assert r.kind[0] in (FACE_A, FACE_B) and r.separation[0] == pytest.approx(-0.01)
 
 
-def test_margin_skips_edge_query_but_stays_a_lower_bound():
+def test_margin_and_edge_pruning_keep_exact_depths():
+    """With a margin, far pairs skip the edge query and edges far from the other shape are
+    pruned: overlapping pairs keep their exact depth (checked against the oracle), pairs apart
+    keep a lower bound, and nothing within the margin is lost."""
     rng = np.random.default_rng(11)
-    shapes = random_shapes(rng, 6)
+    shapes = random_shapes(rng, 6) + [make_hull(oracle.random_hull_points(rng, 32))]
     table = ShapeTable(shapes)
-    m = 400
+    m = 1000
     ia = rng.integers(0, len(shapes), m)
     ib = rng.integers(0, len(shapes), m)
     pa = rng.uniform(-1, 1, (m, 3))
-    pb = pa + rng.uniform(-2, 2, (m, 3))
+    pb = pa + rng.uniform(-1.5, 1.5, (m, 3))
     ra = oracle.random_rotations(rng, m)
     rb = oracle.random_rotations(rng, m)
     full = polytope_sat(table, ia, pa, ra, ib, pb, rb)
-    cut = polytope_sat(table, ia, pa, ra, ib, pb, rb, margin=0.05)
-    close = full.separation <= 0.05
-    assert np.array_equal(cut.separation[close], full.separation[close])
-    assert np.all(cut.separation[~close] > 0.05)
-    assert np.all(cut.separation <= full.separation + 1e-15)
+    for margin in (0.0, 0.05):
+        cut = polytope_sat(table, ia, pa, ra, ib, pb, rb, margin=margin)
+        over = full.separation < 0
+        assert over.sum() > 200
+        assert np.array_equal(cut.separation[over], full.separation[over])
+        assert np.all(cut.separation <= full.separation + 1e-15)
+        assert np.all((cut.separation <= margin) >= (full.separation <= margin))
+    for k in np.nonzero(cut.separation < 0)[0][::5]:
+        s, _, _ = oracle.signed_distance_local(shapes[ia[k]].vertices, pa[k], ra[k],
+                                               shapes[ib[k]].vertices, pb[k], rb[k])
+        assert cut.separation[k] == pytest.approx(s, abs=1e-9)
 
 
 def test_far_from_origin_and_scales():
@@ -202,7 +211,7 @@ def test_box_fast_path_matches_general_path_and_oracle():
     rot, trans = relative_pose(pa, ra, pb, rb)
     _, half = box_info(table)
     fast = _box_queries(half[ia], half[ib], rot, trans)
-    slow = _general_queries(table, ia, ib, rot, trans, np.inf)
+    slow = _general_queries(table, ia, ib, rot, trans, np.full(m, np.inf))
     for k in (0, 2):  # face separations of A and B
         assert np.allclose(fast[k], slow[k], atol=1e-12)
     # Edge separation: the fast path considers all 9 directions with exact supports, the general
