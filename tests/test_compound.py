@@ -2,7 +2,6 @@
 union), expansion of compound/mesh body pairs into part and triangle pairs (vs the oracle)."""
 import numpy as np
 import pytest
-import trimesh
 
 from oracle import random_hull_points, signed_distance
 from engine import quat
@@ -14,6 +13,8 @@ from engine.nonconvex import body_mass_properties, collide_bodies
 from engine.shape_table import ShapeTable
 from engine.shapes import Box, Capsule, Sphere
 from engine.trimesh import TriangleMesh
+
+trimesh = pytest.importorskip("trimesh")  # test-only oracle (mass, torus mesh)
 
 
 def _tm_of(shape, pos, q):
