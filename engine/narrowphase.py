@@ -453,4 +453,9 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache
             out._put(sel, part)
     out.normal[swap] *= -1.0
     out.simplex[swap] *= -1.0  # GJK's simplex lives on B - A
+    # Unused slots: +inf separation, zero id and point (routines may leave scratch there).
+    unused = np.arange(WIDTH)[None, :] >= out.count[:, None]
+    out.separation[unused] = np.inf
+    out.ids[unused] = 0
+    out.points[unused] = 0.0
     return out
