@@ -475,3 +475,43 @@ def test_per_pair_margins_equal_scalar_calls():
     assert np.all(mixed.separation[mixed.count > 0, 0] <= margin[mixed.count > 0])
     with pytest.raises(Exception, match="NaN"):
         collide(table, ia[:2], pa[:2], qa[:2], ib[:2], pb[:2], qb[:2], margin=np.nan)
+
+
+def test_degenerate_batch_invariants():
+    """A mixed batch with nasty poses (coincident centres, identical orientations, 10 km from the
+    origin, 1 mm boxes next to 100 m slabs, a flat-sided tetrahedron, zero-length capsule cores):
+    outputs stay finite and well-formed, and no overlapping pair loses its contact."""
+    from engine.hull import ConvexHull
+    rng = np.random.default_rng(5)
+    shapes = [Box([0.5, 0.5, 0.5]), Box([1e-3, 1e-3, 1e-3]), Box([100, 100, 1]), Sphere(0.3),
+              Capsule(0.2, 0.5), Capsule(0.2, 0.0), ConvexHull(rng.normal(size=(30, 3))),
+              ConvexHull(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0]]))]
+    table = ShapeTable(shapes)
+    m = 4000
+    ia = rng.integers(0, len(shapes), m)
+    ib = rng.integers(0, len(shapes), m)
+    pa = rng.uniform(-1, 1, (m, 3)) * rng.choice([1.0, 1e4], (m, 1))
+    pb = pa + rng.normal(size=(m, 3)) * rng.choice([0.0, 1e-9, 0.1, 1.0], (m, 1))
+    qa = quat.normalize(rng.normal(size=(m, 4)))
+    qb = np.where(rng.random((m, 1)) < 0.3, qa, quat.normalize(rng.normal(size=(m, 4))))
+    margin = 0.02
+    man = collide(table, ia, pa, qa, ib, pb, qb, margin=margin)
+    used = np.arange(4)[None] < man.count[:, None]
+    assert np.all(np.isfinite(man.points[used])) and np.all(np.isfinite(man.separation[used]))
+    assert np.all(man.separation[used] <= margin)
+    assert np.all(np.isinf(man.separation[~used])) and np.all(man.ids[~used] == 0)
+    assert np.allclose(np.linalg.norm(man.normal, axis=1), 1.0)
+    for j in range(4):
+        for k in range(j):
+            both = used[:, j] & used[:, k]
+            assert not np.any(man.ids[both, j] == man.ids[both, k])
+    assert (man.count == 0).sum() > 100 and (man.count == 4).sum() > 100
+    for k in range(0, m, 23):
+        sa, sb = shapes[ia[k]], shapes[ib[k]]
+        exact, _, _ = oracle.signed_distance_local(sa.core_points, pa[k], quat.to_matrix(qa[k]),
+                                                   sb.core_points, pb[k], quat.to_matrix(qb[k]),
+                                                   sa.radius, sb.radius)
+        if exact < -1e-9:
+            assert man.count[k] > 0
+        if man.count[k] == 0:
+            assert exact > margin - 1e-9
