@@ -8,7 +8,7 @@ import importlib
 from .. import engine
 
 _MODULES = {"World": "world", "ConvexHull": "hull", "mass_properties": "mass",
-            "Compound": "compound", "TriangleMesh": "trimesh"}
+            "Compound": "compound", "TriangleMesh": "trimesh", "NonConvexWorld": "nonconvex"}
 _PROBES = {}
 
 
@@ -23,6 +23,20 @@ def get(name):
     return obj
 
 
+def world_class(nonconvex=False):
+    """The World to build: the plain one, or, for compound and mesh shapes, the engine's
+    World that handles them (NonConvexWorld while world.py does not do it natively)."""
+    if nonconvex:
+        cls = get("NonConvexWorld")
+        if cls is not None:
+            return cls
+    return get("World")
+
+
+def is_convex(shape):
+    return getattr(shape, "kind", None) in (0, 1, 2)  # polytope, sphere, capsule
+
+
 def supports(kind):
     """Whether the engine's World simulates bodies with a "compound" or "mesh" shape: a tiny
     world is built and stepped once (cached), so the add-on follows the engine's progress
@@ -32,7 +46,7 @@ def supports(kind):
     ok = False
     try:
         import numpy as np
-        World, Hull = get("World"), get("ConvexHull")
+        World, Hull = world_class(True), get("ConvexHull")
         cube = np.array([[x, y, z] for x in (-.5, .5) for y in (-.5, .5) for z in (-.5, .5)])
         w = World()
         if kind == "compound":

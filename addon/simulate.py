@@ -102,7 +102,8 @@ class BakeJob:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
             raise BakeError("Nothing to bake: no object has Hullabaloo enabled (Physics "
                             "properties)." if not errs else f"Nothing to bake: {errs}")
-        world = engine_link.get("World")(**world_settings(scene))
+        nonconvex = not all(engine_link.is_convex(b.shape) for b in bodies)
+        world = engine_link.world_class(nonconvex)(**world_settings(scene))
         kept = []
         for b in bodies:
             try:

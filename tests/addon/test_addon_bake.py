@@ -351,3 +351,42 @@ def test_animated_body_pushes_and_keeps_its_own_animation():
     scene.frame_set(30)
     # The box was pushed ahead of the pusher's front face (x = 2.5 at frame 30).
     assert box.matrix_world.translation.x > 2.5 + 0.4
+
+
+def _mesh(name, verts, faces):
+    m = bpy.data.meshes.new(name)
+    m.from_pydata(verts, [], faces)
+    m.update()
+    return m
+
+
+def test_mesh_scenery_and_compound_bodies_are_not_hulled():
+    """A box dropped into an open cup (passive Mesh shape) ends up inside it, and a dumbbell
+    of two loose cubes (Compound) straddles a low wall: both impossible with convex hulls."""
+    if not (hb.pkg().addon.engine_link.supports("mesh")
+            and hb.pkg().addon.engine_link.supports("compound")):
+        pytest.skip("this engine build has no non-convex World")
+    scene = hb.empty_scene(frame_end=40)
+    hb.add_box("Ground", size=(40, 40, 1), location=(0, 0, -0.5), body_type='PASSIVE')
+    v = [(x, y, z) for z in (0, 2) for y in (-2, 2) for x in (-2, 2)]
+    cup = hb.add_object("Cup", _mesh("cup", v, [(0, 2, 3, 1), (0, 1, 5, 4), (2, 6, 7, 3),
+                                                (0, 4, 6, 2), (1, 3, 7, 5)]),
+                        location=(10, 0, 0), body_type='PASSIVE', shape='MESH')
+    pebble = hb.add_box("Pebble", size=(0.5, 0.5, 0.5), location=(10, 0, 1.5))
+    cubes = []
+    for cx in (-1.5, 1.5):
+        cubes += [(cx + x * 0.5, y * 0.5, z * 0.5) for z in (-1, 1) for y in (-1, 1) for x in (-1, 1)]
+    faces = []
+    for base in (0, 8):
+        faces += [tuple(base + i for i in f) for f in ((0, 2, 3, 1), (4, 5, 7, 6), (0, 1, 5, 4),
+                                                        (2, 6, 7, 3), (0, 4, 6, 2), (1, 3, 7, 5))]
+    bell = hb.add_object("Dumbbell", _mesh("bell", cubes, faces), location=(0, 0, 1.6),
+                         shape='COMPOUND')
+    hb.add_box("Wall", size=(0.4, 3, 0.6), location=(0, 0, 0.3), body_type='PASSIVE')
+    scene.frame_set(1)
+    last = hb.bake()
+    assert not [p for p in last["problems"] if "not available" in p.message]
+    scene.frame_set(40)
+    p = pebble.matrix_world.translation
+    assert 0.0 < p.z < 1.0 and abs(p.x - 10) < 2 and abs(p.y) < 2  # inside the cup
+    assert bell.matrix_world.translation.z < 0.8  # both cubes on the ground, astride the wall
