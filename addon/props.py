@@ -126,11 +126,9 @@ class HULLABALOO_PG_scene(bpy.types.PropertyGroup):
         description="Stop fast bodies from passing through thin scenery between frames")
     keep_debug_records: BoolProperty(
         name="Keep Debug Records", default=False,
-        description="Store per-frame contacts with the bake, to draw them in the viewport "
-        "when scrubbing (no re-simulation needed)")
-    show_contacts: BoolProperty(
-        name="Show Contacts", default=True,
-        description="Draw the stored contact points of the current frame in the 3D Viewport")
+        description="Store the engine's per-frame records (contacts, impulses, bounding "
+        "boxes) with the bake, so the viewport overlays show them when scrubbing without "
+        "re-simulating")
     cache_file: StringProperty(
         name="Cache", default="", options={'HIDDEN'},
         description="Where the per-frame simulation states of the last bake are stored")

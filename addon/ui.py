@@ -1,12 +1,10 @@
-"""Panels (Properties > Physics and > Scene), the Object menu submenu, and the contact overlay.
+"""Panels (Properties > Physics and > Scene) and the Object menu submenu (the viewport
+overlays that draw the stored debug records live in addon/overlay/).
 
 Layout follows Blender's own Rigid Body panels (property split, sub-panels per topic) so the
 settings are where an artist looks for them. No sidebar tab: everything already has a home.
 """
 import bpy
-import numpy as np
-
-from . import cache
 
 
 def _settings(context):
@@ -146,9 +144,6 @@ class HULLABALOO_PT_scene(bpy.types.Panel):
         col.prop(s, "use_sleeping")
         col.prop(s, "use_ccd")
         col.prop(s, "keep_debug_records")
-        sub = col.row()
-        sub.active = s.keep_debug_records
-        sub.prop(s, "show_contacts")
         layout.use_property_split = False
         col = layout.column(align=True)
         col.scale_y = 1.3
@@ -183,38 +178,6 @@ def object_menu(self, context):
     self.layout.menu(HULLABALOO_MT_object.bl_idname, icon='PHYSICS')
 
 
-# -- contact overlay (from the stored debug records; nothing is re-simulated) -----------------
-_DRAW = {"handle": None, "shader": None}
-
-
-def draw_contacts():
-    scene = bpy.context.scene
-    if scene is None or not scene.hullabaloo.keep_debug_records or \
-            not scene.hullabaloo.show_contacts:
-        return
-    c = cache.get(scene)
-    rec = c.record(scene.frame_current) if c is not None else None
-    if not rec or "positions" not in rec or not len(rec["positions"]):
-        return
-    import gpu
-    from gpu_extras.batch import batch_for_shader
-    if _DRAW["shader"] is None:
-        _DRAW["shader"] = gpu.shader.from_builtin('UNIFORM_COLOR')
-    shader = _DRAW["shader"]
-    pts = rec["positions"].tolist()
-    gpu.state.point_size_set(6.0)
-    batch = batch_for_shader(shader, 'POINTS', {"pos": pts})
-    shader.uniform_float("color", (1.0, 0.25, 0.1, 1.0))
-    batch.draw(shader)
-    if "normals" in rec:
-        p = rec["positions"]
-        lines = np.stack((p, p + 0.1 * rec["normals"]), axis=1).reshape(-1, 3).tolist()
-        batch = batch_for_shader(shader, 'LINES', {"pos": lines})
-        shader.uniform_float("color", (1.0, 0.8, 0.1, 1.0))
-        batch.draw(shader)
-    gpu.state.point_size_set(1.0)
-
-
 CLASSES = (HULLABALOO_PT_physics, HULLABALOO_PT_mass, HULLABALOO_PT_surface,
            HULLABALOO_PT_dynamics, HULLABALOO_PT_collisions, HULLABALOO_PT_scene,
            HULLABALOO_MT_object)
@@ -224,16 +187,9 @@ def register():
     for cls in CLASSES:
         bpy.utils.register_class(cls)
     bpy.types.VIEW3D_MT_object.append(object_menu)
-    if not bpy.app.background:
-        _DRAW["handle"] = bpy.types.SpaceView3D.draw_handler_add(
-            draw_contacts, (), 'WINDOW', 'POST_VIEW')
 
 
 def unregister():
-    if _DRAW["handle"] is not None:
-        bpy.types.SpaceView3D.draw_handler_remove(_DRAW["handle"], 'WINDOW')
-        _DRAW["handle"] = None
-    _DRAW["shader"] = None
     bpy.types.VIEW3D_MT_object.remove(object_menu)
     for cls in reversed(CLASSES):
         bpy.utils.unregister_class(cls)
