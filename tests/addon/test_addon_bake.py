@@ -390,3 +390,24 @@ def test_mesh_scenery_and_compound_bodies_are_not_hulled():
     p = pebble.matrix_world.translation
     assert 0.0 < p.z < 1.0 and abs(p.x - 10) < 2 and abs(p.y) < 2  # inside the cup
     assert bell.matrix_world.translation.z < 0.8  # both cubes on the ground, astride the wall
+
+
+def test_rebake_after_saving_and_reopening_uses_the_stored_states(tmp_path):
+    scene = hb.empty_scene(frame_end=30)
+    hb.add_box("Ground", size=(20, 20, 1), location=(0, 0, -0.5), body_type='PASSIVE')
+    objs = [hb.add_box(f"Box{i}", size=(1, 1, 1), location=(0.3 * i, 0, 0.6 + 1.2 * i))
+            for i in range(3)]
+    scene.frame_set(1)
+    hb.bake()
+    full = {o.name: hb.keys_of(o) for o in objs}
+    path = tmp_path / "shot.blend"
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    bpy.ops.wm.read_homefile(use_empty=True)  # forget everything held in memory
+    bpy.ops.wm.open_mainfile(filepath=str(path))
+    scene = bpy.context.scene
+    scene.frame_set(12)
+    assert bpy.ops.hullabaloo.rebake_from_frame() == {'FINISHED'}
+    for name, keys in full.items():
+        again = hb.keys_of(bpy.data.objects[name])
+        for ch in keys:
+            np.testing.assert_array_equal(again[ch]["co"], keys[ch]["co"], err_msg=f"{name} {ch}")
