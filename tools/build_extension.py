@@ -61,7 +61,7 @@ def check_contents(path):
     required = ["blender_manifest.toml", "__init__.py", "addon/__init__.py", "engine/__init__.py"]
     missing = [n for n in required if n not in names]
     banned = [n for n in names if n.split("/")[0] in
-              ("tests", "bench", "docs", "tools", ".ci", ".git", "scripts", "requirements", "dist") or n.startswith(".venv")
+              ("tests", "bench", "docs", "tools", ".ci", ".git", "scripts", "requirements", "dist", "out", "build") or n.startswith(".venv")
               or "__pycache__" in n]
     if missing or banned:
         raise SystemExit(f"bad zip {path}: missing {missing}, should not contain {banned[:10]}")
