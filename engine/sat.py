@@ -75,10 +75,10 @@ def face_query(planes, points):
     """Max over faces of the min signed distance of the other shape's points to each plane.
 
     planes (M, F, 4) and points (M, V, 3) in the same frame -> (separation (M,), face (M,),
-    signed distances (M, V, F) of every point to every plane, per-plane separations (M, F)).
+    signed distances (M, F, V) of every point to every plane, per-plane separations (M, F)).
     """
-    d = np.matmul(points, planes[:, :, :3].transpose(0, 2, 1)) - planes[:, None, :, 3]  # (M, V, F)
-    s = d.min(axis=1)
+    d = np.matmul(planes[:, :, :3], points.transpose(0, 2, 1)) - planes[:, :, 3:]  # (M, F, V)
+    s = d.min(axis=2)
     f = s.argmax(axis=1)
     return np.take_along_axis(s, f[:, None], 1)[:, 0], f, d, s
 
@@ -150,19 +150,19 @@ PRUNE_PLANES = 6
 def _near_edges(table, ids, dist, plane_sep, tau):
     """Mask (M, E) of the edges that may come within tau of the other shape.
 
-    dist (M, V, F): signed distances of this shape's points to the other's face planes,
+    dist (M, F, V): signed distances of this shape's points to the other's face planes,
     plane_sep (M, F) their minima. Any plane bounds the distance of a segment to the other
     (convex) shape from below by the smaller of its two ends' distances, so an edge more than
     tau outside some plane is too far to form the best axis (see _general_queries). Any subset
     of planes gives a valid (weaker) bound: the PRUNE_PLANES planes with the largest
     separations do nearly all the work at a tenth of the cost."""
-    k = min(PRUNE_PLANES, dist.shape[2])
-    top = np.argpartition(-plane_sep, k - 1, axis=1)[:, :k] if k < dist.shape[2] else \
+    k = min(PRUNE_PLANES, dist.shape[1])
+    top = np.argpartition(-plane_sep, k - 1, axis=1)[:, :k] if k < dist.shape[1] else \
         np.broadcast_to(np.arange(k), plane_sep.shape)
-    d = np.take_along_axis(dist, top[:, None, :], 2)                   # (M, V, k)
+    rows = np.arange(len(ids))[:, None]
+    d = np.ascontiguousarray(dist[rows, top].transpose(0, 2, 1))        # (M, V, k)
     ne = _count_slice(table.nedges[ids])
     edges = table.edges[ids, :ne]
-    rows = np.arange(len(ids))[:, None]
     lower = np.minimum(d[rows, edges[:, :, 0]], d[rows, edges[:, :, 1]]).max(axis=2)
     return (lower <= tau[:, None]) & (np.arange(ne)[None, :] < table.nedges[ids][:, None])
 
