@@ -8,27 +8,31 @@ Pipeline (``ConvexHull(points)``):
    ``tol`` above every face counts as on or inside the hull and is dropped.
 2. Quickhull in rounds (``_Quickhull``). Every face remembers the farthest of its outside points.
    A round takes these "eyes", floods each eye's visible region over the face adjacency (all eyes
-   at once, one numpy step per ring), and inserts *at once* every eye whose closed region (visible
-   faces plus their neighbours) is not claimed by a farther eye. Such eyes cannot see each other's
-   new faces (a face made by eye e over horizon edge ab is only seen by points that see one of the
-   two faces on ab), so the batch equals inserting them one by one. Sequential Quickhull would run
-   one Python iteration per hull vertex; this runs tens of rounds even for 100k hull vertices.
+   at once, one numpy step per ring), and inserts *at once* a maximal set of eyes whose visible
+   regions do not touch each other's closed regions (visible faces plus their ring of neighbours;
+   farther eyes win conflicts). Such eyes cannot see each other's new faces: a point strictly above
+   a face built by eye e on horizon edge ab is strictly above one of the two old faces on ab. So
+   the batch equals inserting them one by one. Sequential Quickhull would run one Python iteration
+   per hull vertex; this runs ~60 rounds for 100k hull vertices.
 3. Exact topology. "Does the eye see this face" is an exact orientation test (Shewchuk's float
    filter, exact integer arithmetic for the rare undecided cases), so the triangulated hull is
    always the exact convex hull of the inserted points: a closed, convex 2-manifold, never a
    broken one, however degenerate (coplanar grids, duplicates) the input. Face planes, used only
    for the tolerance decisions, are computed with compensated (error-free) arithmetic, so even a
    long sliver's normal is accurate.
-4. Merge and clean. Adjacent triangles within ``tol`` of a seed plane are grown into one polygon
-   (a cube gives 6 quads). A polygon vertex within ``tol`` of the line through its two neighbours
-   (collinear or very slightly reflex) is not a true extreme point: it is dropped and the hull of
-   the remaining vertices is rebuilt (cheap: only hull vertices remain). Faces come out strictly
-   convex, CCW seen from outside, and ``.vertices`` holds only extreme input points.
+4. Merge and clean. Adjacent triangles within ``tol`` of a seed triangle's plane are grown into
+   one polygon (a cube gives 6 quads), whose plane is the seed's accurate plane. A polygon vertex
+   within ``tol`` of the segment joining its two neighbours (collinear), or reflex between them
+   (merging within tol can bend a boundary inwards by a hair), is not a true extreme point: it is
+   dropped and the hull of the remaining vertices rebuilt (cheap: only hull vertices remain).
+   Faces come out strictly convex, CCW seen from outside, and ``.vertices`` holds only extreme
+   input points.
 
 ``max_vertices=K`` runs step 2 greedily (one eye per round, always the globally farthest point:
 farthest-point insertion, the order of sequential Quickhull) and stops at K vertices, so the cap
-keeps the points that change the shape most; the error (farthest dropped point from the hull)
-never grows with K, because the hulls are nested.
+keeps the points that change the shape most. The hulls for growing K are nested (each run is a
+prefix of the next), so the error (farthest input point outside the hull) never grows with K,
+up to the clean-up's tol.
 """
 import numpy as np
 
@@ -52,14 +56,16 @@ class ConvexHull(Polytope):
     size: pass e.g. 1e-6 * size so subdivided flat faces still merge into one polygon.
 
     Attributes besides Polytope's: ``indices`` (rows of ``points`` used as vertices, sorted),
-    ``tolerance`` (every input point lies within ``3 * tolerance`` of the hull, a bound the
-    tests check), ``volume`` and ``centroid`` (exact, from ``mass.mass_properties``).
+    ``tolerance`` (every face's vertices lie within it of the face plane, and every input point
+    within ``3 * tolerance`` of the hull; the tests check both), ``volume`` and ``centroid``
+    (exact, from ``mass.mass_properties``).
     """
 
     def __init__(self, points, max_vertices=None, tolerance=None):
         pts = _validate(points)
         if max_vertices is not None:
-            if isinstance(max_vertices, bool) or int(max_vertices) != max_vertices or max_vertices < 4:
+            ok = isinstance(max_vertices, (int, np.integer)) and not isinstance(max_vertices, bool)
+            if not ok or max_vertices < 4:
                 raise EngineError(f"max_vertices must be an integer >= 4 (a tetrahedron), got {max_vertices!r}")
             max_vertices = int(max_vertices)
         indices, loops, planes, tol = build_hull(pts, max_vertices, tolerance)
@@ -534,10 +540,14 @@ class _Quickhull:
         cone_order = np.argsort(hc, kind="stable")
         start = np.searchsorted(hc[cone_order], np.arange(len(eyes)))
         length = np.bincount(hc, minlength=len(eyes))
-        width = int(length[np.unique(moving_c)].max())
-        cols = np.minimum(np.arange(width)[None], length[moving_c][:, None] - 1)
-        faces = new[cone_order[start[moving_c][:, None] + cols]]
-        self._assign(moving_pt, faces)
+        # Cones differ in size: pad each point's row of cone faces only to its power-of-two
+        # bucket, not to the largest cone of the round.
+        bucket = np.ceil(np.log2(length[moving_c])).astype(np.int64)
+        for b in np.unique(bucket):
+            sel = bucket == b
+            c = moving_c[sel]
+            cols = np.minimum(np.arange(int(length[c].max()))[None], length[c][:, None] - 1)
+            self._assign(moving_pt[sel], new[cone_order[start[c][:, None] + cols]])
 
     def triangles(self):
         """Live faces compacted: (tris, neighbours, normals, offsets, twice areas)."""

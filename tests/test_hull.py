@@ -244,7 +244,7 @@ def test_flat_error_says_what_to_do():
 
 
 def test_bad_max_vertices_and_tolerance_raise():
-    for bad in (3, 0, -5, 4.5, True):
+    for bad in (3, 0, -5, 4.5, True, "8"):
         with pytest.raises(EngineError):
             ConvexHull(CORNERS, max_vertices=bad)
     for bad in (-1.0, np.nan):
