@@ -296,9 +296,11 @@ def import_rigid_body(obj):
     """Copy one object's Blender Rigid Body settings to obj.hullabaloo and enable it."""
     rb = obj.rigid_body
     s = obj.hullabaloo
-    if rb.type == 'ACTIVE' and not rb.kinematic:
+    if rb.type == 'ACTIVE' and rb.enabled and not rb.kinematic:
         s.body_type = 'DYNAMIC'
-    elif rb.kinematic:
+    elif rb.kinematic or rb.type == 'ACTIVE':
+        # "Animated", or an active body with "Dynamic" off: follows its own animation and
+        # pushes the others (Blender simulates it once Dynamic is keyed on; we do not).
         s.body_type = 'ANIMATED'
     else:
         s.body_type = 'PASSIVE'

@@ -113,7 +113,8 @@ def test_import_rigid_body_copies_settings_and_world():
     for name, rb_type, shape, kin in (("Act", 'ACTIVE', 'SPHERE', False),
                                       ("Pas", 'PASSIVE', 'MESH', False),
                                       ("Kin", 'PASSIVE', 'BOX', True),
-                                      ("Cyl", 'ACTIVE', 'CYLINDER', False)):
+                                      ("Cyl", 'ACTIVE', 'CYLINDER', False),
+                                      ("Off", 'ACTIVE', 'CONE', False)):
         o = hb.add_box(name, enabled=False, location=(len(objs) * 3, 0, 1))
         bpy.context.view_layer.objects.active = o
         o.select_set(True)
@@ -122,6 +123,7 @@ def test_import_rigid_body_copies_settings_and_world():
         rb = o.rigid_body
         rb.collision_shape = shape
         rb.kinematic = kin
+        rb.enabled = name != "Off"  # "Dynamic" unticked
         rb.mass, rb.friction, rb.restitution = 3.5, 0.25, 0.6
         rb.linear_damping, rb.angular_damping = 0.2, 0.3
         rb.collision_collections = [i in (1, 4) for i in range(20)]
@@ -137,10 +139,10 @@ def test_import_rigid_body_copies_settings_and_world():
     assert objs["Act"].hullabaloo.enabled and not objs["Pas"].hullabaloo.enabled
     assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
     s = {k: o.hullabaloo for k, o in objs.items()}
-    assert [s[k].body_type for k in ("Act", "Pas", "Kin", "Cyl")] == \
-        ['DYNAMIC', 'PASSIVE', 'ANIMATED', 'DYNAMIC']
-    assert [s[k].shape for k in ("Act", "Pas", "Kin", "Cyl")] == \
-        ['SPHERE', 'MESH', 'BOX', 'CONVEX_HULL']
+    assert [s[k].body_type for k in ("Act", "Pas", "Kin", "Cyl", "Off")] == \
+        ['DYNAMIC', 'PASSIVE', 'ANIMATED', 'DYNAMIC', 'ANIMATED']
+    assert [s[k].shape for k in ("Act", "Pas", "Kin", "Cyl", "Off")] == \
+        ['SPHERE', 'MESH', 'BOX', 'CONVEX_HULL', 'CONVEX_HULL']
     for v in s.values():
         assert v.enabled
         assert (v.mass, v.friction, v.restitution) == pytest.approx((3.5, 0.25, 0.6))
