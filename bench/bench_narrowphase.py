@@ -9,7 +9,8 @@ Configurations (all pairs in contact or within the margin, as the broadphase wou
                normal of A at that face's centre, 1 cm above to 2 cm into it;
   box deep     random orientations, centres 0.8-1.1 apart (deep overlaps: a worst case);
   hull32       32-vertex random hulls (points on a unit sphere), touching as "box random";
-  hull32 deep  centres 1.6-2.2 apart (deep overlaps).
+  hull32 deep  centres 1.6-2.2 apart (deep overlaps);
+  sphere/box, capsule/box  a sphere / a capsule lying along a face, touching a random box face.
 --pybullet also times pybullet.getContactPoints on the same box configurations (one call per
 pair from Python, so it mostly measures the binding; shown for scale only).
 """
@@ -25,7 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from engine import quat  # noqa: E402
 from engine.narrowphase import collide  # noqa: E402
 from engine.shape_table import ShapeTable  # noqa: E402
-from engine.shapes import Box, Polytope  # noqa: E402
+from engine.shapes import Box, Capsule, Polytope, Sphere  # noqa: E402
 
 
 def hull_shape(rng, n):
@@ -73,6 +74,26 @@ def config(rng, m, kind, shape):
     wb = np.matmul(shape.vertices[None], rb.transpose(0, 2, 1))
     reach = (wb @ -n[:, :, None]).max(axis=(1, 2))
     return pa, qa, c + n * (reach - rng.uniform(-0.01, 0.02, m))[:, None], qb
+def round_on_box(rng, m, box, radius, lying):
+    """Sphere or capsule (axis along the face when lying) touching a random face of a box."""
+    pa = rng.uniform(-50, 50, (m, 3))
+    qa = random_quats(rng, m)
+    f = rng.integers(0, 6, m)
+    n = np.matmul(quat.to_matrix(qa), box.planes[f, :3, None])[:, :, 0]
+    c = np.matmul(quat.to_matrix(qa), (box.planes[f, :3] * box.planes[f, 3:])[:, :, None])[:, :, 0] + pa
+    qb = random_quats(rng, m)
+    if lying:  # turn B's z axis into the face plane: rotate z onto a unit vector normal to n
+        t = np.cross(n, rng.normal(size=(m, 3)))
+        t /= np.linalg.norm(t, axis=1, keepdims=True)
+        z = np.array([0.0, 0.0, 1.0])
+        ax = np.cross(z, t)
+        ang = np.arccos(np.clip(t[:, 2], -1, 1))
+        ax = np.where(np.linalg.norm(ax, axis=1, keepdims=True) > 1e-9, ax, [1.0, 0, 0])
+        qb = quat.from_axis_angle(ax, ang)
+    pb = c + n * (radius - rng.uniform(-0.01, 0.02, m))[:, None]
+    return pa, qa, pb, qb
+
+
 def best_time(fn, repeat):
     best = np.inf
     for _ in range(repeat):
@@ -108,7 +129,7 @@ def main():
     rng = np.random.default_rng(0)
     box = Box([0.5, 0.5, 0.5])
     hull = hull_shape(rng, 32)
-    table = ShapeTable([box, hull])
+    table = ShapeTable([box, hull, Sphere(0.3), Capsule(0.2, 0.5)])
     margin = 0.02
     print(f"numpy {np.__version__}; margin {margin}")
     cases = (("box pile", 0), ("box random", 0), ("box deep", 0), ("hull32", 1), ("hull32 deep", 1))
@@ -120,12 +141,21 @@ def main():
             dt = best_time(lambda: collide(table, ids, pa, qa, ids, pb, qb, margin=margin), args.repeat)
             touching = np.mean(man.count > 0)
             line = (f"{kind:11s} {m:6d} pairs: {dt * 1e3:8.2f} ms  {m / dt:10.0f} pairs/s  "
-                    f"({dt / m * 1e9 / 1e3:.2f} us/pair, {touching:.0%} with contacts, "
+                    f"({dt / m * 1e6:.2f} us/pair, {touching:.0%} with contacts, "
                     f"mean {man.count[man.count > 0].mean():.2f} points)")
             if args.pybullet and kind.startswith("box") and m == 1000:
                 dtp = bench_pybullet([0.5, 0.5, 0.5], pa, qa, pb, qb)
                 line += f"   pybullet getClosestPoints loop: {m / dtp:.0f} pairs/s"
             print(line)
+    for name, sid, lying in (("sphere/box", 2, False), ("capsule/box", 3, True)):
+        for m in (1000, 10000):
+            pa, qa, pb, qb = round_on_box(rng, m, box, table.shapes[sid].radius, lying)
+            ia, ib = np.zeros(m, dtype=np.int64), np.full(m, sid)
+            man = collide(table, ia, pa, qa, ib, pb, qb, margin=margin)
+            dt = best_time(lambda: collide(table, ia, pa, qa, ib, pb, qb, margin=margin), args.repeat)
+            print(f"{name:11s} {m:6d} pairs: {dt * 1e3:8.2f} ms  {m / dt:10.0f} pairs/s  "
+                  f"({dt / m * 1e6:.2f} us/pair, {np.mean(man.count > 0):.0%} with contacts, "
+                  f"mean {man.count[man.count > 0].mean():.2f} points)")
 
 
 if __name__ == "__main__":

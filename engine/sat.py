@@ -177,6 +177,8 @@ def _compact(keep):
 
 # Edge pairs per chunk of the edge query: bounds the (chunk, Ea, Eb) temporaries (~16 MB each).
 EDGE_CHUNK = 1 << 21
+# Plane-point distances per chunk of general pairs (cache-sized temporaries, ~8 MB).
+FACE_CHUNK = 1 << 20
 
 
 def _chunks(cost):
@@ -350,15 +352,22 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
     boxes = is_box[ids_a] & is_box[ids_b]
     if boxes.all():
         parts = _box_queries(half[ids_a], half[ids_b], rot, trans)
-    elif not boxes.any():
-        parts = _general_queries(table, ids_a, ids_b, rot, trans, margin)
     else:
         parts = [np.zeros(m), np.zeros(m, np.int64), np.zeros(m), np.zeros(m, np.int64),
                  np.zeros(m), np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros((m, 3))]
-        for sel, fn in ((np.nonzero(boxes)[0], lambda s: _box_queries(half[ids_a[s]], half[ids_b[s]], rot[s], trans[s])),
-                        (np.nonzero(~boxes)[0], lambda s: _general_queries(table, ids_a[s], ids_b[s], rot[s], trans[s], margin[s]))):
-            for whole, piece in zip(parts, fn(sel)):
+        sel = np.nonzero(boxes)[0]
+        if len(sel):
+            for whole, piece in zip(parts, _box_queries(half[ids_a[sel]], half[ids_b[sel]], rot[sel], trans[sel])):
                 whole[sel] = piece
+        # General pairs in chunks: the face queries hold (chunk, F, V) distance matrices.
+        gen = np.nonzero(~boxes)[0]
+        size = table.nfaces[ids_a[gen]].max() * table.npoints[ids_b[gen]].max() + \
+            table.nfaces[ids_b[gen]].max() * table.npoints[ids_a[gen]].max()
+        step = max(int(FACE_CHUNK // max(int(size), 1)), 64)
+        for start in range(0, len(gen), step):
+            s = gen[start:start + step]
+            for whole, piece in zip(parts, _general_queries(table, ids_a[s], ids_b[s], rot[s], trans[s], margin[s])):
+                whole[s] = piece
     sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e = parts
 
     # Choice for the manifold, biased towards A's face, then B's face, then edges.
