@@ -40,7 +40,7 @@ def _obj_matrix(obj):
     return np.array(obj.matrix_world, dtype=np.float64)
 
 
-def _moves(obj, scene):
+def _moves(obj):
     """Whether an object (not simulated by us) may move over the frames."""
     o = obj
     while o is not None:
@@ -90,12 +90,18 @@ class BakeJob:
             first = f
         self.first = first
         self.saved_frame = (scene.frame_current, scene.frame_subframe)
+        # Everything about the initial state is read at the first frame (poses, parent
+        # spaces, rotation channel values), then the user's frame is put back.
         if (scene.frame_current, scene.frame_subframe) != (first, 0.0):
             scene.frame_set(first)
         try:
-            reader = SceneReader(scene, self.depsgraph).read()
+            return self._prepare_at_first_frame(prev_cache)
         finally:
             self._restore_frame()
+
+    def _prepare_at_first_frame(self, prev_cache):
+        scene, first, end = self.scene, self.first, self.frame_end
+        reader = SceneReader(scene, self.depsgraph).read()
         self.problems = reader.problems
         bodies = reader.bodies
         if not bodies:
@@ -186,7 +192,7 @@ class BakeJob:
             if pb is not None and pb.kind == "dynamic":
                 self.parent_body[i] = dyn_row[par.name]
             elif (pb is not None and pb.kind == "kinematic") or \
-                    (pb is None and _moves(par, self.scene)):
+                    (pb is None and _moves(par)):
                 self.parent_sampled.append((i, par))
         self.sampled_parent_mats = []
         self.sample = bool(self.kinematic or self.parent_sampled)
