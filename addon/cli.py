@@ -82,9 +82,8 @@ def _uv_sphere(name, radius, location, collection, seg=16, rings=8):
 
 
 def _rock(name, rng, size, location, collection):
-    """A random convex-ish rock: jittered points on an ellipsoid; faces from their hull are
-    not needed (the engine hulls the vertices), so a point-cloud mesh with the hull's faces
-    is built with Blender's convex hull operator via bmesh."""
+    """A random convex rock: the hull (bmesh's convex hull) of jittered points on a
+    flattened ellipsoid, seeded so the demo is the same every run."""
     import bmesh
     n = 24
     d = rng.normal(size=(n, 3))
