@@ -120,6 +120,10 @@ class ContactSolver:
         slot = np.arange(4)
         valid = slot[None, :] < count[order][:, None]  # (m, 4)
         self.idx = np.stack((ia, ib), axis=1)  # (m, 2)
+        cnt = count[order]
+        # Largest point count per colour (a loop over the few colours, not over contacts).
+        self.max_count = [int(cnt[a:b].max()) if b > a else 0
+                          for a, b in zip(self.offsets[:-1], self.offsets[1:])]
         self.friction = friction[order]
         self.restitution_coef = restitution[order]
 
@@ -217,7 +221,7 @@ class ContactSolver:
             iscale = None
         jac, mj, eff, imp = self.jac, self.mj, self.eff, self.imp
         jn, mjn = jac[:, 0], mj[:, 0]
-        for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
+        for ci, (c0, c1) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
             if c1 <= c0:
                 continue
             sl = slice(c0, c1)
@@ -240,12 +244,18 @@ class ContactSolver:
             new = np.where(ok, new, lam)
             v += np.einsum("pmk,pm->mk", mjn[:, sl], new - lam)
             imp[:, 0, sl] = new
-            for p in range(4):
+            # Slots beyond the colour's largest point count are empty: skip them.
+            npts = self.max_count[ci]
+            # The sequential sweep always runs: skipping it where the block step succeeded
+            # changed the soft response (the soft update is not idempotent) and cost energy
+            # conservation of bounces at e = 1.
+            for p in range(npts):
                 # Normal: soft non-penetration with accumulated-impulse clamping.
                 vn = _dot(jac[p, 0, sl], v)
                 pn = imp[p, 0, sl]
                 if use_bias:
-                    delta = -eff[p, 0, sl] * mscale[p, sl] * (vn + bias[p, sl]) - iscale[p, sl] * pn
+                    delta = (-eff[p, 0, sl] * mscale[p, sl] * (vn + bias[p, sl])
+                             - iscale[p, sl] * pn)
                 else:
                     delta = -eff[p, 0, sl] * (vn + bias[p, sl])
                 new = np.maximum(pn + delta, 0.0)
@@ -253,22 +263,16 @@ class ContactSolver:
                 imp[p, 0, sl] = new
                 v += mj[p, 0, sl] * delta[:, None]
                 np.maximum(self.max_normal[p, sl], new, out=self.max_normal[p, sl])
-            for p in range(4):
+            for p in range(npts):
                 # Coulomb friction, two tangents clamped together to the disc mu * Pn.
-                vt1 = _dot(jac[p, 1, sl], v)
-                vt2 = _dot(jac[p, 2, sl], v)
-                old1 = imp[p, 1, sl]
-                old2 = imp[p, 2, sl]
-                f1 = old1 - eff[p, 1, sl] * vt1
-                f2 = old2 - eff[p, 2, sl] * vt2
+                vt = np.einsum("rmk,mk->rm", jac[p, 1:, sl], v)
+                old = imp[p, 1:, sl]
+                f = old - eff[p, 1:, sl] * vt
                 lim = mu * imp[p, 0, sl]
-                mag = np.hypot(f1, f2)
-                scale = np.where(mag > lim, lim / np.where(mag > 0.0, mag, 1.0), 1.0)
-                f1 *= scale
-                f2 *= scale
-                v += mj[p, 1, sl] * (f1 - old1)[:, None] + mj[p, 2, sl] * (f2 - old2)[:, None]
-                imp[p, 1, sl] = f1
-                imp[p, 2, sl] = f2
+                mag = np.hypot(f[0], f[1])
+                f *= np.where(mag > lim, lim / np.where(mag > 0.0, mag, 1.0), 1.0)
+                v += np.einsum("rmk,rm->mk", mj[p, 1:, sl], f - old)
+                imp[p, 1:, sl] = f
             self._write(vel, idx, v, v_in)
 
     def restitution(self, vel, threshold=1.0):
