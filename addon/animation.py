@@ -176,37 +176,37 @@ def _new_keys(frames, values):
     }
 
 
-def write_channel(fcurves, data_path, index, frames, values):
+def _fill_fresh(fc, co):
+    """Keys (n, 2) float32 into a curve that has none: one add() and two foreach_set calls
+    (each costs ~0.1 us per key, so only co and interpolation are set; the other attributes'
+    defaults are right, and handles_recalc() gives the auto handles; the frames are
+    increasing, so no sort is needed)."""
+    kp = fc.keyframe_points
+    kp.add(len(co))
+    kp.foreach_set("co", co.ravel())
+    kp.foreach_set("interpolation", _linear(len(co)))
+    kp.handles_recalc()
+
+
+def write_channel(fcurves, data_path, index, frames, values, legacy=None):
     """Replace the keys of one channel over [frames[0], frames[-1]] by (frames, values),
-    keeping every key outside that range untouched."""
+    keeping every key outside that range untouched, with all its attributes."""
     fc = fcurves.find(data_path, index=index)
     if fc is None:
-        fc = _new_fcurve(fcurves, data_path, index)
+        fc = _new_fcurve(fcurves, data_path, index, legacy)
     if not len(fc.keyframe_points):
-        # Fast path (a fresh curve): co and interpolation; the other attributes' defaults
-        # are right, and handles_recalc() gives the auto handles (sorting is not needed: the
-        # frames are increasing). Each foreach_set costs ~0.1 us per key, so we set only two.
-        n = len(frames)
-        co = np.empty((n, 2), dtype=np.float32)
+        co = np.empty((len(frames), 2), dtype=np.float32)
         co[:, 0] = frames
         co[:, 1] = values
-        kp = fc.keyframe_points
-        kp.add(n)
-        kp.foreach_set("co", co.ravel())
-        kp.foreach_set("interpolation", np.full(n, _enum_value("interpolation", "LINEAR"),
-                                                dtype=np.int32))
-        kp.handles_recalc()
+        _fill_fresh(fc, co)
         return fc
     new = _new_keys(np.asarray(frames, dtype=np.float64), np.asarray(values, dtype=np.float64))
-    if len(fc.keyframe_points):
-        old = read_keys(fc)
-        x = old["co"][:, 0]
-        lo, hi = np.float32(frames[0]), np.float32(frames[-1])
-        before = x < lo
-        after = x > hi
-        if before.any() or after.any():
-            new = {k: np.concatenate((old[k][before], new[k], old[k][after]), axis=0)
-                   for k in new}
+    old = read_keys(fc)
+    x = old["co"][:, 0]
+    before = x < np.float32(frames[0])
+    after = x > np.float32(frames[-1])
+    if before.any() or after.any():
+        new = {k: np.concatenate((old[k][before], new[k], old[k][after]), axis=0) for k in new}
     _write_all(fc, new)  # already in frame order
     fc.keyframe_points.handles_recalc()
     return fc
@@ -246,19 +246,11 @@ def write_object_keys(obj, frames, location, rotation):
     co[3:, :, 1] = np.asarray(rotation)[:, :count].T
     fresh = len(fcurves) == 0
     legacy = not is_layered(obj.animation_data.action)
-    lin = _linear(n)
     for c, (data_path, index) in enumerate(channels):
-        fc = None if fresh else fcurves.find(data_path, index=index)
-        if fc is not None and len(fc.keyframe_points):
-            write_channel(fcurves, data_path, index, frames, co[c, :, 1])
-            continue
-        if fc is None:
-            fc = _new_fcurve(fcurves, data_path, index, legacy)
-        kp = fc.keyframe_points
-        kp.add(n)
-        kp.foreach_set("co", co[c].ravel())
-        kp.foreach_set("interpolation", lin)
-        kp.handles_recalc()
+        if fresh:
+            _fill_fresh(_new_fcurve(fcurves, data_path, index, legacy), co[c])
+        else:
+            write_channel(fcurves, data_path, index, frames, co[c, :, 1], legacy)
 
 
 # -- backup and restore ----------------------------------------------------------------------
