@@ -573,11 +573,11 @@ def _neighbours(tris):
 def _merge_coplanar(points, tris, nbrs, normals, offsets, area2, tol):
     """Group adjacent triangles lying within tol of a common plane into polygon loops.
 
-    Returns (list of CCW vertex-id loops, (F, 4) planes: each region's seed-triangle plane). Only triangles with a flat edge (its
-    two far vertices within tol of each other's plane) seed the Python region growing, so curved
-    parts cost nothing; a triangle joins a region only if its far vertex is within tol of the
-    *seed's* plane, so a gently curved surface cannot creep into a single "flat" face through a
-    chain of almost-flat neighbours.
+    Returns (list of CCW vertex-id loops, (F, 4) planes: each region's seed-triangle plane).
+    Only triangles with a flat edge (its two far vertices within tol of each other's plane) seed
+    the Python region growing, so curved parts cost nothing; a triangle joins a region only if its
+    far vertex is within tol of the *seed's* plane, so a gently curved surface cannot creep into a
+    single "flat" face through a chain of almost-flat neighbours.
     """
     t = len(tris)
     rows = np.arange(t)[:, None]
@@ -693,8 +693,10 @@ def _non_extreme_vertices(points, loops, plane_normals, tol):
         if reflex.any():  # pragma: no cover - merging only joins faces within tol of a plane
             raise EngineError("internal error: merged hull face is not convex; please report this cloud")
         return np.zeros(0, dtype=np.int64)
+    flagged = np.unique(flat[bad])
+    near = _in_sorted(flagged, flat) | _in_sorted(flagged, nxt)
     neighbours = {}
-    for a, b in zip(flat.tolist(), nxt.tolist()):
+    for a, b in zip(flat[near].tolist(), nxt[near].tolist()):  # loop edges at flagged vertices
         neighbours.setdefault(a, set()).add(b)
         neighbours.setdefault(b, set()).add(a)
     chosen, blocked = [], set()
