@@ -55,7 +55,10 @@ class _BakeOperator:
 
     @classmethod
     def poll(cls, context):
-        return context.scene is not None and context.mode == 'OBJECT'
+        if context.scene is None or context.mode != 'OBJECT':
+            cls.poll_message_set("Switch to Object Mode to bake")
+            return False
+        return True
 
     def _from_frame(self, context):
         return None
@@ -202,7 +205,13 @@ changed friction)"""
 
     @classmethod
     def poll(cls, context):
-        return _BakeOperator.poll.__func__(cls, context) and cache.get(context.scene) is not None
+        if not _BakeOperator.poll.__func__(cls, context):
+            return False
+        if cache.get(context.scene) is None:
+            cls.poll_message_set("Bake the scene first: re-baking continues from the "
+                                 "simulation states a bake stores")
+            return False
+        return True
 
     def _from_frame(self, context):
         return context.scene.frame_current
@@ -325,7 +334,10 @@ class HULLABALOO_OT_add_selected(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return bool(context.selected_objects)
+        if not context.selected_objects:
+            cls.poll_message_set("Select the mesh objects to simulate first")
+            return False
+        return True
 
     def execute(self, context):
         meshes = [o for o in context.selected_objects if o.type == 'MESH']
@@ -349,7 +361,10 @@ class HULLABALOO_OT_remove_selected(bpy.types.Operator):
 
     @classmethod
     def poll(cls, context):
-        return bool(context.selected_objects)
+        if not context.selected_objects:
+            cls.poll_message_set("Select the objects to remove from the simulation first")
+            return False
+        return True
 
     def execute(self, context):
         for o in context.selected_objects:

@@ -140,5 +140,11 @@ def test_add_and_remove_on_the_selection():
     assert bpy.ops.hullabaloo.remove_selected() == {'FINISHED'}
     assert not a.hullabaloo.enabled
     a.select_set(False)
+    e.select_set(False)
+    with pytest.raises(RuntimeError, match="Select the mesh objects to simulate first"):
+        bpy.ops.hullabaloo.add_selected()  # poll message, shown in the UI's tooltip too
+    e.select_set(True)
     with pytest.raises(RuntimeError, match="No mesh object selected"):
         bpy.ops.hullabaloo.add_selected()
+    with pytest.raises(RuntimeError, match="Bake the scene first"):
+        bpy.ops.hullabaloo.rebake_from_frame()
