@@ -99,8 +99,11 @@ def loose_parts(obj, depsgraph):
         if np.array_equal(new, label):
             break
         label = new
+    if not n:
+        return []
     _, inv = np.unique(label, return_inverse=True)
-    return [np.flatnonzero(inv == k) for k in range(inv.max() + 1)] if n else []
+    order = np.argsort(inv, kind="stable")
+    return np.split(order, np.cumsum(np.bincount(inv))[:-1])
 
 
 def _extent_axes(points):
@@ -121,18 +124,15 @@ def _slab(points, thickness, one_sided_normal=None):
 
 
 def _hull(points):
-    hull_cls = engine_link.get("ConvexHull")
-    if hull_cls is None:  # engine without hulls yet: the bounding box is the best we can do
-        lo, hi = points.min(axis=0), points.max(axis=0)
-        corners = np.array([[hi[0] if i & 1 else lo[0], hi[1] if i & 2 else lo[1],
-                             hi[2] if i & 4 else lo[2]] for i in range(8)])
-        if np.allclose(lo + hi, 0.0, atol=1e-9 * max(1.0, np.abs(hi).max())):
-            return engine.Box(0.5 * (hi - lo))
-        raise engine.DegenerateShapeError("this engine build has no ConvexHull")
-    return hull_cls(points)
+    return engine_link.get("ConvexHull")(points)
 
 
-def build_shape(kind, points, body_type, label):
+def _box_corners(lo, hi):
+    return np.array([[hi[0] if i & 1 else lo[0], hi[1] if i & 2 else lo[1],
+                      hi[2] if i & 4 else lo[2]] for i in range(8)])
+
+
+def build_shape(kind, points):
     """Engine shape of a point set already in the body frame. Returns (shape, notes)."""
     notes = []
     lo, hi = points.min(axis=0), points.max(axis=0)
@@ -143,9 +143,7 @@ def build_shape(kind, points, body_type, label):
         if kind == "BOX":
             if np.allclose(centre, 0.0, atol=1e-6 * max(size, 1e-9)):
                 return engine.Box(np.maximum(half, 1e-3 * size)), notes
-            corners = np.array([[hi[0] if i & 1 else lo[0], hi[1] if i & 2 else lo[1],
-                                 hi[2] if i & 4 else lo[2]] for i in range(8)])
-            return _hull(corners), notes
+            return _hull(_box_corners(lo, hi)), notes  # off-centre box: exact as a hull
         if not np.allclose(centre, 0.0, atol=1e-3 * max(size, 1e-9)):
             notes.append(("INFO", f"the {kind.lower()} is centred on the origin, not on the "
                           "mesh (set the origin to the geometry to centre it)"))
@@ -351,7 +349,7 @@ class SceneReader:
                           "this dynamic body uses its convex hull (use Compound for a moving "
                           "non-convex object)")]
             else:
-                shape, notes = build_shape(s.shape, pts, s.body_type, obj.name)
+                shape, notes = build_shape(s.shape, pts)
         except engine.EngineError as exc:
             self.problem("ERROR", obj, f"cannot be given a {s.shape.lower().replace('_', ' ')} "
                          f"shape: {exc}. Try the Box shape, or fix the mesh. Skipped.")
