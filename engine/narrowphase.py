@@ -17,7 +17,7 @@ import numpy as np
 
 from . import quat
 from .errors import EngineError
-from .clip import ID_ROUND, SNAP, edge_contact, face_contact, segment_closest, tangent_basis
+from .clip import ID_FALLBACK, ID_ROUND, SNAP, edge_contact, face_contact, segment_closest, tangent_basis
 from .gjk import gjk
 from .sat import EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, ABS_TOL, polytope_sat
 from .shapes import CAPSULE, POLYTOPE, SPHERE
@@ -130,6 +130,25 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
         out.normal[edge] = _rotate(rot_a[edge], axis)
         out.axis_kind[edge] = EDGE
         out.axis_index[edge] = sat.edge_index[edge]
+
+    # Last resort (not seen in tests, kept so an overlap can never lose its contact): one point
+    # at B's deepest vertex along the normal, with the support gap along it as separation.
+    lost = np.nonzero(active & (out.count == 0))[0]
+    if len(lost):
+        n = out.normal[lost]
+        va = int(table.npoints[ids_a[lost]].max())
+        vb = int(table.npoints[ids_b[lost]].max())
+        wa = np.matmul(table.points[ids_a[lost], :va], rot_a[lost].transpose(0, 2, 1)) + pos_a[lost, None]
+        wb = np.matmul(table.points[ids_b[lost], :vb], rot_b[lost].transpose(0, 2, 1)) + pos_b[lost, None]
+        hb = np.matmul(wb, n[:, :, None])[:, :, 0]
+        k = np.argmin(hb, axis=1)
+        r = np.arange(len(lost))
+        s = hb[r, k] - np.matmul(wa, n[:, :, None])[:, :, 0].max(axis=1)
+        keep = s <= margin[lost]
+        out.points[lost, 0] = wb[r, k] - (0.5 * s)[:, None] * n
+        out.separation[lost, 0] = s
+        out.ids[lost, 0] = (np.int64(ID_FALLBACK) << 59) | k
+        out.count[lost] = keep
     return out
 
 

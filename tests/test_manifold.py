@@ -515,3 +515,38 @@ def test_degenerate_batch_invariants():
             assert man.count[k] > 0
         if man.count[k] == 0:
             assert exact > margin - 1e-9
+
+
+def test_last_resort_point_when_clipping_finds_nothing(monkeypatch):
+    """If face clipping ever returned nothing for an overlapping pair, the pair still gets one
+    point at B's deepest vertex with the support gap along the normal as its separation."""
+    import engine.narrowphase as nph
+
+    def empty(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
+        m = len(ref_ids)
+        return (np.zeros((m, 4, 3)), np.full((m, 4), np.inf), np.zeros((m, 4), np.int64),
+                np.zeros(m, np.int64), np.zeros(m, np.int64))
+
+    monkeypatch.setattr(nph, "face_contact", empty)
+    hull = make_hull(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0], [1, 1, 0.2]]))
+    table = ShapeTable([Box([1.0, 1.0, 0.5]), hull])
+    # The hull's vertex (0, 0, 0) 0.05 below the box top (z = 0.5), the rest above it.
+    man = run(table, 0, [0, 0, 0], EYE_Q, 1, [0.2, 0.1, 0.45], EYE_Q, margin=0.0)
+    assert man.count[0] == 1
+    assert man.separation[0, 0] == pytest.approx(-0.05)
+    assert np.allclose(man.points[0, 0], [0.2, 0.1, 0.475])
+    from engine.clip import ID_EDGE, ID_FALLBACK
+    assert man.ids[0, 0] >> 59 in (ID_EDGE, ID_FALLBACK)
+    # Without any edge axis either (monkeypatched SAT edge result), the vertex fallback answers.
+    real_sat = nph.polytope_sat
+
+    def no_edges(*args, **kw):
+        res = real_sat(*args, **kw)
+        res.edge = np.full_like(res.edge, -np.inf)
+        return res
+
+    monkeypatch.setattr(nph, "polytope_sat", no_edges)
+    man = run(table, 0, [0, 0, 0], EYE_Q, 1, [0.2, 0.1, 0.45], EYE_Q, margin=0.0)
+    assert man.count[0] == 1 and man.ids[0, 0] >> 59 == ID_FALLBACK
+    assert man.separation[0, 0] == pytest.approx(-0.05)
+    assert np.allclose(man.points[0, 0], [0.2, 0.1, 0.475])
