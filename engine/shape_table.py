@@ -11,6 +11,8 @@ hot loops need no masks. Face loops are the exception: they are padded with -1 (
 A batch whose shapes are all small can slice the padded axis down to its own maximum
 (``table.points[ids_a, :table.npoints[ids_a].max()]``): padding by repetition keeps that valid.
 """
+import types
+
 import numpy as np
 
 from .shapes import POLYTOPE
@@ -37,15 +39,20 @@ class ShapeTable:
         return len(self.shapes)
 
     def __getattr__(self, name):
-        # Array attributes are built lazily on first use after a change.
-        if name.startswith("_") or name in ("shapes",):
+        # Array attributes live in self._arrays and are (re)built lazily after a change, so a
+        # shape added after the first step is seen by the next one.
+        if name.startswith("_") or name == "shapes":
             raise AttributeError(name)
-        if self.__dict__.get("_dirty", True):
+        if self._dirty:
             self._build()
-            return getattr(self, name)
-        raise AttributeError(name)
+        try:
+            return self._arrays[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
     def _build(self):
+        # Arrays are written as attributes of a namespace, then published in one go.
+        out = types.SimpleNamespace()
         shapes = self.shapes
         s = len(shapes)
         polys = [sh for sh in shapes if sh.kind == POLYTOPE]
@@ -54,40 +61,41 @@ class ShapeTable:
         emax = max([len(sh.edges) for sh in polys] + [1])
         pmax = max([len(f) for sh in polys for f in sh.faces] + [3])
 
-        self.kind = np.array([sh.kind for sh in shapes], dtype=np.int8).reshape(s)
-        self.radius = np.array([sh.radius for sh in shapes], dtype=np.float64).reshape(s)
-        self.npoints = np.array([len(sh.core_points) for sh in shapes], dtype=np.int64).reshape(s)
-        self.points = np.zeros((s, vmax, 3))
-        self.nfaces = np.zeros(s, dtype=np.int64)
-        self.planes = np.zeros((s, fmax, 4))
-        self.face_sizes = np.zeros((s, fmax), dtype=np.int64)
-        self.face_loops = np.full((s, fmax, pmax), -1, dtype=np.int64)
-        self.nedges = np.zeros(s, dtype=np.int64)
-        self.edges = np.zeros((s, emax, 2), dtype=np.int64)
-        self.edge_dirs = np.zeros((s, emax, 3))
-        self.edge_normals = np.zeros((s, emax, 2, 3))
+        out.kind = np.array([sh.kind for sh in shapes], dtype=np.int8).reshape(s)
+        out.radius = np.array([sh.radius for sh in shapes], dtype=np.float64).reshape(s)
+        out.npoints = np.array([len(sh.core_points) for sh in shapes], dtype=np.int64).reshape(s)
+        out.points = np.zeros((s, vmax, 3))
+        out.nfaces = np.zeros(s, dtype=np.int64)
+        out.planes = np.zeros((s, fmax, 4))
+        out.face_sizes = np.zeros((s, fmax), dtype=np.int64)
+        out.face_loops = np.full((s, fmax, pmax), -1, dtype=np.int64)
+        out.nedges = np.zeros(s, dtype=np.int64)
+        out.edges = np.zeros((s, emax, 2), dtype=np.int64)
+        out.edge_dirs = np.zeros((s, emax, 3))
+        out.edge_normals = np.zeros((s, emax, 2, 3))
         # Bounding radius about the local origin, for cheap culling and CCD.
-        self.bound_radius = np.array([sh.bounding_radius() for sh in shapes]).reshape(s)
+        out.bound_radius = np.array([sh.bounding_radius() for sh in shapes]).reshape(s)
         for i, sh in enumerate(shapes):
             pts = sh.core_points
-            self.points[i] = pts[0]
-            self.points[i, :len(pts)] = pts
+            out.points[i] = pts[0]
+            out.points[i, :len(pts)] = pts
             if sh.kind != POLYTOPE:
                 continue
             nf, ne = len(sh.faces), len(sh.edges)
-            self.nfaces[i] = nf
-            self.planes[i] = sh.planes[0]
-            self.planes[i, :nf] = sh.planes
+            out.nfaces[i] = nf
+            out.planes[i] = sh.planes[0]
+            out.planes[i, :nf] = sh.planes
             for fi, loop in enumerate(sh.faces):
-                self.face_sizes[i, fi] = len(loop)
-                self.face_loops[i, fi, :len(loop)] = loop
-            self.nedges[i] = ne
-            self.edges[i] = sh.edges[0]
-            self.edges[i, :ne] = sh.edges
+                out.face_sizes[i, fi] = len(loop)
+                out.face_loops[i, fi, :len(loop)] = loop
+            out.nedges[i] = ne
+            out.edges[i] = sh.edges[0]
+            out.edges[i, :ne] = sh.edges
             dirs = sh.edge_directions
-            self.edge_dirs[i] = dirs[0]
-            self.edge_dirs[i, :ne] = dirs
+            out.edge_dirs[i] = dirs[0]
+            out.edge_dirs[i, :ne] = dirs
             en = sh.planes[sh.edge_faces, :3]  # (E, 2, 3)
-            self.edge_normals[i] = en[0]
-            self.edge_normals[i, :ne] = en
+            out.edge_normals[i] = en[0]
+            out.edge_normals[i, :ne] = en
+        self._arrays = vars(out)
         self._dirty = False
