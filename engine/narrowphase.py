@@ -23,6 +23,7 @@ from .sat import EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, ABS_TOL, polyto
 from .shapes import CAPSULE, POLYTOPE, SPHERE
 
 WIDTH = 4
+CHUNK = 2048
 # Order used to normalise pairs: the rounder shape becomes A.
 _RANK = np.zeros(3, dtype=np.int64)
 _RANK[SPHERE], _RANK[CAPSULE], _RANK[POLYTOPE] = 0, 1, 2
@@ -466,8 +467,10 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache
               (round_a & ~round_b, collide_round_polytope),
               (~round_a & ~round_b, collide_polytopes))
     for mask, routine in groups:
-        sel = np.nonzero(mask)[0]
-        if len(sel):
+        idx = np.nonzero(mask)[0]
+        # Chunks of CHUNK pairs keep the temporaries in cache (10k pairs cost 10x 1k, not more).
+        for start in range(0, len(idx), CHUNK):
+            sel = idx[start:start + CHUNK]
             part = routine(table, ia[sel], pa[sel], ra[sel], ib[sel], pb[sel], rb[sel], margin[sel])
             out._put(sel, part)
     out.normal[swap] *= -1.0
