@@ -5,11 +5,14 @@ rounder shape first (sphere < capsule < polytope) so each group has one orientat
 group's routine and flips the normals of the swapped pairs back:
 
     polytope-polytope   SAT (sat.py) + face clipping / edge-edge point (clip.py)
-    sphere/capsule pairs analytic (point-point, point-segment, segment-segment closest points;
-                        parallel capsules give 2 points)
-    sphere/capsule vs polytope  core (point/segment) SAT against the polytope, exact per point
-                        for face contacts; GJK on the cores gives the exact distance when the
-                        cores are apart and a vertex or edge is closest.
+    sphere/capsule pairs closest points of the core segments (a sphere is a zero-length one);
+                        near-parallel capsules get a second point
+    sphere/capsule vs polytope  cores apart: GJK on the cores (exact distance and normal), and a
+                        capsule whose normal is a face normal is clipped to that face (2
+                        points when lying on it); cores overlapping: SAT of the point/segment
+                        against the polytope (exact), face axes clipped, edge axes 1 point.
+
+Pairs are processed per group in chunks of CHUNK pairs (cache-sized temporaries).
 
 Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 """
@@ -429,8 +432,8 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache
 
     Poses are world positions (M, 3) and unit quaternions (M, 4) (w, x, y, z). ``margin``
     (scalar or per pair (M,)): points with separation <= margin are reported (speculative
-    contacts). ``cache`` is
-    accepted for API stability (SAT axis caching did not pay in numpy; see sat.py) and unused.
+    contacts). ``cache`` is accepted for API stability and unused (SAT axis caching does not
+    pay here; see sat.py).
     Returns a Manifolds of M rows, normals from A to B whatever the order of the kinds.
     """
     ids_a = np.asarray(ids_a, dtype=np.int64).reshape(-1)

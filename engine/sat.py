@@ -17,6 +17,17 @@ with the relative pose), face queries are (M, F, V) batched products and the edg
     (da x db) . p  =  da . (db x p)  =  db . (p x da).
 Padding in the ShapeTable repeats element 0, so no masks are needed over faces, points or
 edges (a padded edge pair is a copy of a real one).
+
+Two paths share the output format: box-box pairs use the analytic 15-axis OBB test (no vertex
+or edge arrays at all, ~1 us per pair); other pairs run the face queries, drop the edges that
+are provably too far from the other shape to matter (see _general_queries: exact for overlaps
+and for pairs within the margin), and test the remaining edge pairs in cost-sorted chunks.
+
+The axis chosen for the manifold is biased towards faces (A's, then B's) as Box2D and Bullet
+do, so resting contacts keep multi-point manifolds; ``separation`` is always the exact max.
+SAT axis caching (trying last step's axis first) is not implemented: the box path costs about
+as much as one cached-axis test would, and for hulls it would only speed up pairs already
+farther apart than the margin, which the broadphase mostly filters out.
 """
 import numpy as np
 
