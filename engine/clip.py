@@ -50,11 +50,6 @@ def _dot(a, b):
     return np.einsum("...i,...i->...", a, b)
 
 
-def _unit(v, tiny=1e-300):
-    n = np.sqrt(_dot(v, v))
-    return v / np.maximum(n, tiny)[..., None], n
-
-
 def _pick(score, valid, tol):
     """Argmax of score over valid candidates; near-ties (within tol) go to the first candidate.
 

@@ -20,7 +20,7 @@ from .clip import segment_closest
 from .errors import EngineError
 from .gjk import gjk, gjk_intersect
 from .narrowphase import _RANK, collide, segment_polytope_sat, _perpendicular
-from .sat import EDGE, FACE_A, FACE_B, polytope_sat
+from .sat import EDGE, FACE_A, polytope_sat
 from .shape_table import ShapeTable
 from .shapes import POLYTOPE, Shape
 
