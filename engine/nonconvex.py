@@ -1,8 +1,8 @@
-"""Integration of non-convex shapes (Compound, TriangleMesh) with the world's pipeline.
+"""Non-convex body shapes (Compound, TriangleMesh) in the narrowphase.
 
-The world's narrowphase works on body pairs whose shapes are convex. ``collide_bodies`` takes
-the same arguments as ``narrowphase.collide`` (shape ids of a ShapeTable and body poses) but
-accepts compounds and triangle meshes too, and returns *several* manifolds per body pair:
+The convex narrowphase works on pairs of convex shapes. ``collide_bodies`` takes the same
+arguments as ``narrowphase.collide`` (shape ids of a ShapeTable and body poses) but accepts
+compounds and triangle meshes too, and returns *several* manifolds per body pair:
 
 1. Expand: a compound side becomes its parts (shape ids registered in the same table, poses
    composed with the body pose), all part pairs of a body pair at once (np.repeat arithmetic),
@@ -13,27 +13,28 @@ accepts compounds and triangle meshes too, and returns *several* manifolds per b
    to a few manifolds per pair (clustered by normal).
 
 Result: ``BodyContacts`` with ``manifolds`` (R rows), ``pair`` (R,) index of the input pair
-and ``sub`` (R,) a sub-manifold key (part pair and normal cluster), sorted by (pair, sub).
-Normals point from the first body of the pair to the second, as in collide().
+and ``sub`` (R,) which manifold of its pair the row is, sorted by (pair, sub). Normals point
+from the first body of the pair to the second, as in collide(). ``sub`` is exact, not a hash:
+(part of A * parts of B + part of B) * CLUSTER_STRIDE + normal cluster, so the world's pair
+table (engine.contacts, keyed by (body pair, sub)) never confuses two manifolds of a pair.
 
-``NonConvexWorld`` wires this into ``engine.world.World`` through its step hooks until world.py
-does it natively (see its docstring for the exact change world.py needs).
+engine.world.World calls ``check_body_shape`` and ``body_mass_properties`` when a body is added
+and ``collide_bodies`` every step; nothing here knows about the world.
 """
 import numpy as np
 
 from . import quat
 from .compound import COMPOUND, Compound
-from .errors import EngineError
-from .mesh_contacts import collide_convex_triangles, reduce_manifolds
+from .mesh_contacts import MAX_CLUSTERS, collide_convex_triangles, reduce_manifolds
 from .narrowphase import Manifolds
 from .trimesh import TRIANGLE_MESH, TriangleMesh, check_body_shape
 
 __all__ = ["collide_bodies", "BodyContacts", "body_mass_properties", "check_body_shape",
-           "NonConvexWorld", "Compound", "TriangleMesh"]
+           "Compound", "TriangleMesh", "CLUSTER_STRIDE"]
 
-# sub key layout: part of A * PART_STRIDE + part of B, then * CLUSTER_STRIDE + normal cluster.
-PART_STRIDE = 1 << 12
-CLUSTER_STRIDE = 1 << 4
+# sub = part pair * CLUSTER_STRIDE + normal cluster (reduce_manifolds ranks < MAX_CLUSTERS).
+CLUSTER_STRIDE = 1 << 3
+assert MAX_CLUSTERS <= CLUSTER_STRIDE
 
 
 class BodyContacts:
@@ -44,7 +45,8 @@ class BodyContacts:
 
 
 def body_mass_properties(shape, density=None, mass=None):
-    """Mass properties of any body shape (convex, Compound); a TriangleMesh has none."""
+    """Mass properties of any body shape (convex, Compound) from a density (kg/m^3, default
+    1000) or a total mass (kg); a TriangleMesh has none (EngineError saying what to use)."""
     from .mass import mass_properties, mass_properties_from_mass
     if getattr(shape, "kind", None) == TRIANGLE_MESH:
         check_body_shape(shape, "dynamic")
@@ -58,16 +60,15 @@ def body_mass_properties(shape, density=None, mass=None):
 
 def _parts(table):
     """Per table shape: first row and count in a flat part list (shape id, position, quat).
-    A convex shape is its own single part. Registers compound parts in the table once."""
-    cached = getattr(table, "_nc_parts", None)
+    A convex shape is its own single part. Registers compound parts in the table (the table
+    rebuilds its arrays lazily on the next read). Cached until the table grows."""
+    cached = table.__dict__.get("_nc_parts")
     if cached is not None and cached[0] == len(table.shapes):
         return cached[1]
     for s in list(table.shapes):
         if s.kind == COMPOUND:
             for part in s.shapes:
                 table.add(part)
-    if table.__dict__.get("_dirty", True):
-        table._build()      # a built table only rebuilds lazily for missing arrays
     first, count, sid, pos, rot = [], [], [], [], []
     for i, s in enumerate(table.shapes):
         first.append(len(sid))
@@ -82,7 +83,8 @@ def _parts(table):
             pos.append(np.zeros(3))
             rot.append(np.array([1.0, 0.0, 0.0, 0.0]))
     arrays = (np.array(first, np.int64), np.array(count, np.int64), np.array(sid, np.int64),
-              np.array(pos).reshape(-1, 3), np.array(rot).reshape(-1, 4))
+              np.array(pos).reshape(-1, 3), np.array(rot).reshape(-1, 4),
+              any(s.kind in (COMPOUND, TRIANGLE_MESH) for s in table.shapes))
     table.__dict__["_nc_parts"] = (len(table.shapes), arrays)
     return arrays
 
@@ -90,18 +92,26 @@ def _parts(table):
 def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, collide=None):
     """Manifolds of M body pairs whose shapes may be convex, Compound or TriangleMesh.
 
-    Same inputs as narrowphase.collide (quaternions (w, x, y, z)). Mesh-mesh pairs give
-    nothing (meshes are never dynamic). Returns a BodyContacts (see the module docstring)."""
+    Same inputs as narrowphase.collide (quaternions (w, x, y, z)); ``margin`` a scalar or one
+    per pair (M,). Mesh-mesh pairs give nothing (meshes are never dynamic). ``collide``
+    replaces narrowphase.collide for the convex pairs (tests). Returns a BodyContacts (see
+    the module docstring)."""
     if collide is None:
         from .narrowphase import collide
     sid_a = np.asarray(sid_a, dtype=np.int64).reshape(-1)
     sid_b = np.asarray(sid_b, dtype=np.int64).reshape(-1)
     m = len(sid_a)
+    margin = np.array(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    first, count, psid, ppos, pq, nonconvex = _parts(table)
+    kinds = table.kind
+    if not nonconvex or not (np.any(kinds[sid_a] > 2) or np.any(kinds[sid_b] > 2)):
+        # Convex pairs only: one manifold per pair, straight from the narrowphase.
+        man = collide(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=margin)
+        return BodyContacts(man, np.arange(m), np.zeros(m, np.int64))
     pos_a = np.asarray(pos_a, dtype=np.float64).reshape(m, 3)
     pos_b = np.asarray(pos_b, dtype=np.float64).reshape(m, 3)
     q_a = quat.normalize(np.asarray(q_a, dtype=np.float64).reshape(m, 4))
     q_b = quat.normalize(np.asarray(q_b, dtype=np.float64).reshape(m, 4))
-    first, count, psid, ppos, pq = _parts(table)
 
     # 1. Expand compounds into part pairs.
     ca, cb = count[sid_a], count[sid_b]
@@ -115,14 +125,16 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     xa = pos_a[pair] + quat.rotate(qa, ppos[pa_i])
     xb = pos_b[pair] + quat.rotate(qb, ppos[pb_i])
     qa, qb = quat.multiply(qa, pq[pa_i]), quat.multiply(qb, pq[pb_i])
-    sub = ja * PART_STRIDE + jb
+    sub = local                      # = ja * cb + jb: the part pair, unique within the pair
+    marg = margin[pair]
     # Bounding-sphere cull of part pairs (the body pair already passed the broadphase).
     d = xb - xa
-    reach = table.bound_radius[sa] + table.bound_radius[sb] + margin
+    reach = table.bound_radius[sa] + table.bound_radius[sb] + marg
     keep = (n_rows[pair] == 1) | (np.einsum("ij,ij->i", d, d) <= reach * reach)
-    ka, kb = table.kind[sa], table.kind[sb]
+    ka, kb = kinds[sa], kinds[sb]
     keep &= ~((ka == TRIANGLE_MESH) & (kb == TRIANGLE_MESH))
-    pair, sa, sb, xa, xb, qa, qb, sub = (v[keep] for v in (pair, sa, sb, xa, xb, qa, qb, sub))
+    pair, sa, sb, xa, xb, qa, qb, sub, marg = (
+        v[keep] for v in (pair, sa, sb, xa, xb, qa, qb, sub, marg))
     ka, kb = ka[keep], kb[keep]
 
     outs, pairs, subs = [], [], []
@@ -130,7 +142,7 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     conv = np.flatnonzero((ka != TRIANGLE_MESH) & (kb != TRIANGLE_MESH))
     if len(conv):
         outs.append(collide(table, sa[conv], xa[conv], qa[conv], sb[conv], xb[conv], qb[conv],
-                            margin=margin))
+                            margin=marg[conv]))
         pairs.append(pair[conv])
         subs.append(sub[conv] * CLUSTER_STRIDE)
     # 3. Convex vs triangle mesh.
@@ -144,7 +156,7 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
         x_m = np.where(f, xa[mesh_rows], xb[mesh_rows])
         q_c = np.where(f, qb[mesh_rows], qa[mesh_rows])
         q_m = np.where(f, qa[mesh_rows], qb[mesh_rows])
-        man, group = _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin)
+        man, group = _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, marg[mesh_rows])
         red, grp, rank = reduce_manifolds(man, group, n_groups=len(mesh_rows))
         red.normal[flip[grp]] *= -1.0
         outs.append(red)
@@ -165,8 +177,17 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     return BodyContacts(total, pair[order], sub[order])
 
 
+def _margin_buckets(margin):
+    """mesh_contacts takes one scalar margin per call: rows are grouped by the power of two
+    above their margin and each group uses its largest margin (a speculative margin may only
+    grow, here by less than 2x), so a step needs a handful of calls however speeds spread."""
+    m = np.maximum(margin, 1e-9)
+    return np.ceil(np.log2(m)).astype(np.int64)
+
+
 def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
-    """(convex, triangle) manifolds for R (convex, mesh) rows; returns (Manifolds, row)."""
+    """(convex, triangle) manifolds for R (convex, mesh) rows with margins (R,); returns
+    (Manifolds, row)."""
     rot_c = quat.to_matrix(q_c)
     rot_m = quat.to_matrix(q_m)
     vmax = int(table.npoints[s_c].max())
@@ -174,20 +195,25 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
     loc = np.matmul(pts - x_m[:, None], rot_m)              # convex points in the mesh frame
     grow = (table.radius[s_c] + margin)[:, None]
     lo, hi = loc.min(axis=1) - grow, loc.max(axis=1) + grow
+    bucket = _margin_buckets(margin)
     parts, rows = [], []
-    for u in np.unique(s_m):                                  # loop over distinct meshes only
-        r = np.flatnonzero(s_m == u)
-        mesh = table.shapes[u]
-        qi, tri = mesh.query(lo[r], hi[r])
-        if not len(qi):
-            continue
-        row = r[qi]
-        tv = np.matmul(mesh.triangle_vertices[tri], rot_m[row].transpose(0, 2, 1)) + x_m[row][:, None]
-        nrm = np.matmul(rot_m[row], mesh.normals[tri][:, :, None])[:, :, 0]
-        parts.append(collide_convex_triangles(
-            table, s_c[row], x_c[row], rot_c[row], tv, nrm, mesh.active_front[tri],
-            mesh.active_back[tri], np.full(len(row), mesh.two_sided), margin, tri))
-        rows.append(row)
+    # Loops over distinct meshes and margin buckets only (a few per step).
+    for u in np.unique(s_m):
+        for k in np.unique(bucket[s_m == u]):
+            r = np.flatnonzero((s_m == u) & (bucket == k))
+            mesh = table.shapes[u]
+            qi, tri = mesh.query(lo[r], hi[r])
+            if not len(qi):
+                continue
+            row = r[qi]
+            tv = (np.matmul(mesh.triangle_vertices[tri], rot_m[row].transpose(0, 2, 1))
+                  + x_m[row][:, None])
+            nrm = np.matmul(rot_m[row], mesh.normals[tri][:, :, None])[:, :, 0]
+            parts.append(collide_convex_triangles(
+                table, s_c[row], x_c[row], rot_c[row], tv, nrm, mesh.active_front[tri],
+                mesh.active_back[tri], np.full(len(row), mesh.two_sided),
+                float(np.max(margin[r])), tri))
+            rows.append(row)
     if not parts:
         return Manifolds(0), np.zeros(0, np.int64)
     out = Manifolds(sum(len(p) for p in parts))
@@ -198,130 +224,10 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
     return out, np.concatenate(rows)
 
 
-# ------------------------------------------------------------------------------------------
-# Bridge into engine.world.World until world.py integrates collide_bodies natively.
-
-def manifold_keys(ia, ib, sub):
-    """Sortable int64 keys unique per manifold: body a (< 2**23), body b (< 2**24) and a
-    16-bit fold of the sub key. Sorted (ia, ib, sub) rows give sorted keys."""
-    s = np.asarray(sub, dtype=np.int64)
-    fold = (((s // (PART_STRIDE * CLUSTER_STRIDE)) * 61 + (s // CLUSTER_STRIDE) % PART_STRIDE)
-            * CLUSTER_STRIDE + s % CLUSTER_STRIDE) & 0xFFFF
-    return ((np.asarray(ia, dtype=np.int64) << 40) | (np.asarray(ib, dtype=np.int64) << 16)
-            | fold)
-
-
-def _world_class():
-    from .contacts import PairTable
-    from .world import DYNAMIC, World
-
-    class _SubPairTable(PairTable):
-        """Pair table keyed per manifold: the world passes body-pair keys, the bridge knows
-        the sub key of each row (set just before the world calls match/store)."""
-        sub = None
-
-        def _keys(self, keys):
-            keys = np.asarray(keys, dtype=np.int64)
-            if self.sub is None or len(self.sub) != len(keys):
-                return keys
-            return manifold_keys(keys >> 32, keys & 0xFFFFFFFF, self.sub)
-
-        def match(self, keys, ids, count):
-            return super().match(self._keys(keys), ids, count)
-
-        def store(self, keys, ids, count, normal, friction, keep=None):
-            return super().store(self._keys(keys), ids, count, normal, friction, keep=keep)
-
-    class NonConvexWorld(World):
-        """engine.world.World accepting Compound and TriangleMesh shapes.
-
-        What it changes (the same changes world.py needs to support them natively):
-        1. add_body: ``check_body_shape(shape, kind)`` refuses dynamic triangle meshes;
-           compound mass from ``body_mass_properties(shape, density, mass)``.
-        2. narrowphase: ``collide_bodies`` instead of ``collide``; its rows replace the body
-           pairs (``ia, ib = ia[res.pair], ib[res.pair]``), so a pair may have several
-           manifolds (compound parts, mesh normal clusters).
-        3. pair table keys per manifold: ``manifold_keys(ia, ib, res.sub)`` instead of
-           ``pair_keys(ia, ib)`` (and _keep_pair decodes them).
-        Here 2 happens in _broadphase (the pairs handed to the step are already expanded) and
-        3 through a PairTable subclass, so World.step itself is untouched.
-        """
-
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            self.pairs = _SubPairTable()
-            self._nc = None
-            self._nc_dt = 1.0 / 60.0
-
-        def add_body(self, shape, position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
-                     linear_velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
-                     kind="dynamic", density=None, mass=None, **kwargs):
-            check_body_shape(shape, kind)
-            if getattr(shape, "kind", None) != COMPOUND or kind != "dynamic":
-                return super().add_body(shape, position, orientation, linear_velocity,
-                                        angular_velocity, kind=kind, density=density,
-                                        mass=mass, **kwargs)
-            if density is not None and mass is not None:
-                raise EngineError("give density or mass, not both")
-            mp = body_mass_properties(shape, density, 1.0 if density is None and mass is None
-                                      else mass)
-            i = super().add_body(shape, position, orientation, linear_velocity,
-                                 angular_velocity, kind="kinematic", **kwargs)
-            a = self._a
-            a["kind"][i] = DYNAMIC
-            a["inv_mass"][i] = 1.0 / mp.mass
-            a["inertia"][i] = mp.inertia
-            a["inv_inertia"][i] = np.linalg.inv(mp.inertia)
-            tr = np.trace(mp.inertia)
-            a["isotropic"][i] = bool(np.allclose(mp.inertia, np.eye(3) * tr / 3.0, rtol=1e-9,
-                                                 atol=1e-12 * tr))
-            a["com"][i] = mp.center
-            a["x"][i] = a["pos"][i] + quat.rotate(a["q"][i], mp.center)
-            return i
-
-        def step(self, dt, record=None):
-            self._nc_dt = float(dt)
-            return super().step(dt, record)
-
-        def _broadphase(self, lo, hi, kind, sleeping, moving):
-            ia, ib = super()._broadphase(lo, hi, kind, sleeping, moving)
-            t = self.table
-            sid, pos, q, vel = self._v("shape"), self._v("pos"), self._v("q"), self._v("vel")
-            dt = self._nc_dt
-            rel = np.linalg.norm(vel[ib, :3] - vel[ia, :3], axis=1)
-            spin = (np.linalg.norm(vel[ia, 3:], axis=1) * t.bound_radius[sid[ia]]
-                    + np.linalg.norm(vel[ib, 3:], axis=1) * t.bound_radius[sid[ib]])
-            margin = float(np.max(self.speculative_distance + dt * (rel + spin), initial=0.0))
-            res = collide_bodies(t, sid[ia], pos[ia], q[ia], sid[ib], pos[ib], q[ib],
-                                 margin=margin, collide=self._collide)
-            self._nc = (ia[res.pair], ib[res.pair], res)
-            return self._nc[0], self._nc[1]
-
-        def _narrowphase(self, ia, ib, vel, dt):
-            ca, cb, res = self._nc
-            awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
-            keep = awake[ca] | awake[cb]
-            if not (np.array_equal(ca[keep], ia) and np.array_equal(cb[keep], ib)):
-                raise EngineError("internal error: NonConvexWorld pairs out of step")
-            man = res.manifolds
-            live = man.count[keep] > 0
-            self.pairs.sub = res.sub[keep][live]
-            names = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
-            return {k: getattr(man, k)[keep] for k in names}
-
-        def _keep_pair(self, keys):
-            a = (keys >> 40).astype(np.int64)
-            b = ((keys >> 16) & 0xFFFFFF).astype(np.int64)
-            return super()._keep_pair((a << 32) | b)
-
-    return NonConvexWorld
-
-
 def __getattr__(name):
-    # NonConvexWorld is built on first use: world.py imports this module's neighbours, and a
-    # lazy class keeps `import engine.nonconvex` free of import cycles.
+    # Deprecated: World handles compounds and meshes itself. Kept as an alias until the last
+    # callers (addon/engine_link.py, tests/test_decompose.py) use World directly.
     if name == "NonConvexWorld":
-        cls = _world_class()
-        globals()["NonConvexWorld"] = cls
-        return cls
+        from .world import World
+        return World
     raise AttributeError(name)

@@ -33,10 +33,11 @@ import numpy as np
 
 from . import quat
 from .broadphase import find_pairs
-from .contacts import PairTable, pair_keys
+from .contacts import PairTable, check_body_count, key_bodies, pair_keys
 from .errors import EngineError
 from .graph import colour_constraints, islands
 from .integrate import damping_factor, integrate_positions, integrate_velocities
+from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
 from .shape_table import ShapeTable
 from .solver import ContactSolver
 
@@ -72,13 +73,6 @@ _FIELDS = {
 # Arrays that make up the simulation state (get_state / set_state); the rest is set-up.
 _STATE_FIELDS = ("x", "pos", "q", "vel", "sleep_time", "sleeping", "island", "has_target",
                  "target_pos", "target_q")
-
-
-def _mass_properties(shape, density, mass):
-    from .mass import mass_properties, mass_properties_from_mass
-    if mass is not None:
-        return mass_properties_from_mass(shape, mass)
-    return mass_properties(shape, density)
 
 
 def _vec(value, n, what):
@@ -221,7 +215,9 @@ class World:
         k = KINDS[kind]
         if not hasattr(shape, "core_points") or getattr(shape, "kind", None) is None:
             raise EngineError(f"shape must be an engine shape (Box, Sphere, Capsule, "
-                              f"ConvexHull), got {shape!r}")
+                              f"ConvexHull, Compound, TriangleMesh), got {shape!r}")
+        check_body_shape(shape, kind)   # a TriangleMesh may be static or kinematic only
+        check_body_count(self._n + 1)
         pos = _vec(position, 3, "position")
         q = _vec(orientation, 4, "orientation")
         qn = np.linalg.norm(q)
@@ -250,7 +246,7 @@ class World:
                                       "kind='static' for an immovable body")
             else:
                 mass = 1.0
-            mp = _mass_properties(shape, density, mass)
+            mp = body_mass_properties(shape, density, mass)
             m = float(mp.mass)
             inertia = np.asarray(mp.inertia, dtype=np.float64).reshape(3, 3)
             com = np.asarray(mp.center, dtype=np.float64).reshape(3)
@@ -383,10 +379,6 @@ class World:
         kind = self._v("kind")
         sleeping = self._v("sleeping")
 
-        if self.table.__dict__.get("_dirty", True):
-            # ShapeTable rebuilds lazily only while its arrays do not exist yet; after a shape
-            # is added to a built table we rebuild it explicitly.
-            self.table._build()
         # 1. Kinematic targets -> velocities.
         kin_t = np.flatnonzero(self._v("has_target"))
         if len(kin_t):
@@ -413,20 +405,15 @@ class World:
         keep = awake[ia] | awake[ib]
         ia, ib = ia[keep], ib[keep]
 
-        # 4. Narrowphase.
-        man = self._narrowphase(ia, ib, vel, dt)
-        normal, points, sep, count, ids = man["normal"], man["points"], man["separation"], \
-            man["count"], man["ids"]
-        live = count > 0
-        if not live.all():
-            ia, ib = ia[live], ib[live]
-            man = {k: v[live] for k, v in man.items()}
-            normal, points, sep, count, ids = man["normal"], man["points"], man["separation"], \
-                man["count"], man["ids"]
+        # 4. Narrowphase: manifolds with at least one point; a body pair may have several
+        # (compound parts, triangle-mesh normal clusters), told apart by ``sub``.
+        ia, ib, sub, man = self._narrowphase(ia, ib, vel, dt)
+        normal, points, sep, count, ids = (man[k] for k in ("normal", "points", "separation",
+                                                             "count", "ids"))
         keys = pair_keys(ia, ib)
 
         # 5. Warm start from the pair table.
-        warm_n, warm_f, _ = self.pairs.match(keys, ids, count)
+        warm_n, warm_f, _ = self.pairs.match(keys, ids, count, sub)
 
         # 6. Solver.
         inv_mass = np.where(awake, self._v("inv_mass"), 0.0)
@@ -464,7 +451,7 @@ class World:
 
         # 7. Store impulses, snap kinematic bodies.
         imp_n, imp_f, imp_f2, tangents = solver.impulses()
-        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair)
+        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub)
         if len(kin_t):
             x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
             q[kin_t] = a["target_q"][kin_t]
@@ -500,7 +487,9 @@ class World:
         # Sweep: linear displacement plus what rotation can add (|w| dt * bounding radius).
         sweep = dt if self.ccd else 0.0
         disp = vel[:, :3] * sweep
-        spin = np.linalg.norm(vel[:, 3:], axis=1) * sweep * t.bound_radius[sid]
+        # Rotation is about the COM: a point is at most bound_radius + |com| from it.
+        reach = t.bound_radius[sid] + np.linalg.norm(self._v("com"), axis=1)
+        spin = np.linalg.norm(vel[:, 3:], axis=1) * sweep * reach
         moving = kind != STATIC
         disp = np.where(moving[:, None], disp, 0.0)
         spin = np.where(moving, spin, 0.0)
@@ -533,45 +522,49 @@ class World:
         return True
 
     def _narrowphase(self, ia, ib, vel, dt):
-        """Manifolds of the candidate pairs (see engine.narrowphase.collide)."""
-        collide = self._collide
-        if collide is None:
-            from .narrowphase import collide
+        """Contact manifolds of the candidate body pairs (engine.nonconvex.collide_bodies:
+        engine.narrowphase.collide for convex pairs, expanded for compounds and meshes).
+
+        Returns (ia, ib, sub, manifolds as a dict of arrays): one row per manifold with points,
+        sorted by (ia, ib, sub)."""
         t = self.table
         sid = self._v("shape")
         pos = self._v("pos")
-        q = self._v("q")
-        # Speculative distance: base plus how far the pair can close over the step.
+        res = collide_bodies(t, sid[ia], pos[ia], self._v("q")[ia], sid[ib], pos[ib],
+                             self._v("q")[ib], margin=self._speculative_margin(ia, ib, vel, dt),
+                             collide=self._collide)
+        man = res.manifolds
+        live = np.flatnonzero(man.count[:] > 0)
+        out = {k: getattr(man, k)[live] for k in ("normal", "points", "separation", "count",
+                                                   "ids", "axis_kind", "axis_index")}
+        rows = res.pair[live]
+        return ia[rows], ib[rows], res.sub[live], out
+
+    def _speculative_margin(self, ia, ib, vel, dt):
+        """Per pair: points closer than this are contacts. The base distance plus, with ccd,
+        how far the two surfaces can close over dt: relative COM speed, plus each body's spin
+        times the distance from its COM to any point of the contact. That distance is at most
+        the body's own reach (bounding radius about the origin + |COM offset|) and at most the
+        distance to the other body plus the other's bounding radius: the second bound keeps a
+        spinning kinematic triangle mesh (huge reach) from giving every pair a huge margin."""
+        spec = self.speculative_distance
+        if not self.ccd or not len(ia):
+            return np.full(len(ia), spec)
+        t = self.table
+        sid = self._v("shape")
+        rad = t.bound_radius[sid]
+        reach = rad + np.linalg.norm(self._v("com"), axis=1)
+        x, pos = self._v("x"), self._v("pos")
+        arm_a = np.minimum(reach[ia], np.linalg.norm(pos[ib] - x[ia], axis=1) + rad[ib])
+        arm_b = np.minimum(reach[ib], np.linalg.norm(pos[ia] - x[ib], axis=1) + rad[ia])
         rel = np.linalg.norm(vel[ib, :3] - vel[ia, :3], axis=1)
-        spin = (np.linalg.norm(vel[ia, 3:], axis=1) * t.bound_radius[sid[ia]]
-                + np.linalg.norm(vel[ib, 3:], axis=1) * t.bound_radius[sid[ib]])
-        margin = self.speculative_distance + (dt if self.ccd else 0.0) * (rel + spin)
-        # The narrowphase takes one scalar margin per call: bucket the pairs by margin rounded
-        # up to spec * 2^k (a handful of calls; the slow majority shares the first bucket).
-        spec = max(self.speculative_distance, 1e-6)
-        bucket = np.ceil(np.log2(np.maximum(margin / spec, 1.0))).astype(np.int64)
-        m_all = len(ia)
-        out = {"normal": np.zeros((m_all, 3)), "points": np.zeros((m_all, 4, 3)),
-               "separation": np.full((m_all, 4), np.inf), "count": np.zeros(m_all, np.int64),
-               "ids": np.zeros((m_all, 4), np.int64),
-               "axis_kind": np.full(m_all, -1, np.int64),
-               "axis_index": np.full((m_all, 2), -1, np.int64)}
-        for k in np.unique(bucket):
-            sel = np.flatnonzero(bucket == k)
-            if len(sel) == m_all:
-                sel = slice(None)
-            res = collide(t, sid[ia[sel]], pos[ia[sel]], q[ia[sel]], sid[ib[sel]], pos[ib[sel]],
-                          q[ib[sel]], margin=spec * float(2.0 ** k))
-            for name in out:
-                val = getattr(res, name, None)
-                if val is not None:
-                    out[name][sel] = val
-        return out
+        spin = (np.linalg.norm(vel[ia, 3:], axis=1) * arm_a
+                + np.linalg.norm(vel[ib, 3:], axis=1) * arm_b)
+        return spec + dt * (rel + spin)
 
     def _keep_pair(self, keys):
         """Old pair-table rows to keep when not evaluated: both bodies asleep or static."""
-        a = (keys >> 32).astype(np.int64)
-        b = (keys & 0xFFFFFFFF).astype(np.int64)
+        a, b = key_bodies(keys)
         n = self._n
         ok = (a < n) & (b < n)
         a, b = np.minimum(a, n - 1), np.minimum(b, n - 1)

@@ -9,7 +9,7 @@ from engine.compound import Compound
 from engine.errors import EngineError
 from engine.hull import ConvexHull
 from engine.mass import mass_properties
-from engine.nonconvex import body_mass_properties, collide_bodies
+from engine.nonconvex import CLUSTER_STRIDE, body_mass_properties, collide_bodies
 from engine.shape_table import ShapeTable
 from engine.shapes import Box, Capsule, Sphere
 from engine.trimesh import TriangleMesh
@@ -112,7 +112,7 @@ def test_collide_bodies_compound_parts_match_oracle():
             qw = quat.multiply(q_a[i], pq)
             pa = ps.core_points @ quat.to_matrix(qw).T + pw
             s, n, _ = signed_distance(pa, pb, 0.0, sh.radius)
-            rows = np.flatnonzero((res.pair == i) & (res.sub // 16 == j * 4096)
+            rows = np.flatnonzero((res.pair == i) & (res.sub // CLUSTER_STRIDE == j)
                                   & (res.manifolds.count > 0))
             if s < -1e-6:
                 assert len(rows) == 1
