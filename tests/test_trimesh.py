@@ -4,7 +4,7 @@ and the reduction of many triangle contacts into manifolds."""
 import numpy as np
 import pytest
 
-from oracle import closest_point_triangle, random_hull_points, random_rotations, signed_distance
+from oracle import random_hull_points, random_rotations, signed_distance
 from engine import quat
 from engine.errors import EngineError
 from engine.hull import ConvexHull
@@ -314,95 +314,4 @@ def test_reduce_manifolds_groups_independently():
     np.testing.assert_allclose(red.points[:, 0, :2], pos[:, :2], atol=1e-12)
     np.testing.assert_allclose(red.points[:, 0, 2], -0.0025, atol=1e-12)
 
-
-# ------------------------------------------------------------------------------ in the world
-
-def _tilt_deg(q):
-    return float(np.degrees(2 * np.arccos(min(1.0, abs(q[0])))))
-
-
-def test_cube_rests_on_zero_thickness_plane():
-    """Issue 6 evidence: a 1 m cube 10 s on a two-triangle Plane: gap within 1 mm, drift under
-    1 mm, tilt under 0.1 degree (Blender's Mesh ground: 40 mm, 177 mm, 10.6 degrees)."""
-    from engine.nonconvex import NonConvexWorld
-    w = NonConvexWorld()
-    plane = TriangleMesh([[-5, -5, 0], [5, -5, 0], [5, 5, 0], [-5, 5, 0]], [[0, 1, 2], [0, 2, 3]])
-    w.add_body(plane, kind="static")
-    start = np.array([0.3, 0.2, 0.5])
-    b = w.add_body(Box(0.5), position=start, mass=1.0)
-    for _ in range(600):
-        w.step(1 / 60)
-    p, q = w.positions[b], w.orientations[b]
-    assert abs(p[2] - 0.5) < 1e-3
-    assert np.linalg.norm(p[:2] - start[:2]) < 1e-3
-    assert _tilt_deg(q) < 0.1
-
-
-def _slide(ground, steps=60):
-    from engine.nonconvex import NonConvexWorld
-    w = NonConvexWorld()
-    if ground == "mesh":
-        V, T = grid_mesh(40, size=8.0)       # 20 cm triangles
-        V[:, :2] -= [1.0, 4.0]
-        w.add_body(TriangleMesh(V, T), kind="static", friction=1.0)
-    else:
-        w.add_body(Box([4.0, 4.0, 0.5]), position=(3.0, 0.0, -0.5), kind="static", friction=1.0)
-    b = w.add_body(Box(0.5), position=(0.0, 0.05, 0.5), linear_velocity=(4.0, 0, 0), mass=1.0,
-                   friction=0.3)
-    z, v = [], []
-    for _ in range(steps):
-        w.step(1 / 60)
-        z.append(w.positions[b, 2])
-        v.append(w.linear_velocities[b].copy())
-    return np.array(z), np.array(v)
-
-
-def test_box_slides_over_many_triangles_as_over_one_box():
-    """Issue 6 evidence: speed within 2% of the same slide on a box ground, never hops."""
-    zm, vm = _slide("mesh")
-    zb, vb = _slide("box")
-    speed_m, speed_b = np.linalg.norm(vm, axis=1), np.linalg.norm(vb, axis=1)
-    assert speed_b[-1] < 3.0                             # friction really acted (mu = 0.3)
-    np.testing.assert_allclose(speed_m, speed_b, rtol=0.02)
-    assert zm.max() < 0.5 + 1e-3 and zm.min() > 0.5 - 1e-3
-    assert np.abs(vm[:, 2]).max() < 0.01
-
-
-def test_sphere_rolls_inside_a_bowl_mesh():
-    """A sphere released on the rim of a hemispherical bowl (open mesh) rolls to and fro and
-    stays inside: its centre stays within the bowl radius minus its own radius."""
-    from engine.nonconvex import NonConvexWorld
-    R, r = 1.0, 0.15
-    th = np.linspace(0, np.pi / 2 - 0.05, 10)[1:]
-    ph = np.linspace(0, 2 * np.pi, 25)[:-1]
-    # Rings of the lower hemisphere, z = -R cos(th), plus the bottom vertex.
-    V = [[0, 0, -R]] + [[R * np.sin(t) * np.cos(p), R * np.sin(t) * np.sin(p), -R * np.cos(t)]
-                        for t in th for p in ph]
-    V = np.array(V)
-    nr, ns = len(th), len(ph)
-    T = [[0, 1 + (j + 1) % ns, 1 + j] for j in range(ns)]
-    for i in range(nr - 1):
-        for j in range(ns):
-            a, b = 1 + i * ns + j, 1 + i * ns + (j + 1) % ns
-            c, d = a + ns, b + ns
-            T += [[a, b, d], [a, d, c]]
-    bowl = TriangleMesh(V, np.array(T)[:, ::-1])
-    # Faces point into the bowl (up): check one normal.
-    assert bowl.normals[0, 2] > 0
-    w = NonConvexWorld()
-    w.add_body(bowl, kind="static", friction=1.0)
-    start = np.array([0.6, 0.0, -np.sqrt((R - r - 0.006) ** 2 - 0.36)])   # facets lie inside R
-    s = w.add_body(Sphere(r), position=start, mass=1.0, friction=0.5)
-    path = []
-    for _ in range(180):
-        w.step(1 / 60)
-        path.append(w.positions[s].copy())
-    path = np.array(path)
-    tv = bowl.triangle_vertices
-    cp = closest_point_triangle(path[:, None], tv[None, :, 0], tv[None, :, 1], tv[None, :, 2])
-    gap = np.linalg.norm(cp - path[:, None], axis=2).min(axis=1) - r
-    assert gap.min() > -2e-3                             # never through the bowl surface
-    assert gap.max() < 2e-3                              # and rolling on it, not floating
-    assert np.linalg.norm(path, axis=1).max() < R        # inside the bowl
-    assert np.abs(path[:, 0]).max() < 0.6 + 2e-3         # energy does not grow
-    assert path[:, 0].min() < -0.3                       # it really rolled across
+# World tests (plane, slide, bowl): tests/test_nonconvex_world.py.
