@@ -135,16 +135,27 @@ def _outward_2d(x, y, nxt, mask, clockwise):
     return nx, ny, off, ex, ey, length
 
 
-def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
+def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, inc_face=None,
+                 normal=None):
     """Manifold of M face contacts, in the reference shape's frame.
 
     ref_ids, ref_face: reference shape ids and face; inc_ids: incident shape ids; rot, trans:
     incident pose in the reference frame; margin (scalar or (M,)); flip (M,) bool: reference
-    is shape B (only used for the ids). Returns points (M, 4, 3) midway between the surfaces,
-    separation (M, 4) (+inf unused), ids (M, 4), count (M,), incident face (M,).
+    is shape B (only used for the ids). inc_face (M,): incident face, by default the face most
+    anti-parallel to the reference normal. normal (M, 3): unit contact normal (reference ->
+    incident, reference frame), by default the reference face normal; it must make an acute
+    angle with the reference normal and an obtuse one with the incident normal. Returns points
+    (M, 4, 3) midway between the surfaces, separation (M, 4) (+inf unused), ids (M, 4), count
+    (M,), incident face (M,).
 
-    All the clipping is planar, so it runs in 2D coordinates (u, v) of the reference plane with
-    heights along its normal n; the incident face is a height field h(u, v) over that plane.
+    All the clipping is planar, so it runs in 2D coordinates (x, y) of the plane normal to the
+    contact normal n, with heights h along n: both faces are height fields over that plane and
+    a point's separation is the gap h_inc - h_ref between them along n. With n the reference
+    normal this is the classic face clip (h_ref constant). With n a SAT edge axis a few degrees
+    off both faces (see narrowphase.collide_polytopes), the gap along n is never below the SAT
+    separation s = min_B n.x - max_A n.x (each face lies inside its shape), and the crossing of
+    the two SAT edges, which is a crossing candidate below, attains it: the deepest point
+    equals the SAT depth, and the other points carry their own honest gaps along n.
     """
     m = len(ref_ids)
     rows = np.arange(m)
@@ -153,14 +164,16 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
     snap = SNAP * scale
     tol = INSIDE_TOL * scale
     plane = table.planes[ref_ids, ref_face]
-    n, d = plane[:, :3], plane[:, 3]
+    n_ref, d = plane[:, :3], plane[:, 3]
+    n = n_ref if normal is None else normal
     u_ax, v_ax = tangent_basis(n)
     basis = np.stack((u_ax, v_ax, n), axis=1)  # rows u, v, n: ref frame -> (x, y, h)
 
-    # Incident face: most anti-parallel to the reference normal.
-    n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n[:, :, None])[:, :, 0]
-    fi = int(table.nfaces[inc_ids].max())
-    inc_face = np.argmin(np.matmul(table.planes[inc_ids, :fi, :3], n_inc_frame[:, :, None])[:, :, 0], axis=1)
+    if inc_face is None:
+        # Incident face: most anti-parallel to the reference normal.
+        n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])[:, :, 0]
+        fi = int(table.nfaces[inc_ids].max())
+        inc_face = np.argmin(np.matmul(table.planes[inc_ids, :fi, :3], n_inc_frame[:, :, None])[:, :, 0], axis=1)
 
     loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face)
     loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face)
@@ -169,8 +182,8 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
     vi = np.matmul(table.points[inc_ids[:, None], loop_i], to_plane.transpose(0, 2, 1))
     vi += np.matmul(basis, trans[:, :, None])[:, None, :, 0]
     xi, yi, hi = vi[:, :, 0], vi[:, :, 1], vi[:, :, 2]
-    vr = np.matmul(table.points[ref_ids[:, None], loop_r], basis[:, :2].transpose(0, 2, 1))
-    xr, yr = vr[:, :, 0], vr[:, :, 1]
+    vr = np.matmul(table.points[ref_ids[:, None], loop_r], basis.transpose(0, 2, 1))
+    xr, yr, own_r = vr[:, :, 0], vr[:, :, 1], vr[:, :, 2]
     pi, pr = xi.shape[1], xr.shape[1]
 
     # Reference side lines (CCW about n) and incident edges (CW: the incident loop is CCW about
@@ -188,6 +201,10 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
     gx = -n_inc[:, 0] / nz
     gy = -n_inc[:, 1] / nz
     hr = hi[:, :1] + gx[:, None] * (xr - xi[:, :1]) + gy[:, None] * (yr - yi[:, :1])
+    # Height of the reference plane over (x, y): constant d when n is the reference normal.
+    nr = np.matmul(basis, n_ref[:, :, None])[:, :, 0]
+    nrz = np.maximum(nr[:, 2], 1e-12)
+    rgx, rgy, rh0 = (-nr[:, 0] / nrz)[:, None], (-nr[:, 1] / nrz)[:, None], (d / nrz)[:, None]
 
     # Crossings of incident edge k (vertex k -> next) with reference side line r.
     da = dist
@@ -208,17 +225,25 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
     # of what keeps picks stable.
     cand_x = np.concatenate((xi, xr, cx.reshape(m, -1)), axis=1)
     cand_y = np.concatenate((yi, yr, cy.reshape(m, -1)), axis=1)
-    sep = np.concatenate((hi, hr, ch.reshape(m, -1)), axis=1) - d[:, None]
+    h_inc = np.concatenate((hi, hr, ch.reshape(m, -1)), axis=1)
+    if normal is None:
+        h_ref = d[:, None]
+    else:
+        # Reference vertices use their own heights (exactly on the plane), the others the plane.
+        h_ref = np.concatenate((rh0 + rgx * xi + rgy * yi, own_r,
+                                rh0 + rgx * cx.reshape(m, -1) + rgy * cy.reshape(m, -1)), axis=1)
+    sep = h_inc - h_ref
     ok = np.concatenate((inside_i, inside_r, cross.reshape(m, -1)), axis=1)
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
     pick, good = reduce4(cand_x, cand_y, sep, ok, snap)
     px = np.take_along_axis(cand_x, pick, 1)
     py = np.take_along_axis(cand_y, pick, 1)
     psep = np.take_along_axis(sep, pick, 1)
+    pref = np.take_along_axis(np.broadcast_to(h_ref, sep.shape), pick, 1)
     code = _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen,
                           t.reshape(m, -1), w.reshape(m, -1), rlen, snap)
     # Midway between the surfaces, back to the reference frame.
-    mid = np.stack((px, py, d[:, None] + 0.5 * psep), axis=2)
+    mid = np.stack((px, py, pref + 0.5 * psep), axis=2)
     points = np.matmul(mid, basis)
     psep = np.where(good, psep, np.inf)
     ids = _unique_ids(_face_ids(flip[:, None], ref_face[:, None], inc_face[:, None], code), good)
@@ -307,6 +332,90 @@ def segment_closest(p0, p1, q0, q1, eps=1e-12):
     cp = p0 + s[:, None] * d1
     cq = q0 + t[:, None] * d2
     return s, t, cp, cq
+
+
+# Edge axes between nearly parallel faces get a clipped face manifold (see edge_face_contact)
+# when the better aligned of the two edges' faces is within EDGE_CLIP_DEG of the axis, and the
+# other face within EDGE_INC_DEG (so it is a well-conditioned height field along the axis).
+EDGE_CLIP_DEG = 10.0
+EDGE_INC_DEG = 75.0
+EDGE_CLIP_COS = float(np.cos(np.radians(EDGE_CLIP_DEG)))
+EDGE_INC_COS = float(np.cos(np.radians(EDGE_INC_DEG)))
+
+_EDGE_FACES = {}
+
+
+def edge_faces(table):
+    """(S, E, 2) indices of the two faces beside every edge (the ShapeTable keeps only their
+    normals); padded like the edges. Cached while the table is unchanged."""
+    key = id(table)
+    hit = _EDGE_FACES.get(key)
+    if hit is not None and hit[0] is table and hit[1] == len(table.shapes):
+        return hit[2]
+    out = np.zeros(table.edges.shape, dtype=np.int64)
+    for i, sh in enumerate(table.shapes):   # once per shape, not per pair
+        ef = getattr(sh, "edge_faces", None)
+        if ef is not None and len(ef):
+            out[i] = ef[0]
+            out[i, :len(ef)] = ef
+    _EDGE_FACES[key] = (table, len(table.shapes), out)
+    return out
+
+
+def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, margin):
+    """Multi-point manifolds for SAT edge-edge axes between nearly parallel faces (A's frame).
+
+    Two crossed beams a degree or two apart touch along a strip, yet the SAT may pick the axis
+    of two crossing edges (its value beats the faces' by more than the face bias): one point
+    there lets the far end sink. As Jolt (ManifoldBetweenTwoFaces) and Bullet
+    (clipFaceAgainstHull) do, the faces that support each shape along the axis are clipped
+    against each other. The candidate faces are the two beside each SAT edge: the axis lies on
+    the edge's Gauss-map arc, so the better aligned one is the supporting face whenever it is
+    close to the axis, and the edges are sides of the faces, so the crossing of the two edges
+    (the SAT witness) is a clipping candidate and the deepest point equals the SAT depth. The
+    reference is the better aligned face (A's or B's); the contact normal stays the SAT axis
+    and separations are gaps along it (face_contact with ``normal``).
+
+    axis (M, 3): unit SAT axis A -> B in A's frame; rot, trans: B's pose in A's frame.
+    Returns (use (M,) bool: rows that qualify for clipping, and for those rows only: points
+    (K, 4, 3) in A's frame, separation (K, 4), ids (K, 4), count (K,)).
+    """
+    m = len(ids_a)
+    rows = np.arange(m)
+    ef = edge_faces(table)
+    fa2 = ef[ids_a, edge_a]                                           # (M, 2)
+    fb2 = ef[ids_b, edge_b]
+    na = table.planes[ids_a[:, None], fa2, :3]                        # (M, 2, 3) A's frame
+    nb = np.matmul(table.planes[ids_b[:, None], fb2, :3], rot.transpose(0, 2, 1))
+    ca = _dot(na, axis[:, None])
+    cb = -_dot(nb, axis[:, None])
+    ja, jb = np.argmax(ca, axis=1), np.argmax(cb, axis=1)
+    ca, cb = ca[rows, ja], cb[rows, jb]
+    face_a, face_b = fa2[rows, ja], fb2[rows, jb]
+    use = (np.maximum(ca, cb) >= EDGE_CLIP_COS) & (np.minimum(ca, cb) >= EDGE_INC_COS)
+    sel = np.nonzero(use)[0]
+    k = len(sel)
+    if not k:
+        return use, np.zeros((0, 4, 3)), np.zeros((0, 4)), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+    # Reference: the better aligned face; ties go to A (as the face bias of the SAT does).
+    flip = cb[sel] > ca[sel]
+    fl = flip[:, None]
+    r, t = rot[sel], trans[sel]
+    rt = r.transpose(0, 2, 1)
+    t_inv = -np.matmul(rt, t[:, :, None])[:, :, 0]
+    ia, ib = ids_a[sel], ids_b[sel]
+    n_loc = axis[sel]
+    # From the reference to the incident shape: +axis in A's frame, -axis in B's.
+    n_ref = np.where(fl, -np.matmul(rt, n_loc[:, :, None])[:, :, 0], n_loc)
+    pts, sep, ids, cnt, _ = face_contact(
+        table, np.where(flip, ib, ia), np.where(flip, face_b[sel], face_a[sel]),
+        np.where(flip, ia, ib), np.where(fl[:, :, None], rt, r), np.where(fl, t_inv, t),
+        np.broadcast_to(margin, (m,))[sel], flip,
+        inc_face=np.where(flip, face_a[sel], face_b[sel]), normal=n_ref)
+    # Points of B-referenced rows back to A's frame.
+    pts_a = np.matmul(pts, r.transpose(0, 2, 1)) + t[:, None]
+    pts = np.where(fl[:, :, None], pts_a, pts)
+    return use, pts, sep, ids, cnt
 
 
 def edge_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, normal_local):

@@ -20,7 +20,8 @@ import numpy as np
 
 from . import quat
 from .errors import EngineError
-from .clip import ID_FALLBACK, ID_ROUND, SNAP, edge_contact, face_contact, segment_closest, tangent_basis
+from .clip import (ID_FALLBACK, ID_ROUND, SNAP, edge_contact, edge_face_contact, face_contact,
+                   segment_closest, tangent_basis)
 from .gjk import gjk
 from .sat import EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, ABS_TOL, polytope_sat
 from .shapes import CAPSULE, POLYTOPE, SPHERE
@@ -125,7 +126,8 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
         ia, ib = ids_a[edge], ids_b[edge]
         ea, eb = sat.edge_index[edge, 0], sat.edge_index[edge, 1]
         axis = sat.edge_axis[edge]
-        p, s, ids = edge_contact(table, ia, ea, ib, eb, sat.rot[edge], sat.trans[edge], axis)
+        r, t = sat.rot[edge], sat.trans[edge]
+        p, s, ids = edge_contact(table, ia, ea, ib, eb, r, t, axis)
         keep = s <= margin[edge]
         out.points[edge, 0] = _rotate(rot_a[edge], p) + pos_a[edge]
         out.separation[edge, 0] = np.where(keep, s, np.inf)
@@ -134,6 +136,16 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
         out.normal[edge] = _rotate(rot_a[edge], axis)
         out.axis_kind[edge] = EDGE
         out.axis_index[edge] = sat.edge_index[edge]
+        # Edge axes between nearly parallel faces: the clipped faces (2-4 points along the
+        # axis, the deepest at the SAT depth) replace the single point where clipping found any.
+        clip, cp, cs, cid, cc = edge_face_contact(table, ia, ea, ib, eb, r, t, axis, margin[edge])
+        rows = edge[clip]
+        got = cc > 0
+        rows = rows[got]
+        out.points[rows] = np.matmul(cp[got], rot_a[rows].transpose(0, 2, 1)) + pos_a[rows, None]
+        out.separation[rows] = cs[got]
+        out.ids[rows] = cid[got]
+        out.count[rows] = cc[got]
 
     # Last resort (not seen in tests, kept so an overlap can never lose its contact): one point
     # at B's deepest vertex along the normal, with the support gap along it as separation.
