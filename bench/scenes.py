@@ -11,11 +11,12 @@ Conventions that make the comparison fair:
 - Every body's origin is its centre of mass (hull points are re-centred on their centroid):
   Bullet puts the centre of mass at the object origin, ours at the true centroid; with the
   origin on the centroid they agree.
-- ``margin`` per shape is the Bullet collision margin: Blender's default 0.04 m for shapes
-  whose smallest dimension is at least 0.4 m, else 10 % of the smallest dimension (a margin
-  larger than a half size breaks Bullet's boxes). Boxes keep their outer size in Bullet
-  (btBoxShape embeds the margin) and Blender shrinks hulls by the margin before Bullet adds it
-  back, so the margin rounds edges but does not inflate the shape.
+- ``margin`` per shape is the Bullet collision margin (Blender's ``collision_margin``, default
+  0.04 m). Boxes: Bullet's btBoxShape keeps its outer size (the margin only rounds its
+  edges), so they keep 0.04 m unless their smallest dimension is under 0.4 m, then 10 % of
+  it (a margin above a half size breaks the box). Hulls: Blender adds the margin *around* the
+  hull (measured: rocks with the default hovered 25-40 mm above the ground), so they get 2 %
+  of their smallest dimension (6-8 mm for the rocks), what a careful user would set.
 - Body defaults are Blender's Rigid Body defaults: 1 kg, friction 0.5, restitution 0,
   damping 0.04 (linear) / 0.1 (angular).
 
@@ -45,11 +46,11 @@ class ShapeSpec:
         self.radius = radius
         if kind == "box":
             smallest = 2.0 * float(self.half_extents.min())
+            self.margin = 0.04 if smallest >= 0.4 else 0.1 * smallest
         elif kind == "hull":
-            smallest = float(np.ptp(self.points, axis=0).min())
+            self.margin = min(0.04, 0.02 * float(np.ptp(self.points, axis=0).min()))
         else:
-            smallest = 2.0 * float(radius)
-        self.margin = 0.04 if smallest >= 0.4 else 0.1 * smallest
+            self.margin = 0.04  # Bullet's sphere is a point swollen by its radius: no effect
 
     def vertices(self):
         """Mesh vertices (V, 3) in the body frame (the 8 corners of a box)."""
