@@ -251,7 +251,7 @@ they were before the first bake"""
 
 class HULLABALOO_OT_import_rigid_body(bpy.types.Operator):
     """Copy Blender Rigid Body settings (type, shape, mass, friction, bounciness, damping, \
-collision collections and the world's frame range and substeps) to Hullabaloo and enable it"""
+collision collections and the world's frame range) to Hullabaloo and enable it"""
     bl_idname = "hullabaloo.import_rigid_body"
     bl_label = "Import Blender Rigid Body"
     bl_options = {'REGISTER', 'UNDO'}
@@ -291,8 +291,11 @@ collision collections and the world's frame range and substeps) to Hullabaloo an
             if (pc.frame_start, pc.frame_end) != (scene.frame_start, scene.frame_end):
                 hs.use_scene_frame_range = False
                 hs.frame_start, hs.frame_end = pc.frame_start, pc.frame_end
-            steps = getattr(rbw, "substeps_per_frame", 0)
-            hs.substeps = max(0, int(steps))
+            # Blender's substeps are Bullet steps, each with its own collision pass; ours are
+            # solver substeps between collision passes, picked for contact stiffness. Copying
+            # Blender's count (10 by default) would make ours too few and stacks soft, so the
+            # import leaves ours automatic.
+            hs.substeps = 0
             if self.disable_blender_world and rbw.enabled:
                 rbw.enabled = False
                 notes.append("Blender's Rigid Body World turned off")

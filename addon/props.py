@@ -111,7 +111,7 @@ class HULLABALOO_PG_scene(bpy.types.PropertyGroup):
         description="Last frame of the simulation")
     substeps: IntProperty(
         name="Substeps", default=0, min=0, max=100,
-        description="Solver substeps per frame; 0 picks them automatically (about 240 per "
+        description="Solver substeps per frame; 0 picks them automatically (about 360 per "
         "second)")
     iterations: IntProperty(
         name="Solver Iterations", default=1, min=1, max=50,
