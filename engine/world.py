@@ -32,7 +32,7 @@ import math
 import numpy as np
 
 from . import quat
-from .broadphase import find_pairs
+from .broadphase import Broadphase
 from .contacts import PairTable, check_body_count, key_bodies, pair_keys
 from .errors import EngineError
 from .graph import colour_constraints, islands
@@ -42,6 +42,9 @@ from .shape_table import ShapeTable
 from .solver import ContactSolver
 
 DYNAMIC, STATIC, KINEMATIC = 0, 1, 2
+# Slack (m) of the persistent broadphase's fat boxes around each body's swept box: a body is
+# re-inserted only after moving this far, so resting and slow scenes reuse last step's pairs.
+BROADPHASE_SLACK = 0.05
 KINDS = {"dynamic": DYNAMIC, "static": STATIC, "kinematic": KINEMATIC}
 
 # Per-body arrays: name -> (trailing shape, dtype, fill value for new rows).
@@ -144,6 +147,7 @@ class World:
         self.time_to_sleep = _scalar(time_to_sleep, "time_to_sleep")
         self.table = ShapeTable()
         self.pairs = PairTable()
+        self._bp = Broadphase(margin=BROADPHASE_SLACK)
         self.record = False
         self.last_record = None
         self.time = 0.0
@@ -506,8 +510,17 @@ class World:
         return ((kind == DYNAMIC) & ~sleeping & fast) | kin_moving
 
     def _broadphase(self, lo, hi, kind, sleeping, moving):
+        """Pairs whose boxes (lo, hi) overlap, as broadphase.find_pairs(lo, hi, ...) gives them.
+
+        The persistent Broadphase pairs fat boxes (these boxes plus BROADPHASE_SLACK, kept
+        until a box leaves its fat box), which costs one containment test per body in a
+        resting scene; its pairs are a superset, so they are filtered by the exact overlap of
+        this step's boxes. The result is then the same set whatever the fat boxes' history
+        (restoring a state needs no broadphase state to stay bit-exact)."""
         passive = ((kind == STATIC) | sleeping | (kind == KINEMATIC)) & ~moving
-        return find_pairs(lo, hi, self._v("group"), self._v("mask"), passive)
+        ia, ib = self._bp.update(lo, hi, None, self._v("group"), self._v("mask"), passive)
+        keep = np.all((lo[ia] <= hi[ib]) & (lo[ib] <= hi[ia]), axis=1)
+        return ia[keep], ib[keep]
 
     def _wake_touched(self, ia, ib, sleeping, moving):
         sel = (sleeping[ia] & moving[ib]) | (sleeping[ib] & moving[ia])
