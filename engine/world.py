@@ -4,13 +4,17 @@ One ``World.step(dt)``:
 
 1. kinematic targets -> kinematic velocities for this step;
 2. world AABBs, fattened by a margin and swept by each body's motion over dt (speculative
-   contacts need the pair *before* it touches), and the broadphase (engine.broadphase);
+   contacts need the pair *before* it touches), and the broadphase (engine.broadphase's
+   persistent Broadphase, its pairs filtered to this step's exact box overlaps);
 3. waking: a sleeping island whose box overlaps a moving body wakes up (then the broadphase
    is redone so the woken bodies' own pairs are found);
-4. narrowphase once for all candidate pairs with at least one awake dynamic body, keeping
-   points within a per-pair speculative distance (base + relative motion over dt);
-5. the pair table (engine.contacts) matches points by feature id and hands back last step's
-   impulses for warm starting;
+4. narrowphase (engine.nonconvex.collide_bodies) once for all candidate pairs with at least
+   one awake dynamic body, keeping points within a per-pair speculative distance (base +
+   how far the surfaces can close over dt). Convex pairs give one manifold; a Compound
+   expands into its parts and a TriangleMesh (static or kinematic only) into the triangles
+   its BVH returns, so a body pair may give several manifolds, told apart by a ``sub`` key;
+5. the pair table (engine.contacts, keyed by (body pair, sub)) matches points by feature id
+   and hands back last step's impulses for warm starting;
 6. graph colouring (engine.graph) and the soft-step solver (engine.solver) over the substeps,
    with integration (engine.integrate) in between;
 7. restitution, impulses stored, kinematic bodies snapped to their targets;
@@ -18,7 +22,11 @@ One ``World.step(dt)``:
 
 Frames. Public poses are those of the body *origin* (the frame the shape is defined in, what
 Blender keys); internally the dynamics uses centre-of-mass positions, since a body rotates
-about its centre of mass, which for a hull need not be the origin.
+about its centre of mass, which for a hull or a compound need not be the origin.
+
+Shapes: Box, Sphere, Capsule, ConvexHull, Compound (dynamic or not; exact mass properties of
+its parts) and TriangleMesh (static or kinematic scenery only: a mesh has no volume to give
+it mass, so add_body refuses a dynamic one and says what to use instead).
 
 Mixing rule (the same as Blender's Bullet, so imported scenes mean the same): the friction of a
 pair is friction_a * friction_b and its restitution is restitution_a * restitution_b. Damping
@@ -118,6 +126,9 @@ class World:
     Public read attributes (views, (N, ...)): positions, orientations (w, x, y, z) of the
     body origins, linear_velocities (of the centres of mass), angular_velocities, sleeping,
     body_count. Use set_velocity / set_pose to change a body (this wakes it).
+
+    Limits: at most 2**31 bodies (pair keys hold two 31-bit body indices; add_body raises an
+    EngineError beyond). A body pair may have any number of manifolds.
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), substeps=None, iterations=1, sleeping=True,
@@ -213,7 +224,9 @@ class World:
                  kind="dynamic", density=None, mass=None, friction=0.5, restitution=0.0,
                  linear_damping=0.0, angular_damping=0.0, group=1, mask=-1):
         """Add a body and return its index. Mass: give ``density`` (kg/m^3) or ``mass`` (kg),
-        not both; default 1 kg (Blender's default). Static and kinematic bodies ignore mass."""
+        not both; default 1 kg (Blender's default). Static and kinematic bodies ignore mass.
+        shape: Box, Sphere, Capsule, ConvexHull, Compound, or TriangleMesh (kind 'static' or
+        'kinematic' only)."""
         if kind not in KINDS:
             raise EngineError(f"unknown body kind {kind!r}; use 'dynamic', 'static' or 'kinematic'")
         k = KINDS[kind]
@@ -385,25 +398,15 @@ class World:
 
         # 1. Kinematic targets -> velocities.
         kin_t = np.flatnonzero(self._v("has_target"))
-        if len(kin_t):
-            tq = a["target_q"][kin_t]
-            tx = a["target_pos"][kin_t] + quat.rotate(tq, a["com"][kin_t])
-            vel[kin_t, :3] = (tx - x[kin_t]) / dt
-            dq = quat.multiply(tq, quat.conjugate(q[kin_t]))
-            dq = np.where(dq[:, :1] < 0, -dq, dq)
-            s = np.linalg.norm(dq[:, 1:], axis=1)
-            angle = 2.0 * np.arctan2(s, dq[:, 0])
-            axis = dq[:, 1:] / np.where(s > 0, s, 1.0)[:, None]
-            vel[kin_t, 3:] = axis * (angle / dt)[:, None]
+        self._kinematic_velocities(kin_t, dt)
 
-        # 2-3. AABBs, broadphase, waking.
+        # 2-3. AABBs, broadphase, waking: candidate pairs with an awake dynamic body.
         rot = quat.to_matrix(q)
         lo, hi = self._aabbs(rot, dt)
         moving = self._moving(kind, sleeping, vel)
         ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         if self.sleeping_enabled and sleeping.any() and len(ia):
             if self._wake_touched(ia, ib, sleeping, moving):
-                sleeping = self._v("sleeping")
                 ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         awake = (kind == DYNAMIC) & ~sleeping
         keep = awake[ia] | awake[ib]
@@ -463,19 +466,36 @@ class World:
         q[movers] = quat.normalize(q[movers])
         pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
 
-        # 9. Sleep.
+        # 8. Sleep.
         if self.sleeping_enabled:
             touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
             self._update_sleep(dt, awake, ia[touching], ib[touching], moving)
         self.time += dt
         if record:
-            self.last_record = self._make_record(ia, ib, man, imp_n, imp_f2, lo, hi)
+            self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
 
     def substeps_for(self, dt):
         """Substeps one step of dt uses: ``substeps`` or ceil(dt / max_substep)."""
         return self.substeps or max(1, int(math.ceil(dt / self.max_substep - 1e-9)))
 
     # -- step helpers -----------------------------------------------------------------------
+    def _kinematic_velocities(self, kin_t, dt):
+        """Velocities that carry kinematic bodies kin_t exactly onto their targets over dt
+        (the rotation as axis * angle / dt, the shorter way round)."""
+        if not len(kin_t):
+            return
+        a = self._a
+        x, q, vel = self._v("x"), self._v("q"), self._v("vel")
+        tq = a["target_q"][kin_t]
+        tx = a["target_pos"][kin_t] + quat.rotate(tq, a["com"][kin_t])
+        vel[kin_t, :3] = (tx - x[kin_t]) / dt
+        dq = quat.multiply(tq, quat.conjugate(q[kin_t]))
+        dq = np.where(dq[:, :1] < 0, -dq, dq)
+        s = np.linalg.norm(dq[:, 1:], axis=1)
+        angle = 2.0 * np.arctan2(s, dq[:, 0])
+        axis = dq[:, 1:] / np.where(s > 0, s, 1.0)[:, None]
+        vel[kin_t, 3:] = axis * (angle / dt)[:, None]
+
     def _aabbs(self, rot, dt):
         """World AABBs of the shapes, swept by the motion over dt and fattened by the margin."""
         a = self._a
@@ -615,7 +635,7 @@ class World:
             self._v("island")[go] = label[go]
             vel[go] = 0.0
 
-    def _make_record(self, ia, ib, man, imp_n, imp_f2, lo, hi):
+    def _make_record(self, ia, ib, sub, man, imp_n, imp_f2, lo, hi):
         slot = np.arange(4)
         valid = slot[None, :] < man["count"][:, None]
         mi, pi = np.nonzero(valid)
@@ -627,6 +647,7 @@ class World:
             "friction_impulses": imp_f2[mi, pi].copy(),
             "pairs": np.stack((ia[mi], ib[mi]), axis=1),
             "manifold_pairs": np.stack((ia, ib), axis=1),
+            "manifold_sub": sub.copy(),
             "aabbs": np.stack((lo, hi), axis=1),
             "sleeping": self._v("sleeping").copy(),
         }
