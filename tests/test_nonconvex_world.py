@@ -11,7 +11,7 @@ import pytest
 from oracle import closest_point_triangle
 from engine import quat
 from engine.compound import Compound
-from engine.contacts import PairTable, pair_keys
+from engine.contacts import PairTable, check_body_count, pair_keys
 from engine.errors import EngineError
 from engine.hull import ConvexHull
 from engine.shapes import Box, Capsule, Sphere
@@ -214,6 +214,44 @@ def test_kinematic_mesh_follows_targets_and_pushes_a_box():
     np.testing.assert_allclose(vx[-20:], speed, rtol=0.03)  # at the wall's speed
 
 
+def _turntable(ground):
+    """A box 1 m from the axis of a kinematic turntable spun up to 1 rad/s over 0.5 s through
+    orientation targets (tangential 2 m/s^2, centripetal 1 m/s^2: both < mu g)."""
+    w = World()
+    if ground == "mesh":                     # a 4 m triangle grid, its top face at z = 0
+        V, T = grid_mesh(10, size=4.0)
+        m = w.add_body(TriangleMesh(V - [2, 2, 0], T), kind="kinematic", friction=1.0)
+    else:                                    # the same top face on a convex box
+        m = w.add_body(Box([2, 2, 0.5]), position=(0, 0, -0.5), kind="kinematic",
+                       friction=1.0)
+    b = w.add_body(Box(0.2), position=(1.0, 0, 0.2), friction=1.0)
+    dt, ramp = 1 / 60, 0.5
+
+    def angle(t):
+        return t * t / (2 * ramp) if t < ramp else t - ramp / 2
+    for i in range(1, 121):
+        target_q = quat.from_axis_angle([0, 0, 1.0], angle(dt * i))
+        w.set_kinematic_target(m, w.positions[m], target_q)
+        w.step(dt)
+        np.testing.assert_allclose(w.orientations[m], target_q, atol=1e-12)
+    return w.positions[b].copy(), w.linear_velocities[b].copy(), angle(dt * 120)
+
+
+def test_box_rides_a_spinning_kinematic_turntable_mesh():
+    """The box turns with the mesh turntable (no slip, at the table's speed, resting on it),
+    exactly as on a convex turntable. (Both drift out ~1.5 cm in 2 s: friction matches
+    velocities at contact points fixed for the step, so the box moves on chords, (v dt)^2/2r
+    per step: a solver property, not the mesh's.)"""
+    p, v, table_angle = _turntable("mesh")
+    p_box, v_box, _ = _turntable("box")
+    assert abs(np.arctan2(p[1], p[0]) - table_angle) < np.radians(1)
+    assert abs(np.hypot(p[0], p[1]) - 1.0) < 0.02
+    assert abs(p[2] - 0.2) < 2e-3
+    assert np.linalg.norm(v[:2]) == pytest.approx(1.0, rel=0.03)
+    np.testing.assert_allclose(p, p_box, atol=1e-3)
+    np.testing.assert_allclose(v, v_box, atol=1e-2)
+
+
 def test_dynamic_triangle_mesh_is_refused():
     w = World()
     mesh = plane()
@@ -246,6 +284,8 @@ def test_pair_table_keeps_manifolds_of_one_pair_apart():
             keep=lambda keys: np.ones(len(keys), bool), sub=sub[1:2])
     np.testing.assert_array_equal(t.keys, k[1:])
     np.testing.assert_array_equal(t.sub, [40, 0])
+    with pytest.raises(EngineError, match="at most"):
+        check_body_count(2 ** 31 + 1)
     state = t.get_state()
     del state["pair_sub"]
     t2 = PairTable()
