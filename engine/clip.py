@@ -16,9 +16,16 @@ features become the warm-starting ids; a crossing within SNAP of a vertex takes 
 (a reference vertex takes a coincident incident vertex's id), so stacked boxes with coincident
 edges keep their ids when jitter moves a corner from one side of a plane to the other.
 
-Points are kept if their separation along the reference normal is <= margin (speculative
+Points are kept if their separation along the contact normal is <= margin (speculative
 contacts), stored midway between the two surfaces, and reduced to at most 4 by the usual rule
 (Box2D, Bullet, Jolt): deepest, farthest from it, largest triangle, largest quad.
+
+Edge contact (the SAT chose an edge-edge axis). Crossing edges touch at one point, but when the
+faces beside the edges are within EDGE_CLIP_DEG of the axis (two crossed beams a few degrees
+apart: the edge axis beats the faces by more than the face bias, yet the beams touch over an
+area) those faces are clipped as above, with the SAT axis as the contact normal and every
+separation measured along it (edge_face_contact); otherwise one point at the closest points
+of the two edges (edge_contact).
 """
 import numpy as np
 
