@@ -29,10 +29,13 @@ of the two edges (edge_contact).
 """
 import numpy as np
 
-# Feature-id layout (int64). Face contacts:
-#   bits 0-11 reference loop index r, 12-23 incident loop index k, 24-25 feature type,
-#   26-41 incident face, 42-57 reference face, 58 "reference face is on B", 59-61 contact kind.
+# Feature-id layout (int64). Face contacts, written in terms of A and B (not reference and
+# incident), so a point keeps its id when the SAT switches between A's face, B's face and an
+# edge axis clipped between the same two faces (warm starting survives the switch):
+#   bits 0-11 loop index on A's face, 12-23 loop index on B's face, 24-25 feature type
+#   (vertex of B, vertex of A, crossing), 26-41 B's face, 42-57 A's face, 59-61 contact kind.
 # Edge contacts: bits 0-23 edge of B, 24-47 edge of A, 59-61 kind.
+# Inside face_contact the codes are built as (reference, incident); _face_ids maps them.
 T_INC_VERTEX, T_REF_VERTEX, T_CROSSING = 0, 1, 2
 ID_FACE, ID_EDGE, ID_ROUND, ID_FALLBACK = 1, 2, 3, 4
 
@@ -42,11 +45,17 @@ SNAP = 1e-4
 INSIDE_TOL = 1e-9
 
 
-def _face_ids(kind_flip, ref_face, inc_face, code):
-    """code: bits 0-11 reference loop index, 12-23 incident loop index, 24-25 feature type."""
-    return ((np.int64(ID_FACE) << 59) | (kind_flip.astype(np.int64) << 58)
-            | (ref_face.astype(np.int64) << 42) | (inc_face.astype(np.int64) << 26)
-            | code.astype(np.int64))
+def _face_ids(flip, ref_face, inc_face, code):
+    """code: bits 0-11 reference loop index, 12-23 incident loop index, 24-25 feature type
+    (T_*). flip: the reference is B; its rows swap the roles to get the A/B layout above."""
+    code = code.astype(np.int64)
+    r, k, kind = code & 0xFFF, (code >> 12) & 0xFFF, code >> 24
+    swapped = (k | (r << 12)
+               | (np.where(kind == T_CROSSING, kind, 1 - kind) << 24))  # T_INC <-> T_REF
+    code = np.where(flip, swapped, code)
+    face_a = np.where(flip, inc_face, ref_face).astype(np.int64)
+    face_b = np.where(flip, ref_face, inc_face).astype(np.int64)
+    return (np.int64(ID_FACE) << 59) | (face_a << 42) | (face_b << 26) | code
 
 
 def edge_ids(edge_a, edge_b):

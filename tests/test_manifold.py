@@ -693,3 +693,57 @@ def test_random_hull_edge_manifolds_match_ray_truth():
                 n_exact += 1
                 assert sep.min() == pytest.approx(exact, abs=1e-9)
     assert n_over >= 5 and n_exact >= 0.8 * n_over
+
+
+def test_ids_survive_sat_axis_switches():
+    """Tilting beam B across beam A in 0.01 deg steps makes the SAT switch between A's face,
+    B's face and edge axes (clipped between the same faces); a contact point that persists
+    across a switch keeps its id, so warm starting survives the switch."""
+    rng = np.random.default_rng(34)
+    table = ShapeTable([Box([0.8, 0.2, 0.2]), Box([0.2, 0.8, 0.2])])
+    switches = persisting = 0
+    seen = set()
+    for _ in range(6):
+        qa = q_axis(rng.normal(size=3), np.radians(rng.uniform(0.0, 1.0)))
+        axis = rng.normal(size=3) * [1, 1, 0.2]
+        pb = np.array([rng.uniform(-0.2, 0.2), rng.uniform(-0.2, 0.2), 0.395])
+        prev = None
+        for deg in np.arange(0.0, 3.0, 0.01):
+            man = run(table, 0, [0, 0, 0], qa, 1, pb, q_axis(axis, np.radians(deg)), margin=0.02)
+            seen.add(int(man.axis_kind[0]))
+            if prev is not None and man.axis_kind[0] != prev.axis_kind[0]:
+                switches += 1
+                bp, _, bi = used(prev)
+                for p, i in zip(*used(man)[::2]):
+                    k = np.argmin(np.linalg.norm(bp - p, axis=1))
+                    if np.linalg.norm(bp[k] - p) < 2e-3:
+                        persisting += 1
+                        assert bi[k] == i
+            prev = man
+    assert switches >= 5 and persisting >= 2 * switches and seen == {0, 1, EDGE}
+
+
+def test_face_ids_name_a_and_b_features_whichever_face_is_reference():
+    """Parallel faces (an octagon of two squares): clipping with A's face as reference or with
+    B's gives the same points, and the same ids (they name A's and B's features)."""
+    from engine.clip import face_contact
+    from engine.sat import relative_pose
+    table = ShapeTable([Box([0.5, 0.5, 0.5]), Box([0.5, 0.5, 0.4])])
+    for angle in (0.3, np.pi / 4, 0.0):
+        ra = np.eye(3)[None]
+        rb = quat.to_matrix(q_axis([0, 0, 1], angle))[None]
+        pb = np.array([[0.05, -0.03, 0.9 - 0.01]])
+        rot, trans = relative_pose(np.zeros((1, 3)), ra, pb, rb)
+        top_a, bottom_b = np.array([5]), np.array([4])     # +z of A, -z of B
+        pa_, sa, ia_, ca, _ = face_contact(table, np.array([0]), top_a, np.array([1]), rot, trans,
+                                           0.0, np.array([False]), inc_face=bottom_b)
+        rt = rot.transpose(0, 2, 1)
+        pb_, sb, ib_, cb, _ = face_contact(table, np.array([1]), bottom_b, np.array([0]), rt,
+                                           -(rt @ trans[:, :, None])[:, :, 0], 0.0, np.array([True]),
+                                           inc_face=top_a)
+        assert ca[0] == cb[0] == 4
+        pb_world = pb_[0] @ rb[0].T + pb[0]        # B's frame -> A's (= world)
+        for p, s, i in zip(pa_[0], sa[0], ia_[0]):
+            k = np.argmin(np.linalg.norm(pb_world - p, axis=1))
+            assert np.linalg.norm(pb_world[k] - p) < 1e-12
+            assert sb[0, k] == pytest.approx(s, abs=1e-12) and ib_[0, k] == i
