@@ -2,7 +2,12 @@
 static ground, 250 steps at 1/24 s. Prints ms/step and the quality figures the issue asks for:
 deepest resting penetration (cube-cube and cube-ground) and how many cubes still move.
 
-    python bench/bench_world_quick.py [--steps 250] [--profile]
+    python bench/bench_world_quick.py [--steps 250] [--profile] [--no-sleep]
+    python bench/bench_world_quick.py --dominoes | --pyramid
+    python bench/bench_world_quick.py --substeps 10 --hertz 60 --relax 2   # World(...) options
+
+Times are wall clock and process CPU time (the CPU figure is the one to compare on a shared,
+loaded machine).
 """
 import argparse
 import cProfile
@@ -19,8 +24,31 @@ from engine.shapes import Box  # noqa: E402
 from engine.world import World  # noqa: E402
 
 
-def build(n_side=10, spacing=1.2, height0=1.0, sleeping=True):
-    world = World(sleeping=sleeping)
+def world_options(args):
+    """World(...) keyword arguments given on the command line (None: the World default)."""
+    opts = {"substeps": args.substeps, "contact_hertz": args.hertz,
+            "relax_iterations": args.relax}
+    return {k: v for k, v in opts.items() if v is not None}
+
+
+class Timer:
+    """Wall and process CPU time of a block."""
+
+    def __enter__(self):
+        self.wall, self.cpu = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc):
+        self.wall = time.perf_counter() - self.wall
+        self.cpu = time.process_time() - self.cpu
+
+    def per_step(self, steps):
+        return (f"{self.wall:.2f} s total, {1000 * self.wall / steps:.1f} ms/step wall, "
+                f"{1000 * self.cpu / steps:.1f} ms/step CPU")
+
+
+def build(n_side=10, spacing=1.2, height0=1.0, sleeping=True, **opts):
+    world = World(sleeping=sleeping, **opts)
     world.add_body(Box([20.0, 20.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static")
     cube = Box([0.5, 0.5, 0.5])
     off = (n_side - 1) * spacing / 2.0
@@ -61,22 +89,26 @@ def main():
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-sleep", action="store_true", help="disable sleeping (raw cost)")
     ap.add_argument("--dominoes", action="store_true", help="run the 100-domino line instead")
+    ap.add_argument("--pyramid", action="store_true", help="run the 210-box pyramid instead")
+    ap.add_argument("--substeps", type=int, default=None, help="World(substeps=...)")
+    ap.add_argument("--hertz", type=float, default=None, help="World(contact_hertz=...)")
+    ap.add_argument("--relax", type=int, default=None, help="World(relax_iterations=...)")
     args = ap.parse_args()
     if args.dominoes:
         return dominoes(args)
-    world = build(sleeping=not args.no_sleep)
+    if args.pyramid:
+        return pyramid(args)
+    world = build(sleeping=not args.no_sleep, **world_options(args))
     prof = cProfile.Profile() if args.profile else None
-    t0 = time.perf_counter()
-    if prof:
-        prof.enable()
-    for i in range(args.steps):
-        world.step(args.dt)
-    if prof:
-        prof.disable()
-    elapsed = time.perf_counter() - t0
+    with Timer() as tm:
+        if prof:
+            prof.enable()
+        for i in range(args.steps):
+            world.step(args.dt)
+        if prof:
+            prof.disable()
     depth, moving, lowest, asleep = quality(world)
-    print(f"1000 cubes, {args.steps} steps at dt={args.dt:.5f}: {elapsed:.2f} s total, "
-          f"{1000 * elapsed / args.steps:.1f} ms/step")
+    print(f"1000 cubes, {args.steps} steps at dt={args.dt:.5f}: {tm.per_step(args.steps)}")
     print(f"deepest penetration at the end: {1000 * depth:.2f} mm; lowest cube bottom "
           f"{1000 * lowest:.2f} mm; cubes moving (>0.05 m/s or rad/s): {moving}; asleep: {asleep}")
     if prof:
@@ -86,22 +118,40 @@ def main():
 def dominoes(args):
     """100 dominoes 0.1 x 0.5 x 1 m, 0.5 m apart, the first one tipped; 480 frames at 24 fps."""
     from engine import quat
-    world = World()
+    world = World(**world_options(args))
     world.add_body(Box([40.0, 40.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static")
     d = Box([0.05, 0.25, 0.5])
     ids = [world.add_body(d, position=(0.5 * i - 25.0, 0.0, 0.5), friction=0.6)
            for i in range(100)]
     world.set_velocity(ids[0], angular=(0.0, 1.5, 0.0))
     steps = 480
-    t0 = time.perf_counter()
-    for _ in range(steps):
-        world.step(1.0 / 24.0)
-    elapsed = time.perf_counter() - t0
+    with Timer() as tm:
+        for _ in range(steps):
+            world.step(1.0 / 24.0)
     up = quat.rotate(world.orientations[ids], np.array([0.0, 0.0, 1.0]))
     tilt = np.degrees(np.arccos(np.clip(up[:, 2], -1.0, 1.0)))
-    print(f"100 dominoes, {steps} steps at 1/24: {elapsed:.2f} s total, "
-          f"{1000 * elapsed / steps:.1f} ms/step; fallen (tilt > 45 deg): {int((tilt > 45).sum())}"
+    print(f"100 dominoes, {steps} steps at 1/24: {tm.per_step(steps)}; fallen (tilt > 45 deg): {int((tilt > 45).sum())}"
           f"/100, least tilt {tilt.min():.1f} deg")
+
+
+def pyramid(args):
+    """The 210-box pyramid of tests/test_world_stacking.py (20 rows, 1.05 m pitch), sleeping
+    off, 240 steps (10 s) at 1/24 s; reports the largest drift of a box from its start."""
+    world = World(sleeping=False, **world_options(args))
+    world.add_body(Box([40.0, 40.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static")
+    cube = Box([0.5, 0.5, 0.5])
+    ids = [world.add_body(cube, position=((i - (19 - row) / 2) * 1.05, 0.0, 0.5 + row))
+           for row in range(20) for i in range(20 - row)]
+    start = world.positions[ids].copy()
+    steps = 240
+    with Timer() as tm:
+        for _ in range(steps):
+            world.step(1.0 / 24.0)
+    move = world.positions[ids] - start
+    drift = np.linalg.norm(move, axis=1)
+    print(f"210-box pyramid, {steps} steps at 1/24: {tm.per_step(steps)}; largest drift "
+          f"{1000 * drift.max():.2f} mm (sag {-1000 * move[:, 2].min():.2f} mm, sideways "
+          f"{1000 * np.linalg.norm(move[:, :2], axis=1).max():.2f} mm)")
 
 
 if __name__ == "__main__":
