@@ -89,6 +89,10 @@ def _parts(table):
     return arrays
 
 
+def _any_nonconvex(kinds):
+    return bool(np.any((kinds == COMPOUND) | (kinds == TRIANGLE_MESH)))
+
+
 def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, collide=None):
     """Manifolds of M body pairs whose shapes may be convex, Compound or TriangleMesh.
 
@@ -104,7 +108,7 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     margin = np.array(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
     first, count, psid, ppos, pq, nonconvex = _parts(table)
     kinds = table.kind
-    if not nonconvex or not (np.any(kinds[sid_a] > 2) or np.any(kinds[sid_b] > 2)):
+    if not nonconvex or not (_any_nonconvex(kinds[sid_a]) or _any_nonconvex(kinds[sid_b])):
         # Convex pairs only: one manifold per pair, straight from the narrowphase.
         man = collide(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=margin)
         return BodyContacts(man, np.arange(m), np.zeros(m, np.int64))
