@@ -4,7 +4,8 @@
 rounder shape first (sphere < capsule < polytope) so each group has one orientation, runs the
 group's routine and flips the normals of the swapped pairs back:
 
-    polytope-polytope   SAT (sat.py) + face clipping / edge-edge point (clip.py)
+    polytope-polytope   SAT (sat.py) + face clipping / edge-edge point (clip.py); an edge
+                        axis between nearly parallel faces clips those faces along the axis
     sphere/capsule pairs closest points of the core segments (a sphere is a zero-length one);
                         near-parallel capsules get a second point
     sphere/capsule vs polytope  cores apart: GJK on the cores (exact distance and normal), and a
