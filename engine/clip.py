@@ -357,8 +357,8 @@ def segment_closest(p0, p1, q0, q1, eps=1e-12):
 # decides where a lone edge point is enough. Beams tipping across each other meet edge axes
 # 2-8 deg off their faces (the demo's failing pair: 3.6 deg): 3-5 deg still let a beam end
 # sink 5-6 cm, 10 deg and anything up to 89 deg (Jolt clips whenever both faces exist)
-# measured the same on the tower demo and on crossed-beam drops. Above 10 deg the contact is a
-# ridge crossing whose clipped points only cluster near the crossing, so one point is kept.
+# measured the same on the tower demo and on crossed-beam drops. Above 10 deg the contact is
+# mostly a ridge crossing whose clipped points only cluster near the crossing: one point.
 EDGE_CLIP_DEG = 10.0
 EDGE_INC_DEG = 75.0
 EDGE_CLIP_COS = float(np.cos(np.radians(EDGE_CLIP_DEG)))
