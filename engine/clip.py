@@ -364,24 +364,6 @@ EDGE_INC_DEG = 75.0
 EDGE_CLIP_COS = float(np.cos(np.radians(EDGE_CLIP_DEG)))
 EDGE_INC_COS = float(np.cos(np.radians(EDGE_INC_DEG)))
 
-_EDGE_FACES = {}
-
-
-def edge_faces(table):
-    """(S, E, 2) indices of the two faces beside every edge (the ShapeTable keeps only their
-    normals); padded like the edges. Cached while the table is unchanged."""
-    key = id(table)
-    hit = _EDGE_FACES.get(key)
-    if hit is not None and hit[0] is table and hit[1] == len(table.shapes):
-        return hit[2]
-    out = np.zeros(table.edges.shape, dtype=np.int64)
-    for i, sh in enumerate(table.shapes):   # once per shape, not per pair
-        ef = getattr(sh, "edge_faces", None)
-        if ef is not None and len(ef):
-            out[i] = ef[0]
-            out[i, :len(ef)] = ef
-    _EDGE_FACES[key] = (table, len(table.shapes), out)
-    return out
 
 
 def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, margin):
@@ -404,7 +386,7 @@ def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, mar
     """
     m = len(ids_a)
     rows = np.arange(m)
-    ef = edge_faces(table)
+    ef = table.edge_faces
     fa2 = ef[ids_a, edge_a]                                           # (M, 2)
     fb2 = ef[ids_b, edge_b]
     na = table.planes[ids_a[:, None], fa2, :3]                        # (M, 2, 3) A's frame

@@ -279,9 +279,6 @@ def _general_queries(table, ids_a, ids_b, rot, trans, margin):
 _I1 = np.array([1, 2, 0])
 _I2 = np.array([2, 0, 1])
 _BOX_EDGE_LUT = None
-_BOX_CACHE = {}
-
-
 def _box_edge_lut():
     """Index of the Box edge joining corners (v0, v1): corner bits are x, y, z signs."""
     global _BOX_EDGE_LUT
@@ -292,19 +289,6 @@ def _box_edge_lut():
             lut[a, b] = lut[b, a] = k
         _BOX_EDGE_LUT = lut
     return _BOX_EDGE_LUT
-
-
-def box_info(table):
-    """(is_box (S,) bool, half_extents (S, 3)) of a ShapeTable, cached while it is unchanged."""
-    from .shapes import Box
-    key = id(table)
-    hit = _BOX_CACHE.get(key)
-    if hit is not None and hit[0] is table and hit[1] == len(table.shapes):
-        return hit[2], hit[3]
-    is_box = np.array([isinstance(s, Box) for s in table.shapes], dtype=bool)
-    half = np.array([s.half_extents if isinstance(s, Box) else np.zeros(3) for s in table.shapes])
-    _BOX_CACHE[key] = (table, len(table.shapes), is_box, half.reshape(-1, 3))
-    return is_box, half.reshape(-1, 3)
 
 
 def _box_queries(ha, hb, rot, trans):
@@ -366,7 +350,7 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
     m = len(ids_a)
     margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     rot, trans = relative_pose(pos_a, rot_a, pos_b, rot_b)
-    is_box, half = box_info(table)
+    is_box, half = table.is_box, table.box_half
     boxes = is_box[ids_a] & is_box[ids_b]
     if boxes.all():
         parts = _box_queries(half[ids_a], half[ids_b], rot, trans)

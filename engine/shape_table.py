@@ -73,6 +73,7 @@ class ShapeTable:
         out.edges = np.zeros((s, emax, 2), dtype=np.int64)
         out.edge_dirs = np.zeros((s, emax, 3))
         out.edge_normals = np.zeros((s, emax, 2, 3))
+        out.edge_faces = np.zeros((s, emax, 2), dtype=np.int64)  # face indices beside each edge
         # Boxes get the analytic 15-axis SAT fast path.
         out.is_box = np.array([isinstance(sh, Box) for sh in shapes], dtype=bool).reshape(s)
         out.box_half = np.array([sh.half_extents if isinstance(sh, Box) else np.zeros(3)
@@ -101,5 +102,7 @@ class ShapeTable:
             en = sh.planes[sh.edge_faces, :3]  # (E, 2, 3)
             out.edge_normals[i] = en[0]
             out.edge_normals[i, :ne] = en
+            out.edge_faces[i] = sh.edge_faces[0]
+            out.edge_faces[i, :ne] = sh.edge_faces
         self._arrays = vars(out)
         self._dirty = False

@@ -195,7 +195,7 @@ def test_identical_shapes_same_pose():
 
 def test_box_fast_path_matches_general_path_and_oracle():
     """The analytic 15-axis box test gives the general path's answers (and the oracle's)."""
-    from engine.sat import _box_queries, _general_queries, box_info, relative_pose
+    from engine.sat import _box_queries, _general_queries, relative_pose
     rng = np.random.default_rng(21)
     boxes = [Box(rng.uniform(0.1, 1.0, 3)) for _ in range(5)]
     table = ShapeTable(boxes)
@@ -209,7 +209,7 @@ def test_box_fast_path_matches_general_path_and_oracle():
     # Some near-aligned pairs too (parallel edges, face ties).
     rb[: m // 4] = ra[: m // 4] @ quat.to_matrix(quat.from_axis_angle(rng.normal(size=(m // 4, 3)), np.full(m // 4, 1e-7)))
     rot, trans = relative_pose(pa, ra, pb, rb)
-    _, half = box_info(table)
+    half = table.box_half
     fast = _box_queries(half[ia], half[ib], rot, trans)
     slow = _general_queries(table, ia, ib, rot, trans, np.full(m, np.inf))
     for k in (0, 2):  # face separations of A and B
