@@ -46,6 +46,7 @@ from .errors import EngineError
 from .graph import colour_constraints, islands
 from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
+from .trimesh import TRIANGLE_MESH
 from .shape_table import ShapeTable
 from .solver import ContactSolver
 
@@ -406,7 +407,7 @@ class World:
         moving = self._moving(kind, sleeping, vel)
         ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         if self.sleeping_enabled and sleeping.any() and len(ia):
-            if self._wake_touched(ia, ib, sleeping, moving):
+            if self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt):
                 ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         awake = (kind == DYNAMIC) & ~sleeping
         keep = awake[ia] | awake[ib]
@@ -526,7 +527,9 @@ class World:
         lin = np.linalg.norm(vel[:, :3], axis=1)
         ang = np.linalg.norm(vel[:, 3:], axis=1)
         fast = (lin > self.linear_sleep_tolerance) | (ang > self.angular_sleep_tolerance)
-        kin_moving = (kind == KINEMATIC) & ((lin > 0) | (ang > 0) | self._v("has_target"))
+        # Called after step 1, so a kinematic body's velocity already says whether its target
+        # moves it: one keyed every frame but standing still lets its neighbours sleep.
+        kin_moving = (kind == KINEMATIC) & ((lin > 0) | (ang > 0))
         return ((kind == DYNAMIC) & ~sleeping & fast) | kin_moving
 
     def _broadphase(self, lo, hi, kind, sleeping, moving):
@@ -542,17 +545,53 @@ class World:
         keep = np.all((lo[ia] <= hi[ib]) & (lo[ib] <= hi[ia]), axis=1)
         return ia[keep], ib[keep]
 
-    def _wake_touched(self, ia, ib, sleeping, moving):
-        sel = (sleeping[ia] & moving[ib]) | (sleeping[ib] & moving[ia])
-        if not sel.any():
+    def _wake_touched(self, ia, ib, sleeping, moving, lo, hi, dt):
+        """Wake the islands of sleepers whose box overlaps a moving body's (for a moving
+        triangle mesh: one of its triangles' boxes, swept by the mesh's motion, since the
+        mesh's own box may span a whole level). Returns whether anything woke."""
+        wa = sleeping[ia] & moving[ib]
+        wb = sleeping[ib] & moving[ia]
+        s = np.concatenate((ia[wa], ib[wb]))          # sleeper
+        m = np.concatenate((ib[wa], ia[wb]))          # moving body it may touch
+        mesh = self.table.kind[self._v("shape")[m]] == TRIANGLE_MESH
+        if mesh.any():
+            rows = np.flatnonzero(mesh)
+            hit = self._near_triangles(s[rows], m[rows], lo, hi, dt)
+            keep = np.ones(len(s), dtype=bool)
+            keep[rows] = hit
+            s = s[keep]
+        if not len(s):
             return False
-        who = np.concatenate((ia[sel & sleeping[ia]], ib[sel & sleeping[ib]]))
+        who = s
         isl = self._v("island")
         labels = np.unique(isl[who])
         wake = sleeping & np.isin(isl, labels)
         self._v("sleeping")[wake] = False
         self._v("sleep_time")[wake] = 0.0
         return True
+
+    def _near_triangles(self, s, m, lo, hi, dt):
+        """Per (sleeper s, moving mesh m) row: does the sleeper's box come within reach of a
+        triangle of the mesh over dt? The box goes into the mesh frame (its 8 corners' box)
+        and is grown by how far any mesh point moves over dt; the BVH answers exactly."""
+        out = np.zeros(len(s), dtype=bool)
+        sid = self._v("shape")[m]
+        vel = self._v("vel")
+        reach = self.table.bound_radius[sid] + np.linalg.norm(self._v("com")[m], axis=1)
+        grow = dt * (np.linalg.norm(vel[m, :3], axis=1) + np.linalg.norm(vel[m, 3:], axis=1)
+                     * reach)
+        bit = np.arange(8)
+        corners = np.where(((bit[:, None] >> np.arange(3)) & 1).astype(bool)[None],
+                           hi[s][:, None], lo[s][:, None])          # (R, 8, 3)
+        rot = quat.to_matrix(self._v("q")[m])
+        local = np.matmul(corners - self._v("pos")[m][:, None], rot)
+        llo = local.min(axis=1) - grow[:, None]
+        lhi = local.max(axis=1) + grow[:, None]
+        for u in np.unique(sid):                        # distinct moving meshes only
+            r = np.flatnonzero(sid == u)
+            qi, _ = self.table.shapes[u].query(llo[r], lhi[r])
+            out[r[qi]] = True
+        return out
 
     def _narrowphase(self, ia, ib, vel, dt):
         """Contact manifolds of the candidate body pairs (engine.nonconvex.collide_bodies:

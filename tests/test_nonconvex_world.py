@@ -252,6 +252,34 @@ def test_box_rides_a_spinning_kinematic_turntable_mesh():
     np.testing.assert_allclose(v, v_box, atol=1e-2)
 
 
+def test_moving_mesh_wakes_only_sleepers_near_its_triangles():
+    """An animated mesh of two far-apart walls (its box spans the whole scene). Keyed every
+    frame but standing still, it lets the boxes sleep; once it moves, the box the right wall
+    reaches wakes and is pushed, while the box between the walls, inside the mesh's box but
+    far from any triangle, sleeps on untouched."""
+    wall = [[0, -1, 0], [0, 1, 0], [0, 1, 1], [0, -1, 1]]
+    V = np.array([np.add(v, [-3, 0, 0]) for v in wall] + [np.add(v, [3, 0, 0]) for v in wall],
+                 dtype=float)
+    T = [[0, 1, 2], [0, 2, 3], [4, 5, 6], [4, 6, 7]]
+    w = World()
+    w.add_body(Box([5, 5, 0.5]), position=(0, 0, -0.5), kind="static")
+    m = w.add_body(TriangleMesh(V, T), kind="kinematic")
+    mid = w.add_body(Box(0.25), position=(0, 0, 0.25))
+    near = w.add_body(Box(0.25), position=(2.6, 0, 0.25))
+    for _ in range(60):
+        w.set_kinematic_target(m, (0, 0, 0))
+        w.step(1 / 60)
+    assert w.sleeping[mid] and w.sleeping[near]
+    mid_pos = w.positions[mid].copy()
+    for i in range(1, 46):
+        w.set_kinematic_target(m, (-1.0 * i / 60, 0, 0))
+        w.step(1 / 60)
+        assert w.sleeping[mid]
+    np.testing.assert_array_equal(w.positions[mid], mid_pos)
+    assert not w.sleeping[near]
+    assert w.positions[near, 0] < 3.0 - 0.75 - 0.25 + 2e-3   # pushed by the wall (at 2.25)
+
+
 def test_dynamic_triangle_mesh_is_refused():
     w = World()
     mesh = plane()
