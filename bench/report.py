@@ -5,7 +5,8 @@ profile.md and results.json. Not part of CI.
 
     .venv/bin/python bench/report.py [--quick] [--out docs/benchmarks]
                                      [--engines ours,blender,pybullet] [--scenes a,b]
-                                     [--no-scaling] [--no-profile]
+                                     [--no-scaling] [--no-profile] [--worktree] [--keep]
+    .venv/bin/python bench/report.py --render docs/benchmarks   # re-render the text only
 
 Each engine x scene runs in its own subprocess (``--child``), which isolates the engines
 and gives each run's peak memory (maxrss). The children save poses; every quality figure is
@@ -43,8 +44,6 @@ def _use_engine_root(root):
 _use_engine_root(os.environ.get("HB_ENGINE_ROOT", ROOT))
 
 ENGINES = ("ours", "blender", "pybullet")
-LABEL = {"ours": "Hullabaloo (add-on bake)", "blender": "Blender Rigid Body",
-         "pybullet": "pybullet"}
 SHORT = {"ours": "Hullabaloo", "blender": "Blender RB", "pybullet": "pybullet"}
 COLOR = {"ours": "#d95f02", "blender": "#1b9e77", "pybullet": "#7570b3"}
 
@@ -80,7 +79,8 @@ def child(args):
 
 
 def run_child(engine, scene, params, tmp, zip_path, timeout, profile=None, keys=True):
-    tag = f"{engine}_{scene}_{abs(hash(json.dumps(params, sort_keys=True))) % 10**8}"
+    tag = "_".join([engine, scene] + [f"{k}{v}" for k, v in sorted(params.items())] +
+                   (["profile"] if profile else []))
     prefix = os.path.join(tmp, tag)
     cmd = [sys.executable, os.path.abspath(__file__), "--child", engine, scene,
            json.dumps(params), prefix, "--zip", zip_path or ""]
@@ -364,8 +364,8 @@ def parent(args, argv):
     _use_engine_root(src)
     import metrics
     import scenes
-    cmdline = "bench/report.py " + " ".join(shlex.quote(a) for a in
-                                            (argv if argv is not None else sys.argv[1:]))
+    cmdline = " ".join(["bench/report.py"] + [shlex.quote(a) for a in
+                                               (argv if argv is not None else sys.argv[1:])])
     engines = [e for e in args.engines.split(",") if e]
     order = [s for s in args.scenes.split(",") if s]
     out = os.path.abspath(args.out)
@@ -500,7 +500,7 @@ def write_report(env, results, order, engines, scaling, prof, path):
         L.append("**Quick run (reduced scene sizes) — for harness development, not the "
                  "reference figures.**")
         L.append("")
-    L.append(f"- Command: `{env['cmdline']}` (from the repository root, "
+    L.append(f"- Command: `{env['cmdline'].strip()}` (from the repository root, "
              f"{env['elapsed'] / 60:.1f} min)")
     L.append(f"- Date: {env['started']}")
     L.append(f"- Machine: {m['cpu']}, {m['nproc']} CPUs, {m['mem']}, {m['os']}; load "
