@@ -331,6 +331,7 @@ def main(argv=None):
     ap.add_argument("--no-profile", action="store_true")
     ap.add_argument("--worktree", action="store_true", help="measure the working tree as it "
                     "is (default: a clean export of the HEAD commit)")
+    ap.add_argument("--rev", default="HEAD", help="commit to measure (default HEAD)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary folder (poses, "
                     "logs)")
     ap.add_argument("--render", metavar="OUT", default=None, help="only re-render the "
@@ -358,7 +359,7 @@ def parent(args, argv):
         src, commit = ROOT, git("rev-parse", "--short=12", "HEAD")
         dirty = [l[3:] for l in git("status", "--porcelain", "--", "engine", "addon").splitlines()]
     else:
-        (src, commit), dirty = export_commit(tmp), None
+        (src, commit), dirty = export_commit(tmp, args.rev), None
     if src != ROOT and ROOT in sys.path:
         sys.path.remove(ROOT)
     _use_engine_root(src)
