@@ -292,6 +292,13 @@ def scene_metrics(s, pos, q):
         out["orientation_error_deg_1s"] = float(np.degrees(
             rotation_angle(q[min(s.fps, len(pos) - 1), k], qref[min(s.fps, len(pos) - 1)])))
         out["orientation_error_deg_end"] = float(np.degrees(rotation_angle(q[-1, k], qref[-1])))
+        # Series for the plot (frames 2..F-3): E / E0, |L - L0| / |L0|, error vs the truth.
+        out["series_t"] = (np.arange(2, len(pos) - 2) / s.fps).tolist()
+        out["series_energy"] = (e / e[0]).tolist()
+        out["series_momentum"] = (np.linalg.norm(L - L[0], axis=1) /
+                                  np.linalg.norm(L[0])).tolist()
+        out["series_orientation_deg"] = np.degrees(
+            rotation_angle(q[2:-2, k], qref[2:-2])).tolist()
     return out
 
 
