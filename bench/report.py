@@ -821,14 +821,18 @@ def headlines(results, order, engines, scaling):
 
 
 NOTES = """- The machine's 2 cores are shared with other jobs; wall times can be perturbed by a few
-  tens of percent (the load averages above say how busy it was). Every engine runs single
-  threaded here (our numpy, Blender's Bullet and pybullet as configured).
-- Blender runs with its defaults, which differ from ours in two ways that favour
-  Blender's speed: no deactivation (so resting piles keep costing) but 10 iterations
-  instead of our 1 + relax. The per-scene set-up above is what a user gets by default.
+  tens of percent (the load averages above say how busy it was). Bullet (in Blender and in
+  pybullet) steps on one thread; our engine is numpy, single threaded except for the few
+  matrix products OpenBLAS may spread over the 2 cores.
+- Each engine runs with its own defaults, which is what a user gets: Blender with
+  deactivation off (resting bodies keep costing time) and 10 solver iterations; pybullet
+  with sleeping and 10 iterations; ours with sleeping and 1 soft iteration + 1 relax per
+  substep. Sleeping favours us and pybullet on piles that come to rest; small scenes show
+  our fixed per-step numpy overhead (a few ms per frame whatever the body count).
 - The T-handle is a box with three distinct principal moments (0.2 x 0.6 x 1.0 m), a
-  stand-in: a true T needs compound shapes, which our engine does not have yet; a single
-  convex hull of a T would get a bounding-box inertia in Bullet and the exact one in ours.
+  stand-in with the same physics (the intermediate-axis flip): a true T is a compound or a
+  non-convex hull, whose inertia Bullet approximates by its bounding box while ours is
+  exact, so the engines would not be simulating the same body; a box is exact in all three.
 - Bullet gives hulls the inertia of their bounding box and puts the centre of mass at the
   object origin; the rock pile's origins are on the hull centroids so only the inertia
   differs.

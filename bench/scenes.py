@@ -274,9 +274,9 @@ def heavy_on_light(frames=240, ratio=100.0):
 def t_handle(frames=240):
     """Zero gravity, no damping: a body with three distinct principal moments spun about its
     intermediate axis (the Dzhanibekov / tennis-racket flip). Stand-in for a T-handle: a
-    0.2 x 0.6 x 1.0 m box, because a true T needs a compound shape that the engine does not
-    have yet, and Bullet approximates a hull's inertia by its bounding box (a box is exact in
-    all three engines)."""
+    0.2 x 0.6 x 1.0 m box. A true T is a compound (or a hull), whose inertia Bullet
+    approximates by its bounding box while ours is exact, so the three engines would not
+    simulate the same body; a box's inertia is exact in all three."""
     s = Scene("t_handle", "tumbling T-handle in zero gravity (box stand-in)", frames,
               gravity=(0.0, 0.0, 0.0))
     b = s.shape(ShapeSpec("box", (0.1, 0.3, 0.5)))
