@@ -567,7 +567,7 @@ gravity -9.81. Each engine x scene runs in its own subprocess of this command.
 | continuous collision | on (default) | none (Blender has no CCD) | off (default) |
 | margins | none (exact shapes, speculative contacts) | boxes: `collision_margin` 0.04 m (10 % of the smallest dimension below 0.4 m; Bullet keeps a box's outer size); hulls: 2 % of the smallest dimension (Blender adds it around the hull) | pybullet's defaults |
 | initial velocity | the add-on's Initial Velocity / Spin | 2-frame Animated pre-roll along the path, then dynamic (Blender has no initial velocity) | `resetBaseVelocity` |
-| keyframes | bulk writer, every frame, 7 channels | Blender's operator (one `keyframe_insert` pass per frame, then it deletes redundant keys) | — (no animation output) |
+| keyframes | the add-on's bulk writer, every frame, location + rotation channels | Blender's operator (one `keyframe_insert` pass per frame, then it deletes redundant keys) | — (no animation output) |
 
 Timings: **simulation** = stepping the frames (Hullabaloo: the add-on's own split of its
 operator; Blender: the ptcache bake, including building the Bullet world; pybullet: the
