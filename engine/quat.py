@@ -100,3 +100,19 @@ def exp_map(omega, dt):
 def integrate(q, omega, dt):
     """Advance orientations q by world angular velocities omega over dt, renormalised."""
     return normalize(multiply(exp_map(omega, dt), q))
+
+
+def slerp(q0, q1, t):
+    """Spherical interpolation from q0 (t = 0) to q1 (t = 1) the shorter way round."""
+    q0 = np.asarray(q0, dtype=np.float64)
+    q1 = np.asarray(q1, dtype=np.float64)
+    t = np.asarray(t, dtype=np.float64)[..., None]
+    d = np.sum(q0 * q1, axis=-1, keepdims=True)
+    q1 = np.where(d < 0, -q1, q1)
+    d = np.abs(d)
+    theta = np.arccos(np.clip(d, -1.0, 1.0))
+    s = np.sin(theta)
+    near = s < 1e-6  # nearly equal: the chord is the arc
+    w0 = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / np.where(near, 1.0, s))
+    w1 = np.where(near, t, np.sin(t * theta) / np.where(near, 1.0, s))
+    return normalize(w0 * q0 + w1 * q1)
