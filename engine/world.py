@@ -133,7 +133,8 @@ class World:
     """
 
     def __init__(self, gravity=(0.0, 0.0, -9.81), substeps=None, iterations=1, sleeping=True,
-                 ccd=True, max_substep=1.0 / 360.0, max_collision_step=1.0 / 48.0, contact_hertz=90.0, damping_ratio=10.0,
+                 ccd=True, max_substep=1.0 / 360.0, max_collision_step=1.0 / 48.0,
+                 max_spin_travel=0.05, contact_hertz=90.0, damping_ratio=10.0,
                  max_push=3.0, speculative_distance=0.02, aabb_margin=0.02,
                  restitution_threshold=1.0, linear_sleep_tolerance=0.05,
                  angular_sleep_tolerance=0.05, time_to_sleep=0.5, relax_iterations=2):
@@ -149,6 +150,7 @@ class World:
         self.ccd = bool(ccd)
         self.max_substep = _scalar(max_substep, "max_substep", 1e-6)
         self.max_collision_step = _scalar(max_collision_step, "max_collision_step", 1e-6)
+        self.max_spin_travel = _scalar(max_spin_travel, "max_spin_travel", 1e-6)
         self.contact_hertz = _scalar(contact_hertz, "contact_hertz")
         self.damping_ratio = _scalar(damping_ratio, "damping_ratio")
         self.max_push = _scalar(max_push, "max_push")
@@ -505,8 +507,20 @@ class World:
             self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
 
     def collision_steps_for(self, dt):
-        """Collision passes one step of dt is split into: ceil(dt / max_collision_step)."""
-        return max(1, int(math.ceil(dt / self.max_collision_step - 1e-9)))
+        """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
+        while an awake body spins fast enough that its surface would sweep more than
+        ``max_spin_travel`` in one pass (speculative contacts cannot see the new features a
+        spinning hull turns into contact), at most 4x that."""
+        k = max(1, int(math.ceil(dt / self.max_collision_step - 1e-9)))
+        if self._n == 0:
+            return k
+        awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
+        if not awake.any():
+            return k
+        spin = np.linalg.norm(self._v("vel")[awake, 3:], axis=1)
+        travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[awake]])) * dt
+        k_spin = int(math.ceil(travel / self.max_spin_travel - 1e-9))
+        return min(max(k, k_spin), 4 * k)
 
     def substeps_for(self, dt):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
