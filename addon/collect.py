@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import engine
-from . import engine_link, transforms
+from . import transforms
 
 MAX_SIZE = 1.0e5   # metres: beyond this the engine's tolerances (~mm) are meaningless
 MIN_SIZE = 1.0e-4  # metres
@@ -123,8 +123,19 @@ def _slab(points, thickness, one_sided_normal=None):
     return np.concatenate((points, points - thickness * n))
 
 
+# Vertex cap of Convex Hull shapes. A contact query's cost grows with the hull's edges (SAT
+# edge pairs): per touching pair 44 / 150 / 490 / 1070 us at 16 / 32 / 64 / 128 vertices
+# (bench/bench_hull_cap.py, loaded 2-core machine), while the cap's shape error on a 100k-point
+# sculpt is 32 / 16 / 7 / 2.3 % of its volume (bench/bench_hull.py). 64 keeps ordinary meshes
+# exact (a chair or a rock has fewer extreme points) and bounds the cost of a sculpt.
+HULL_VERTEX_CAP = 64
+
+
 def _hull(points):
-    return engine_link.get("ConvexHull")(points)
+    # Blender stores float32 coordinates: faces are flat only to ~1e-7 of the object's size,
+    # so merge coplanar facets with a tolerance above that.
+    size = float(np.ptp(points, axis=0).max())
+    return engine.ConvexHull(points, max_vertices=HULL_VERTEX_CAP, tolerance=1e-6 * size)
 
 
 def _box_corners(lo, hi):
@@ -151,10 +162,6 @@ def build_shape(kind, points):
             return engine.Sphere(float(half.max())), notes
         r = float(max(half[0], half[1]))
         return engine.Capsule(r, float(max(half[2] - r, 0.0))), notes
-    if kind in ("MESH", "COMPOUND"):
-        what = "Mesh" if kind == "MESH" else "Compound"
-        notes.append(("WARNING", f"the {what} shape is not available in this engine build; "
-                      "using its convex hull"))
     return _hull(points), notes
 
 
@@ -333,15 +340,14 @@ class SceneReader:
             self.problem("INFO", obj, f"is flat; it is simulated as a slab {thickness:.3g} m "
                          f"thick {where}. Add thickness (Solidify) to control this.")
         try:
-            if s.shape == "COMPOUND" and engine_link.supports("compound"):
+            if s.shape == "COMPOUND":
                 parts = [p for p in loose_parts(obj, self.depsgraph) if len(p) >= 4]
                 identity = (1.0, 0.0, 0.0, 0.0)
-                shape = engine_link.get("Compound")(
+                shape = engine.Compound(
                     [(_hull(pts[p]), (0.0, 0.0, 0.0), identity) for p in parts])
                 notes = []
-            elif s.shape == "MESH" and s.body_type != "DYNAMIC" and \
-                    engine_link.supports("mesh"):
-                shape = engine_link.get("TriangleMesh")(pts, mesh_triangles(obj, self.depsgraph))
+            elif s.shape == "MESH" and s.body_type != "DYNAMIC":
+                shape = engine.TriangleMesh(pts, mesh_triangles(obj, self.depsgraph))
                 notes = []
             elif s.shape == "MESH" and s.body_type == "DYNAMIC":
                 shape = _hull(pts)

@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from .. import engine
-from . import animation, cache, engine_link, transforms
+from . import animation, cache, transforms
 from .collect import SceneReader
 
 
@@ -108,8 +108,7 @@ class BakeJob:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
             raise BakeError("Nothing to bake: no object has Hullabaloo enabled (Physics "
                             "properties)." if not errs else f"Nothing to bake: {errs}")
-        nonconvex = not all(engine_link.is_convex(b.shape) for b in bodies)
-        world = engine_link.world_class(nonconvex)(**world_settings(scene))
+        world = engine.World(**world_settings(scene))
         kept = []
         for b in bodies:
             try:

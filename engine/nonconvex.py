@@ -226,12 +226,3 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
         out._put(slice(start, start + len(p)), p)
         start += len(p)
     return out, np.concatenate(rows)
-
-
-def __getattr__(name):
-    # Deprecated: World handles compounds and meshes itself. Kept as an alias until the last
-    # callers (addon/engine_link.py, tests/test_decompose.py) use World directly.
-    if name == "NonConvexWorld":
-        from .world import World
-        return World
-    raise AttributeError(name)

@@ -191,13 +191,13 @@ def test_closest_point_triangle_matches_oracle():
 def test_ring_from_decomposed_torus_stays_on_a_peg(torus_parts):
     """Issue 6 evidence: the decomposed torus, scaled to a 30 cm ring, dropped tilted and off
     centre over a peg, slides down and stays threaded on it."""
-    from engine.nonconvex import NonConvexWorld
+    from engine.world import World
     from engine.shapes import Box, Capsule
     parts, _ = torus_parts
     scale = 0.3
     hulls = [ConvexHull(p * scale, max_vertices=24) for p in parts]
     ring = Compound([(h, [0, 0, 0], [1, 0, 0, 0]) for h in hulls])
-    w = NonConvexWorld()
+    w = World()
     w.add_body(Box([2, 2, 0.5]), position=(0, 0, -0.5), kind="static")
     peg_r = 0.08
     w.add_body(Capsule(peg_r, 0.4), position=(0, 0, 0.48), kind="static")

@@ -365,9 +365,6 @@ def _mesh(name, verts, faces):
 def test_mesh_scenery_and_compound_bodies_are_not_hulled():
     """A box dropped into an open cup (passive Mesh shape) ends up inside it, and a dumbbell
     of two loose cubes (Compound) straddles a low wall: both impossible with convex hulls."""
-    if not (hb.pkg().addon.engine_link.supports("mesh")
-            and hb.pkg().addon.engine_link.supports("compound")):
-        pytest.skip("this engine build has no non-convex World")
     scene = hb.empty_scene(frame_end=40)
     hb.add_box("Ground", size=(40, 40, 1), location=(0, 0, -0.5), body_type='PASSIVE')
     v = [(x, y, z) for z in (0, 2) for y in (-2, 2) for x in (-2, 2)]
