@@ -130,8 +130,8 @@ def dominoes(args):
             world.step(1.0 / 24.0)
     up = quat.rotate(world.orientations[ids], np.array([0.0, 0.0, 1.0]))
     tilt = np.degrees(np.arccos(np.clip(up[:, 2], -1.0, 1.0)))
-    print(f"100 dominoes, {steps} steps at 1/24: {tm.per_step(steps)}; fallen (tilt > 45 deg): {int((tilt > 45).sum())}"
-          f"/100, least tilt {tilt.min():.1f} deg")
+    print(f"100 dominoes, {steps} steps at 1/24: {tm.per_step(steps)}; fallen (tilt > 45 deg): "
+          f"{int((tilt > 45).sum())}/100, least tilt {tilt.min():.1f} deg")
 
 
 def pyramid(args):

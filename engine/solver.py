@@ -118,6 +118,10 @@ class ContactSolver:
     (tests/test_world_determinism.py) inside a long-running process.
     """
 
+    # False forces the sequential sweeps everywhere (the reference the one-product sweeps must
+    # reproduce up to round-off; bench/profile_world.py --check compares the two).
+    one_product_sweeps = True
+
     def __init__(self, ia, ib, normal, points, separation, count, friction, restitution,
                  x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction,
                  order, colour_offsets, h, contact_hertz=30.0, damping_ratio=10.0,
@@ -200,9 +204,7 @@ class ContactSolver:
         # friction sweep's operator, pairs of tangent rows being updated together.
         kt = self.kmat
         self.sweep_relax = _normal_sweep_operator(self.eff[:4], kt[:4, :4])
-        pair_low = np.kron(np.tril(np.ones((4, 4)), -1), np.ones((2, 2)))[:, :, None]
-        self.sweep_friction = (_unit_lower_inverse(self.eff[4:, None, :] * (pair_low * kt[4:, 4:]),
-                                                   4) * self.eff[None, 4:, :])
+        self.sweep_friction = _friction_sweep_operator(self.eff[4:], kt[4:, 4:])
 
         # Warm start impulses: normal as is, friction projected on this step's tangents.
         wn = warm_normal[order]
@@ -263,6 +265,7 @@ class ContactSolver:
         sweep_n = (_normal_sweep_operator(a_n, self.kmat[:4, :4]) if use_bias
                    else self.sweep_relax)
         imp, kmat, eff, kp = self.imp, self.kmat, self.eff, self.k_pinv
+        fast = self.one_product_sweeps
         for ci, (c0, c1) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
             if c1 <= c0:
                 continue
@@ -298,8 +301,8 @@ class ContactSolver:
             # A colour whose attempt failed (tipping or lifting boxes clamp every pass) skips
             # the next few attempts, so scenes that always clamp pay little for trying.
             npts_seq = npts
-            if self._wait_normal[ci]:
-                self._wait_normal[ci] -= 1
+            if self._wait_normal[ci] or not fast:
+                self._wait_normal[ci] = max(self._wait_normal[ci] - 1, 0)
             else:
                 lam = imp[:4, sl]
                 r = -(a_n[:, sl] * u[:4] + ab[:, sl])
@@ -329,8 +332,8 @@ class ContactSolver:
             # of prepare (constant over the step); taken where every point stays inside its
             # disc (then no row of the sequential sweep would have been clamped).
             npts_seq = npts
-            if self._wait_friction[ci]:
-                self._wait_friction[ci] -= 1
+            if self._wait_friction[ci] or not fast:
+                self._wait_friction[ci] = max(self._wait_friction[ci] - 1, 0)
             else:
                 rows = slice(4, 4 + 2 * npts)
                 old = imp[rows, sl]
@@ -422,14 +425,23 @@ class ContactSolver:
         return normal, fworld, fr, tang
 
 
-def _unit_lower_inverse(x, blocks):
-    """(I + X)^-1 for X (n, n, m) strictly lower triangular by `blocks` diagonal blocks: X is
-    nilpotent, X^blocks = 0, so the series I - X + X^2 - ... ends there (Horner form)."""
-    eye = np.eye(x.shape[0])[:, :, None]
-    out = eye - x
-    for _ in range(blocks - 2):
-        out = eye - np.einsum("pqm,qrm->prm", x, out)
-    return out
+def _friction_sweep_operator(eff, k):
+    """F = (I + E L)^-1 E (8, 8, m) for the friction sweep: E = diag(eff) (8, m), L the part of
+    K (k: (8, 8, m)) strictly below the 2 x 2 diagonal blocks (a point's two tangents are
+    updated together). Block forward substitution, block row p of N = (I + E L)^-1 being
+    e_p - E_p sum_{q<p} K_pq N_q: twenty-odd calls on (2, 8, m) arrays, where the generic
+    series costs two (8, 8, m) einsums."""
+    n = np.zeros(k.shape)
+    for p in range(4):
+        rows = slice(2 * p, 2 * p + 2)
+        if p:
+            acc = np.zeros((2,) + k.shape[1:])
+            for q in range(p):
+                kpq = k[rows, 2 * q:2 * q + 2]  # (2, 2, m)
+                acc += kpq[:, 0, None] * n[2 * q] + kpq[:, 1, None] * n[2 * q + 1]
+            n[rows] = -eff[rows, None, :] * acc
+        n[2 * p, 2 * p] = n[2 * p + 1, 2 * p + 1] = 1.0
+    return n * eff[None, :, :]
 
 
 def _normal_sweep_operator(a, k):
