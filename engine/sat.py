@@ -93,12 +93,44 @@ def face_query(planes, points):
     """Max over faces of the min signed distance of the other shape's points to each plane.
 
     planes (M, F, 4) and points (M, V, 3) in the same frame -> (separation (M,), face (M,),
-    signed distances (M, F, V) of every point to every plane, per-plane separations (M, F)).
+    signed distances (M, F, V) of every point to every plane, per-plane separations (M, F),
+    per-plane index of the point attaining them (M, F)).
     """
     d = np.matmul(planes[:, :, :3], points.transpose(0, 2, 1)) - planes[:, :, 3:]  # (M, F, V)
-    s = d.min(axis=2)
+    low = d.argmin(axis=2)
+    s = np.take_along_axis(d, low[:, :, None], 2)[:, :, 0]
     f = s.argmax(axis=1)
-    return np.take_along_axis(s, f[:, None], 1)[:, 0], f, d, s
+    return np.take_along_axis(s, f[:, None], 1)[:, 0], f, d, s, low
+
+
+def _covered_edges(table, ids, plane_sep, k_len, face_best, tol):
+    """Mask (M, E) of the edges whose whole Gauss-map arc is proven unable to beat face_best.
+
+    The SAT value of an axis u is sep(u) = -h_K(u), h_K the support function of K = A - B
+    (B's points subtracted, in one frame). For a face axis n with support point k of K,
+    h_K(u) >= k . u >= h_K(n) - |k| |u - n|, so every axis within chord (h_K(n) - r) / |k| of n
+    has h_K > r, i.e. sep < -r. With r = -face_best (+ tol), the face axes already evaluated
+    by the face queries are the centres of caps on the unit sphere where no axis can beat the
+    best face. An edge's candidate axes lie on the arc between its two face normals, which are
+    two of those centres: when the two caps meet, no axis of that edge can be the answer and
+    the edge drops out of the quadratic edge-pair step, exactly (Lipschitz bound of the support
+    function, in the spirit of Gregorius' Gauss-map pruning). The caps are widest where the
+    support points of A and B are close, i.e. around the contact, which leaves only the edges
+    of the few faces whose axes are nearly as good as the best.
+
+    plane_sep (M, F): separation of this shape's face axes, k_len (M, F): |k| at each of them.
+    """
+    gap = np.maximum(face_best[:, None] - plane_sep - tol[:, None], 0.0)
+    chord = gap / np.maximum(k_len, 1e-300)
+    theta = 2.0 * np.arcsin(np.minimum(0.5 * chord, 1.0))  # cap radius (angle)
+    ne = _count_slice(table.nedges[ids])
+    ef = table.edge_faces[ids, :ne]
+    rows = np.arange(len(ids))[:, None]
+    n = table.edge_normals[ids, :ne]
+    cosang = np.einsum("mei,mei->me", n[:, :, 0], n[:, :, 1])
+    sinang = np.linalg.norm(np.cross(n[:, :, 0], n[:, :, 1]), axis=2)
+    arc = np.arctan2(sinang, cosang)
+    return theta[rows, ef[:, :, 0]] + theta[rows, ef[:, :, 1]] > arc * (1.0 + 1e-9) + 1e-12
 
 
 def vertex_mean(points, counts):
@@ -163,6 +195,8 @@ PRUNE_TOL = 1e-6
 
 # Planes of the other shape used to prune edges: the few it is most "outside" of.
 PRUNE_PLANES = 6
+# Gauss-map pruning (see _covered_edges); False restores the exhaustive route (benchmarks).
+PRUNE_GAUSS = True
 
 
 def _near_edges(table, ids, dist, plane_sep, tau):
@@ -232,10 +266,11 @@ def _general_queries(table, ids_a, ids_b, rot, trans, margin):
     pts_b = transform(rot, trans, table.points[ids_b, :vb])  # B's points in A's frame
 
     # Face query of A: B's points against A's planes. Face query of B: A's points in B's frame.
-    sep_a, face_a, dist_a, planes_a = face_query(table.planes[ids_a, :fa], pts_b)
+    sep_a, face_a, dist_a, planes_a, low_b = face_query(table.planes[ids_a, :fa], pts_b)
     rot_t = rot.transpose(0, 2, 1)
     trans_inv = -np.matmul(rot_t, trans[:, :, None])[:, :, 0]
-    sep_b, face_b, dist_b, planes_b = face_query(table.planes[ids_b, :fb], transform(rot_t, trans_inv, pts_a))
+    pts_a_in_b = transform(rot_t, trans_inv, pts_a)
+    sep_b, face_b, dist_b, planes_b, low_a = face_query(table.planes[ids_b, :fb], pts_a_in_b)
 
     sep_e = np.full(m, -np.inf)
     edge_a = np.zeros(m, dtype=np.int64)
@@ -249,6 +284,18 @@ def _general_queries(table, ids_a, ids_b, rot, trans, margin):
     tau = np.maximum(-face_best[todo], margin[todo]) + PRUNE_TOL * scale
     keep_a = _near_edges(table, ids_a[todo], dist_b[todo], planes_b[todo], tau)
     keep_b = _near_edges(table, ids_b[todo], dist_a[todo], planes_a[todo], tau)
+    # Support points of K = A - B at every face axis: a vertex of the face and the other
+    # shape's deepest point (|k| does not depend on the frame).
+    rows = np.arange(len(todo))[:, None]
+    ta, tb = ids_a[todo], ids_b[todo]
+    ka = table.points[ta[:, None], table.face_loops[ta, :fa, 0]] - pts_b[todo][rows, low_b[todo]]
+    kb = pts_a_in_b[todo][rows, low_a[todo]] - table.points[tb[:, None], table.face_loops[tb, :fb, 0]]
+    cover_tol = PRUNE_TOL * scale
+    if PRUNE_GAUSS:
+        keep_a &= ~_covered_edges(table, ta, planes_a[todo], np.linalg.norm(ka, axis=2),
+                                  face_best[todo], cover_tol)
+        keep_b &= ~_covered_edges(table, tb, planes_b[todo], np.linalg.norm(kb, axis=2),
+                                  face_best[todo], cover_tol)
     cost = np.maximum(keep_a.sum(axis=1), 1) * np.maximum(keep_b.sum(axis=1), 1)
     for part in _chunks(cost):
         sel = todo[part]
