@@ -103,6 +103,57 @@ def face_query(planes, points):
     return np.take_along_axis(s, f[:, None], 1)[:, 0], f, d, s, low
 
 
+# Points of the other shape that give the cheap first bound of the pruned face query.
+FACE_PROBE = 8
+
+
+def face_query_pruned(planes, nfaces, points, toward):
+    """Same answer as face_query (separation, face), without all F x V distances.
+
+    Every point p of the other shape bounds a face's separation from above (the separation is
+    the min over points): a probe of FACE_PROBE points, the other shape's points deepest
+    along ``toward`` (M, 3) (roughly from the other shape towards this one's faces; any choice is
+    correct, a good one prunes more), gives upper bounds ub (M, F). The face with the largest ub
+    is evaluated exactly; its separation lb is a lower bound of the max, so only faces with
+    ub >= lb can hold it and only those are evaluated over all points (compacted, padded).
+    Ties keep the lowest face index, as face_query's argmax does.
+
+    Returns (separation (M,), face (M,), per-plane separations (M, F) (exact for evaluated faces,
+    the upper bound elsewhere), per-plane point index attaining them (M, F)): the last two are
+    valid inputs of _covered_edges and _near_edges, which need only a point of the other shape
+    and an upper bound of each face's separation.
+    """
+    m, nf = planes.shape[0], planes.shape[1]
+    rows = np.arange(m)[:, None]
+    k = min(FACE_PROBE, points.shape[1])
+    depth = np.matmul(points, toward[:, :, None])[:, :, 0]
+    probe = np.argpartition(depth, k - 1, axis=1)[:, :k] if k < points.shape[1] else \
+        np.broadcast_to(np.arange(k), (m, k))
+    d = np.matmul(planes[:, :, :3], points[rows, probe].transpose(0, 2, 1)) - planes[:, :, 3:]
+    j = d.argmin(axis=2)
+    ub = np.take_along_axis(d, j[:, :, None], 2)[:, :, 0]
+    low = probe[rows, j]
+    real = np.arange(nf)[None, :] < nfaces[:, None]
+    ub = np.where(real, ub, -np.inf)  # padded faces copy face 0: never needed
+    top = ub.argmax(axis=1)
+    pl = planes[np.arange(m), top]
+    lb = (np.matmul(points, pl[:, :3, None])[:, :, 0] - pl[:, 3:]).min(axis=1)
+    # Rounding of the two products may differ: a relative slack keeps the top face in.
+    slack = 1e-12 * (np.abs(lb) + np.abs(planes[:, :1, 3]).max(axis=1) + 1.0)
+    order, mask = _compact(ub >= (lb - slack)[:, None])
+    ps = planes[rows, order]
+    ds = np.matmul(ps[:, :, :3], points.transpose(0, 2, 1)) - ps[:, :, 3:]  # (M, S, V)
+    low_s = ds.argmin(axis=2)
+    sep_s = np.where(mask, np.take_along_axis(ds, low_s[:, :, None], 2)[:, :, 0], -np.inf)
+    best = sep_s.argmax(axis=1)
+    est = ub.copy()
+    np.put_along_axis(est, order, np.where(mask, sep_s, np.take_along_axis(ub, order, 1)), 1)
+    np.put_along_axis(low, order, np.where(mask, low_s, np.take_along_axis(low, order, 1)), 1)
+    est = np.where(real, est, est[:, :1])
+    low = np.where(real, low, low[:, :1])
+    return sep_s[np.arange(m), best], order[np.arange(m), best], est, low
+
+
 def _covered_edges(table, ids, plane_sep, k_len, face_best, tol):
     """Mask (M, E) of the edges whose whole Gauss-map arc is proven unable to beat face_best.
 
@@ -199,20 +250,21 @@ PRUNE_PLANES = 6
 PRUNE_GAUSS = True
 
 
-def _near_edges(table, ids, dist, plane_sep, tau):
+def _near_edges(table, ids, planes, points, plane_sep, tau):
     """Mask (M, E) of the edges that may come within tau of the other shape.
 
-    dist (M, F, V): signed distances of this shape's points to the other's face planes,
-    plane_sep (M, F) their minima. Any plane bounds the distance of a segment to the other
-    (convex) shape from below by the smaller of its two ends' distances, so an edge more than
-    tau outside some plane is too far to form the best axis (see _general_queries). Any subset
-    of planes gives a valid (weaker) bound: the PRUNE_PLANES planes with the largest
-    separations do nearly all the work at a tenth of the cost."""
-    k = min(PRUNE_PLANES, dist.shape[1])
-    top = np.argpartition(-plane_sep, k - 1, axis=1)[:, :k] if k < dist.shape[1] else \
+    planes (M, F, 4): the other shape's face planes, points (M, V, 3): this shape's points in
+    the same frame, plane_sep (M, F) the planes' separations (or upper bounds of them). Any
+    plane bounds the distance of a segment to the other (convex) shape from below by the
+    smaller of its two ends' distances, so an edge more than tau outside some plane is too far
+    to form the best axis (see _general_queries). Any subset of planes gives a valid (weaker)
+    bound: the PRUNE_PLANES planes with the largest separations do nearly all the work."""
+    k = min(PRUNE_PLANES, planes.shape[1])
+    top = np.argpartition(-plane_sep, k - 1, axis=1)[:, :k] if k < planes.shape[1] else \
         np.broadcast_to(np.arange(k), plane_sep.shape)
     rows = np.arange(len(ids))[:, None]
-    d = np.ascontiguousarray(dist[rows, top].transpose(0, 2, 1))        # (M, V, k)
+    pl = planes[rows, top]
+    d = np.matmul(points, pl[:, :, :3].transpose(0, 2, 1)) - pl[:, None, :, 3]  # (M, V, k)
     ne = _count_slice(table.nedges[ids])
     edges = table.edges[ids, :ne]
     lower = np.minimum(d[rows, edges[:, :, 0]], d[rows, edges[:, :, 1]]).max(axis=2)
@@ -266,11 +318,21 @@ def _general_queries(table, ids_a, ids_b, rot, trans, margin):
     pts_b = transform(rot, trans, table.points[ids_b, :vb])  # B's points in A's frame
 
     # Face query of A: B's points against A's planes. Face query of B: A's points in B's frame.
-    sep_a, face_a, dist_a, planes_a, low_b = face_query(table.planes[ids_a, :fa], pts_b)
     rot_t = rot.transpose(0, 2, 1)
     trans_inv = -np.matmul(rot_t, trans[:, :, None])[:, :, 0]
     pts_a_in_b = transform(rot_t, trans_inv, pts_a)
-    sep_b, face_b, dist_b, planes_b, low_a = face_query(table.planes[ids_b, :fb], pts_a_in_b)
+    pl_a, pl_b = table.planes[ids_a, :fa], table.planes[ids_b, :fb]
+    if PRUNE_GAUSS:
+        # Probes: B's points deepest towards A's centre, A's points deepest towards B's.
+        cen_a = vertex_mean(pts_a, table.npoints[ids_a])
+        cen_b = vertex_mean(pts_b, table.npoints[ids_b])
+        sep_a, face_a, planes_a, low_b = face_query_pruned(pl_a, table.nfaces[ids_a], pts_b,
+                                                           cen_b - cen_a)
+        sep_b, face_b, planes_b, low_a = face_query_pruned(
+            pl_b, table.nfaces[ids_b], pts_a_in_b, np.matmul(rot_t, (cen_a - cen_b)[:, :, None])[:, :, 0])
+    else:
+        sep_a, face_a, _, planes_a, low_b = face_query(pl_a, pts_b)
+        sep_b, face_b, _, planes_b, low_a = face_query(pl_b, pts_a_in_b)
 
     sep_e = np.full(m, -np.inf)
     edge_a = np.zeros(m, dtype=np.int64)
@@ -282,8 +344,8 @@ def _general_queries(table, ids_a, ids_b, rot, trans, margin):
         return sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e
     scale = np.minimum(table.bound_radius[ids_a[todo]], table.bound_radius[ids_b[todo]])
     tau = np.maximum(-face_best[todo], margin[todo]) + PRUNE_TOL * scale
-    keep_a = _near_edges(table, ids_a[todo], dist_b[todo], planes_b[todo], tau)
-    keep_b = _near_edges(table, ids_b[todo], dist_a[todo], planes_a[todo], tau)
+    keep_a = _near_edges(table, ids_a[todo], pl_b[todo], pts_a_in_b[todo], planes_b[todo], tau)
+    keep_b = _near_edges(table, ids_b[todo], pl_a[todo], pts_b[todo], planes_a[todo], tau)
     # Support points of K = A - B at every face axis: a vertex of the face and the other
     # shape's deepest point (|k| does not depend on the frame).
     rows = np.arange(len(todo))[:, None]
