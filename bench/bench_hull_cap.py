@@ -4,10 +4,10 @@ Together with bench/bench_hull.py (shape error of each cap on a 100k-point sculp
 the cap the add-on passes for Convex Hull shapes (addon/collect.py HULL_VERTEX_CAP).
 
 Two contact depths: "deep" (centres 1.9 apart for rock-like hulls of radius ~1: ~0.3 deep, the
-historical figure) and "resting" (B placed so the pair is within 5 mm of touching along a random
-direction, as in a settled pile). Each is timed with the Gauss-map pruning of engine/sat.py on
-(the default) and off (sat.PRUNE_GAUSS = False: the previous exhaustive route), and the two
-routes' answers are compared. Best of REPEAT runs (the machine is shared).
+historical figure) and "resting" (signed distance -5..0 mm: a settled pile). Each is timed with
+the pruning of engine/sat.py on (the default) and off (sat.PRUNE_GAUSS = False: the previous
+exhaustive route), and the two routes' distances are compared. Best of REPEAT runs (the machine
+is shared).
 
     .venv/bin/python bench/bench_hull_cap.py
 """
@@ -36,8 +36,10 @@ def best_time(fn):
 
 
 def resting_offsets(h, rng, qa, qb):
-    """B's centres so each pair is 0-5 mm deep along a random direction u (the support gap of
-    the two hulls along u is -depth; the true depth is at most that)."""
+    """B's centres so each pair's signed distance is -5..0 mm (a settled pile): B starts at the
+    support gap along a random direction u (apart or overlapping), then moves along the GJK
+    normal by the distance still to go (a few rounds settle the pairs that overlapped)."""
+    from engine.gjk import gjk
     u = rng.normal(size=(M, 3))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     ra, rb = quat.to_matrix(qa), quat.to_matrix(qb)
@@ -45,7 +47,10 @@ def resting_offsets(h, rng, qa, qb):
     wb = np.matmul(h.vertices[None], rb.transpose(0, 2, 1))
     ha = np.einsum("mvi,mi->mv", wa, u).max(axis=1)
     hb = np.einsum("mvi,mi->mv", wb, -u).max(axis=1)
-    return u * (ha + hb - rng.uniform(0.0, 0.005, M))[:, None]
+    pb = u * (ha + hb + 0.05)[:, None]   # apart: GJK's distance and normal are exact
+    target = -rng.uniform(0.0, 0.005, M)
+    g = gjk(h.vertices, 0.0, np.zeros((M, 3)), ra, h.vertices, 0.0, pb, rb)
+    return pb + (target - g.distance)[:, None] * g.normal
 
 
 def main():

@@ -182,3 +182,28 @@ def test_big_hull_ids_stable_on_random_resting_pairs():
             j = np.argmin(d)
             if d[j] < 1e-4:
                 assert base.ids[k, j] == i
+
+
+def test_pruned_face_query_exact_on_small_and_degenerate_hulls(monkeypatch):
+    """The pruned face query forced on everywhere (it is used from FACE_PRUNE_MIN up): small,
+    sliver and box-like hulls, mixed sizes in one batch, same answer as the exhaustive route."""
+    from test_sat import random_shapes
+    rng = np.random.default_rng(21)
+    shapes = random_shapes(rng, 12) + [rock(rng, 64)]
+    table = ShapeTable(shapes)
+    m = 1500
+    ia = rng.integers(0, len(shapes), m)
+    ib = rng.integers(0, len(shapes), m)
+    pa = rng.uniform(-2, 2, (m, 3))
+    pb = pa + rng.uniform(-1.2, 1.2, (m, 3))
+    ra, rb = oracle.random_rotations(rng, m), oracle.random_rotations(rng, m)
+    monkeypatch.setattr(sat, "PRUNE_GAUSS", False)
+    ref = polytope_sat(table, ia, pa, ra, ib, pb, rb)
+    monkeypatch.setattr(sat, "PRUNE_GAUSS", True)
+    monkeypatch.setattr(sat, "FACE_PRUNE_MIN", 0)
+    res = polytope_sat(table, ia, pa, ra, ib, pb, rb)
+    assert (ref.separation < 0).sum() > 300
+    np.testing.assert_allclose(res.separation, ref.separation, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.face_a, ref.face_a, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.face_b, ref.face_b, rtol=0, atol=1e-12)
+    assert np.array_equal(res.kind, ref.kind) and np.array_equal(res.index, ref.index)
