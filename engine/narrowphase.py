@@ -121,7 +121,12 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
 
     # Edge-edge axes, and face axes whose clipping found nothing (the face bias kept a face
     # axis where an edge pair is the real contact): one point at the closest edge points.
-    empty = active & (out.count == 0) & np.isfinite(sat.edge)
+    # Only an edge pair within the face bias of the pair's separation stands in for the face:
+    # the SAT's best edge is the best of the edges its pruning kept, which can be a useless
+    # axis (metres deep) when the face axis is far better; those pairs take the last resort.
+    scale = np.minimum(table.bound_radius[ids_a], table.bound_radius[ids_b])
+    close = sat.edge >= sat.separation - REL_TOL * np.abs(sat.separation) - ABS_TOL * scale
+    empty = active & (out.count == 0) & np.isfinite(sat.edge) & close
     edge = np.nonzero(empty | (active & (sat.kind == EDGE)))[0]
     if len(edge):
         ia, ib = ids_a[edge], ids_b[edge]
