@@ -123,12 +123,12 @@ def _slab(points, thickness, one_sided_normal=None):
     return np.concatenate((points, points - thickness * n))
 
 
-# Vertex cap of Convex Hull shapes. A contact query's cost grows with the hull's edges (SAT
-# edge pairs): per touching pair 44 / 150 / 490 / 1070 us at 16 / 32 / 64 / 128 vertices
-# (bench/bench_hull_cap.py, loaded 2-core machine), while the cap's shape error on a 100k-point
-# sculpt is 32 / 16 / 7 / 2.3 % of its volume (bench/bench_hull.py). 64 keeps ordinary meshes
-# exact (a chair or a rock has fewer extreme points) and bounds the cost of a sculpt.
-HULL_VERTEX_CAP = 64
+# Vertex cap of Convex Hull shapes. A contact query's cost grows with the hull's size: per
+# resting pair 28 / 30 / 48 / 75 us at 16 / 32 / 64 / 128 vertices (bench/bench_hull_cap.py,
+# pruned SAT), while the cap's shape error on a 100k-point sculpt is 32 / 16 / 7 / 2.3 % of
+# its volume (bench/bench_hull.py). 128 keeps ordinary meshes exact (a chair or a rock has
+# fewer extreme points), loses under 1 % of a sculpt's radius, and bounds the cost.
+HULL_VERTEX_CAP = 128
 
 
 def _hull(points):
