@@ -8,9 +8,19 @@ Shapes are built in the object's local frame *including* its world scale: the wo
 is split into a rotation (the body's orientation) and a shape matrix (scale, mirror, shear
 from a parent) applied to the vertices. Identical meshes under identical shape matrices share
 one engine shape, so 1000 copies of a cube cost one shape in the engine's tables.
-"""
-import math
 
+Compound shapes take their convex parts from one of three sources (``compound_source``): the
+mesh's loose parts, child objects marked as collision parts (placed at their pose relative to
+the parent's body frame; they are not bodies themselves and follow the parent by parenting),
+or the engine's approximate convex decomposition, which is slow enough (seconds) to be cached
+in memory for the session, keyed by the geometry and parameters.
+"""
+import collections
+import hashlib
+import math
+import time
+
+import bpy
 import numpy as np
 
 from .. import engine
@@ -165,6 +175,87 @@ def build_shape(kind, points):
     return _hull(points), notes
 
 
+def is_collision_part(obj):
+    """True for a child marked as a collision part of a parent whose Compound takes its parts
+    from child objects: such a child is part of the parent's body, not a body itself."""
+    par = obj.parent
+    if not obj.hullabaloo.collision_part or par is None or par.type != 'MESH':
+        return False
+    ps = par.hullabaloo
+    return ps.enabled and ps.shape == "COMPOUND" and ps.compound_source == "CHILDREN"
+
+
+# Decompositions of this session: (geometry hash, max parts, tolerance) -> tuple of part point
+# clouds. A decomposition takes seconds and re-bakes are frequent while an artist tweaks other
+# settings, so the result is kept; the cap bounds memory (a part is at most a few hundred
+# points, so an entry is tens of kB). In memory only: nothing is written to disk.
+DECOMPOSE_CACHE = collections.OrderedDict()
+DECOMPOSE_CACHE_SIZE = 32
+
+
+def geometry_key(points, triangles):
+    """Content hash of a mesh's vertex and triangle arrays (exact bytes, so any edit, or a
+    different scale baked into the points, gives a new key)."""
+    pts = np.ascontiguousarray(points, dtype=np.float64)
+    tri = np.ascontiguousarray(triangles, dtype=np.int64)
+    h = hashlib.blake2b(digest_size=20)
+    h.update(np.array(pts.shape + tri.shape, dtype=np.int64).tobytes())
+    h.update(pts.tobytes())
+    h.update(tri.tobytes())
+    return h.hexdigest()
+
+
+def decompose_cached(points, triangles, max_parts=16, tolerance=0.0, progress=None):
+    """engine.decompose through the session cache. tolerance 0 means automatic. Returns a
+    tuple of (P_i, 3) read-only point arrays."""
+    key = (geometry_key(points, triangles), int(max_parts), float(tolerance))
+    parts = DECOMPOSE_CACHE.get(key)
+    if parts is not None:
+        DECOMPOSE_CACHE.move_to_end(key)
+        return parts
+    parts = engine.decompose(points, triangles, max_parts=int(max_parts),
+                             tolerance=float(tolerance) if tolerance > 0 else None,
+                             progress=progress)
+    parts = tuple(np.array(p, dtype=np.float64) for p in parts)
+    for p in parts:
+        p.flags.writeable = False  # shared by every later bake
+    DECOMPOSE_CACHE[key] = parts
+    while len(DECOMPOSE_CACHE) > DECOMPOSE_CACHE_SIZE:
+        DECOMPOSE_CACHE.popitem(last=False)
+    return parts
+
+
+class DecomposeProgress:
+    """Progress of a long decomposition: a console line and Blender's progress cursor, at
+    most twice a second and only once the run has lasted a second (quick ones stay silent).
+    Never cancels."""
+
+    def __init__(self, name, wm=None, delay=1.0, every=0.5):
+        self.name, self.wm, self.delay, self.every = name, wm, delay, every
+        self.t0 = time.monotonic()
+        self.last = -math.inf
+        self.shown = False
+
+    def __call__(self, fraction, message):
+        now = time.monotonic()
+        if now - self.t0 < self.delay or now - self.last < self.every:
+            return True
+        self.last = now
+        print(f"Hullabaloo: decomposing {self.name}: {100 * fraction:.0f}% ({message})",
+              flush=True)
+        if self.wm is not None:
+            if not self.shown:
+                self.wm.progress_begin(0, 1000)
+                self.shown = True
+            self.wm.progress_update(int(1000 * fraction))
+        return True
+
+    def close(self):
+        if self.shown:
+            self.wm.progress_end()
+            self.shown = False
+
+
 def mesh_triangles(obj, depsgraph):
     """Triangles (T, 3) of the evaluated mesh (vertex indices)."""
     ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
@@ -197,6 +288,7 @@ class SceneReader:
             objs = [o for o in scene_objs if o.hullabaloo.enabled]
         else:
             objs = list(self.objects)
+        objs = [o for o in objs if not is_collision_part(o)]  # in their parent's shape
         meshes = []
         for obj in objs:
             if obj.type != 'MESH':
@@ -237,7 +329,7 @@ class SceneReader:
     # -- one object -------------------------------------------------------------------------
     def _read_object(self, obj, mw, R, K, mirrored, sheared):
         s = obj.hullabaloo
-        shape = self._shape(obj, s, K)
+        shape = self._shape(obj, s, mw, R, K)
         if shape is None:
             return None
         if mirrored:
@@ -282,18 +374,26 @@ class SceneReader:
                          "overrides keyframes on playback; remove it (Physics > Rigid Body) "
                          "or disable the scene's Rigid Body World.")
 
-    def _shape(self, obj, s, K):
+    def _shape(self, obj, s, mw, R, K):
         """The engine shape for an object (shared by objects with the same mesh, settings and
         shape matrix), or None with a problem recorded."""
         mesh_key = obj.data.name if not obj.modifiers else f"object:{obj.name}"
-        key = (mesh_key, s.shape, s.body_type, np.round(K, 9).tobytes())
+        source = None
+        if s.shape == "COMPOUND":
+            source = (s.compound_source, s.decompose_max_parts, s.decompose_tolerance)
+            if s.compound_source == "CHILDREN":  # depends on this object's children
+                mesh_key = f"object:{obj.name}"
+        key = (mesh_key, s.shape, source, s.body_type, np.round(K, 9).tobytes())
         if key in self._shape_cache:
             shape, error = self._shape_cache[key]
             if error is not None:
                 self.problem(error[0], obj, error[1])
             return shape
         n_before = len(self.problems)
-        shape = self._build_shape(obj, s, K)
+        if s.shape == "COMPOUND" and s.compound_source == "CHILDREN":
+            shape = self._children_compound(obj, mw, R, K)
+        else:
+            shape = self._build_shape(obj, s, K)
         # A skipping error is repeated for every object sharing the shape; notes are not.
         errors = [p for p in self.problems[n_before:] if p.level == "ERROR"]
         self._shape_cache[key] = (shape, (errors[0].level, errors[0].message) if errors
@@ -339,8 +439,17 @@ class SceneReader:
             where = "on both sides" if normal is None else "behind its face side"
             self.problem("INFO", obj, f"is flat; it is simulated as a slab {thickness:.3g} m "
                          f"thick {where}. Add thickness (Solidify) to control this.")
+            flat = True
+        else:
+            flat = False
         try:
-            if s.shape == "COMPOUND":
+            if s.shape == "COMPOUND" and s.compound_source == "DECOMPOSE" and not flat:
+                clouds = self._decompose(obj, pts, s)
+                identity = (1.0, 0.0, 0.0, 0.0)
+                shape = engine.Compound([(_hull(c), (0.0, 0.0, 0.0), identity)
+                                         for c in clouds])
+                notes = []
+            elif s.shape == "COMPOUND":
                 parts = [p for p in loose_parts(obj, self.depsgraph) if len(p) >= 4]
                 identity = (1.0, 0.0, 0.0, 0.0)
                 shape = engine.Compound(
@@ -364,6 +473,84 @@ class SceneReader:
             for level, msg in notes:
                 self.problem(level, obj, msg)
         return shape
+
+    def _decompose(self, obj, pts, s):
+        """Convex part point clouds of the evaluated mesh in the body frame (cached)."""
+        tris = mesh_triangles(obj, self.depsgraph)
+        wm = None
+        if not bpy.app.background:
+            wm = getattr(bpy.context, "window_manager", None)
+        report = DecomposeProgress(obj.name, wm)
+        try:
+            return decompose_cached(pts, tris, s.decompose_max_parts, s.decompose_tolerance,
+                                    progress=report)
+        finally:
+            report.close()
+
+    def _children_compound(self, obj, mw, R, K):
+        """Compound of the child objects marked as collision parts, each hulled and placed at
+        its pose relative to this body's frame (position mw[:3, 3], rotation R), its scale
+        (and any shear relative to the parent) baked into its points; plus this object's own
+        mesh as one more part when it has volume (an empty mesh adds nothing)."""
+        parts = []
+        identity = (1.0, 0.0, 0.0, 0.0)
+        own = mesh_points(obj, self.depsgraph)
+        if own is not None and len(own) >= 4 and np.all(np.isfinite(own)):
+            pts = own @ K.T
+            _, span = _extent_axes(pts)
+            if span[2] > 1e-6 * max(span[0], 1e-12) and span[0] >= MIN_SIZE:
+                parts.append((_hull(pts), (0.0, 0.0, 0.0), identity))
+            else:
+                self.problem("INFO", obj, "has a mesh without volume, which is not a "
+                             "collision part; only its marked children collide.")
+        children = [c for c in obj.children
+                    if c.type == 'MESH' and c.data is not None and c.hullabaloo.collision_part]
+        if not children:
+            self.problem("ERROR", obj, "has no child objects marked as collision parts; mark "
+                         "them in Physics > Hullabaloo (Collision Part) or use Loose Parts. "
+                         "Skipped.")
+            return None
+        cm = np.array([np.array(c.matrix_world, dtype=np.float64) for c in children])
+        ok = np.isfinite(cm).all(axis=(1, 2))
+        cm[~ok] = np.eye(4)
+        # Child frame relative to the body frame: y = R^T (x - t), so the child's linear
+        # part becomes R^T L_c, split into the part's rotation and its shape matrix.
+        rel = np.swapaxes(R, -1, -2)[None] @ cm[:, :3, :3]
+        Rc, Kc = transforms.polar_decompose(rel)
+        offset = (cm[:, :3, 3] - mw[:3, 3]) @ R
+        for i, child in enumerate(children):
+            where = f"collision part {child.name!r}"
+            if not ok[i]:
+                self.problem("WARNING", obj, f"{where} has a non-finite transform; it is left "
+                             "out.")
+                continue
+            points = mesh_points(child, self.depsgraph)
+            if points is None or len(points) < 4 or not np.all(np.isfinite(points)):
+                self.problem("WARNING", obj, f"{where} has no usable vertices; it is left "
+                             "out.")
+                continue
+            pts = points @ Kc[i].T
+            _, span = _extent_axes(pts)
+            if not MIN_SIZE <= span[0] <= MAX_SIZE or span[2] <= 1e-6 * span[0]:
+                self.problem("WARNING", obj, f"{where} is flat, tiny or huge "
+                             f"({span[0]:.3g} m); it is left out. Give it some volume.")
+                continue
+            try:
+                hull = _hull(pts)
+            except engine.EngineError as exc:
+                self.problem("WARNING", obj, f"{where} cannot be hulled ({exc}); it is left "
+                             "out.")
+                continue
+            parts.append((hull, offset[i], transforms.matrix_to_quat(Rc[i])))
+        if not parts:
+            self.problem("ERROR", obj, "has no usable collision parts (see the warnings "
+                         "above). Skipped.")
+            return None
+        try:
+            return engine.Compound(parts)
+        except engine.EngineError as exc:
+            self.problem("ERROR", obj, f"cannot be given a compound shape: {exc}. Skipped.")
+            return None
 
     def _flat_normal(self, obj, K):
         """Outward normal of a flat mesh, in the body frame: the faces' mean normal (a ground

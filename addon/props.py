@@ -25,8 +25,18 @@ SHAPES = [
      "MESH_CAPSULE", 3),
     ("MESH", "Mesh", "The mesh itself, for passive non-convex scenery (bowls, stairs, "
      "terrain)", "MESH_MONKEY", 4),
-    ("COMPOUND", "Compound", "One convex hull per loose part of the mesh, moving as one body",
+    ("COMPOUND", "Compound", "Several convex parts moving as one body (from the mesh's loose "
+     "parts, from child objects, or by automatic decomposition)",
      "OUTLINER_OB_GROUP_INSTANCE", 5),
+]
+
+COMPOUND_SOURCES = [
+    ("LOOSE_PARTS", "Loose Parts", "One convex hull per loose part of this mesh",
+     "STICKY_UVS_DISABLE", 0),
+    ("CHILDREN", "Child Objects", "One convex hull per child object marked as a collision "
+     "part (plus this mesh, if it has any geometry)", "OUTLINER_OB_MESH", 1),
+    ("DECOMPOSE", "Decompose", "Automatic approximate convex decomposition of this (closed) "
+     "mesh; computed once per mesh and settings, then reused", "MOD_EXPLODE", 2),
 ]
 
 MASS_MODES = [
@@ -62,6 +72,21 @@ class HULLABALOO_PG_object(bpy.types.PropertyGroup):
     shape: EnumProperty(
         name="Shape", items=SHAPES, default="CONVEX_HULL",
         description="Collision shape built from the object's evaluated mesh and world scale")
+    compound_source: EnumProperty(
+        name="Parts From", items=COMPOUND_SOURCES, default="LOOSE_PARTS",
+        description="Where the convex parts of the Compound shape come from")
+    decompose_max_parts: IntProperty(
+        name="Max Parts", default=16, min=1, soft_max=64, max=256,
+        description="Most convex parts the decomposition may use (more parts follow the "
+        "mesh more closely but cost more per contact)")
+    decompose_tolerance: FloatProperty(
+        name="Tolerance", default=0.0, min=0.0, soft_max=1.0, unit='LENGTH', precision=4,
+        description="How far a part may stick out of the mesh; 0 picks it automatically "
+        "(2% of the mesh's longest side)")
+    collision_part: BoolProperty(
+        name="Collision Part", default=False,
+        description="Use this child as a convex collision part of its parent's Compound "
+        "shape; it is not simulated on its own")
     mass_mode: EnumProperty(
         name="Mass From", items=MASS_MODES, default="MASS",
         description="Give the mass directly or through the material density")

@@ -12,6 +12,15 @@ def _settings(context):
     return obj.hullabaloo if obj is not None else None
 
 
+def _parent_takes_child_parts(obj):
+    """The object's parent builds its Compound shape from child objects."""
+    par = obj.parent
+    if par is None or par.type != 'MESH':
+        return False
+    ps = par.hullabaloo
+    return ps.shape == 'COMPOUND' and ps.compound_source == 'CHILDREN'
+
+
 class HULLABALOO_PT_physics(bpy.types.Panel):
     bl_label = "Hullabaloo"
     bl_space_type = 'PROPERTIES'
@@ -30,9 +39,20 @@ class HULLABALOO_PT_physics(bpy.types.Panel):
         s = _settings(context)
         layout = self.layout
         layout.use_property_split = True
+        if _parent_takes_child_parts(context.object):
+            # A collision part is part of its parent's body, whatever its own settings, so
+            # this row stays active when the object itself is not simulated.
+            layout.prop(s, "collision_part")
+            layout = layout.column()
         layout.active = s.enabled
         layout.prop(s, "body_type")
         layout.prop(s, "shape")
+        if s.shape == 'COMPOUND':
+            layout.prop(s, "compound_source")
+            if s.compound_source == 'DECOMPOSE':
+                col = layout.column(align=True)
+                col.prop(s, "decompose_max_parts")
+                col.prop(s, "decompose_tolerance")
         st = s.bake
         if st.baked:
             row = layout.row()

@@ -148,3 +148,31 @@ def test_add_and_remove_on_the_selection():
         bpy.ops.hullabaloo.add_selected()
     with pytest.raises(RuntimeError, match="Bake the scene first"):
         bpy.ops.hullabaloo.rebake_from_frame()
+
+
+def test_compound_settings_and_collision_part_are_shown_where_they_apply():
+    scene = hb.empty_scene(frame_end=5)
+    parent = hb.add_box("Parent", shape='CONVEX_HULL')
+    child = hb.add_box("Child", enabled=False)
+    child.parent = parent
+    u = ui()
+
+    def shown(obj):
+        return {name for kind, name in draw(u.HULLABALOO_PT_physics,
+                                             SimpleNamespace(object=obj, scene=scene))
+                if kind == "prop"}
+
+    new = {"compound_source", "decompose_max_parts", "decompose_tolerance", "collision_part"}
+    assert shown(parent) & new == set() and shown(child) & new == set()
+    parent.hullabaloo.shape = 'COMPOUND'
+    assert shown(parent) & new == {"compound_source"}
+    assert "collision_part" not in shown(child)  # the parent uses its loose parts
+    parent.hullabaloo.compound_source = 'DECOMPOSE'
+    assert shown(parent) & new == {"compound_source", "decompose_max_parts",
+                                   "decompose_tolerance"}
+    parent.hullabaloo.compound_source = 'CHILDREN'
+    assert shown(parent) & new == {"compound_source"}
+    assert "collision_part" in shown(child)
+    s = parent.hullabaloo
+    assert (s.decompose_max_parts, s.decompose_tolerance, child.hullabaloo.collision_part) \
+        == (16, 0.0, False)
