@@ -256,6 +256,17 @@ class DecomposeProgress:
             self.shown = False
 
 
+def is_closed(triangles):
+    """Every edge of the triangles is shared by exactly two of them (a watertight surface,
+    which the decomposition's inside test needs)."""
+    t = np.asarray(triangles, dtype=np.int64).reshape(-1, 3)
+    if not len(t):
+        return False
+    e = np.sort(np.concatenate((t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]])), axis=1)
+    _, counts = np.unique(e, axis=0, return_counts=True)
+    return bool(np.all(counts == 2))
+
+
 def mesh_triangles(obj, depsgraph):
     """Triangles (T, 3) of the evaluated mesh (vertex indices)."""
     ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
@@ -444,13 +455,21 @@ class SceneReader:
             flat = False
         try:
             if s.shape == "COMPOUND" and s.compound_source == "DECOMPOSE" and not flat:
-                clouds = self._decompose(obj, pts, s)
                 identity = (1.0, 0.0, 0.0, 0.0)
-                shape = engine.Compound([(_hull(c), (0.0, 0.0, 0.0), identity)
-                                         for c in clouds])
+                hulls = []
+                for cloud in self._decompose(obj, pts, s):
+                    try:
+                        hulls.append(_hull(cloud))
+                    except engine.DegenerateShapeError:
+                        continue  # a sliver without volume (open meshes): nothing lost
+                shape = engine.Compound([(h, (0.0, 0.0, 0.0), identity) for h in hulls])
                 notes = []
-            elif s.shape == "COMPOUND":
-                parts = [p for p in loose_parts(obj, self.depsgraph) if len(p) >= 4]
+            elif s.shape == "COMPOUND":  # loose parts (also a flat mesh's slab, per part)
+                parts = loose_parts(obj, self.depsgraph)
+                if flat:  # pts holds the slab's two copies of the n vertices
+                    n = len(points)
+                    parts = [np.concatenate((p, p + n)) for p in parts if len(p) >= 3]
+                parts = [p for p in parts if len(p) >= 4]
                 identity = (1.0, 0.0, 0.0, 0.0)
                 shape = engine.Compound(
                     [(_hull(pts[p]), (0.0, 0.0, 0.0), identity) for p in parts])
@@ -477,6 +496,10 @@ class SceneReader:
     def _decompose(self, obj, pts, s):
         """Convex part point clouds of the evaluated mesh in the body frame (cached)."""
         tris = mesh_triangles(obj, self.depsgraph)
+        if not is_closed(tris):
+            self.problem("WARNING", obj, "is not a closed mesh (it has holes or loose "
+                         "faces), so the decomposition can miss or add volume; close it, or "
+                         "use Loose Parts or Child Objects as the compound's parts.")
         wm = None
         if not bpy.app.background:
             wm = getattr(bpy.context, "window_manager", None)

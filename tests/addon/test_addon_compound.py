@@ -159,7 +159,9 @@ def test_decomposed_l_holds_a_cube_in_its_notch_and_is_cached(count_decompose):
     # 0.3 m cube above the notch: the L's convex hull would catch it on its slanted face
     # (about 1.2 m up at x = 0.3); the decomposed L lets it land on the foot (top 0.4 m).
     cube = hb.add_box("Cube", size=(0.3, 0.3, 0.3), location=(0.3, 0, 2.5), mass=0.1)
-    body = next(x for x in read_scene(scene).bodies if x.name == "L")
+    reader = read_scene(scene)
+    assert not reader.problems, reader.problems  # closed mesh: no warning
+    body = next(x for x in reader.bodies if x.name == "L")
     assert len(body.shape.shapes) >= 2
     assert len(count_decompose) == 1
     scene.frame_set(1)
@@ -199,3 +201,58 @@ def test_decompose_cache_is_keyed_by_geometry_and_capped(count_decompose):
     for k in range(col.DECOMPOSE_CACHE_SIZE + 3):
         col.decompose_cached(box * (1.0 + 0.01 * k), tris, 1, 0.0)
     assert len(col.DECOMPOSE_CACHE) == col.DECOMPOSE_CACHE_SIZE
+
+
+def _mesh(name, verts, faces):
+    m = bpy.data.meshes.new(name)
+    m.from_pydata(verts, [], faces)
+    m.update()
+    return m
+
+
+def test_open_mesh_decomposition_warns_and_flat_loose_parts_become_slabs(count_decompose):
+    scene = hb.empty_scene(frame_end=5)
+    v = [(x, y, z) for z in (0, 2) for y in (-2, 2) for x in (-2, 2)]
+    cup = hb.add_object("Cup", _mesh("cup", v, [(0, 2, 3, 1), (0, 1, 5, 4), (2, 6, 7, 3),
+                                                (0, 4, 6, 2), (1, 3, 7, 5)]),
+                        shape='COMPOUND', compound_source='DECOMPOSE')
+    tiles = [(x0 + x, y, 0.0) for x0 in (0.0, 3.0) for y in (0, 1) for x in (0, 1)]
+    hb.add_object("Tiles", _mesh("tiles", tiles, [(0, 1, 3, 2), (4, 5, 7, 6)]),
+                  location=(10, 0, 0), shape='COMPOUND')
+    reader = read_scene(scene)
+    cup_msgs = [p for p in reader.problems if p.name == cup.name]
+    assert len(cup_msgs) == 1 and cup_msgs[0].level == "WARNING"
+    assert "not a closed mesh" in cup_msgs[0].message
+    tiles = next(x for x in reader.bodies if x.name == "Tiles")
+    assert len(tiles.shape.shapes) == 2
+    for part in tiles.shape.shapes:  # each 1 m tile thickened about its own plane
+        lo, hi = part.vertices.min(axis=0), part.vertices.max(axis=0)
+        np.testing.assert_allclose((hi - lo)[:2], 1.0, atol=1e-6)
+        assert 0.0 < hi[2] - lo[2] < 0.2 and abs(hi[2] + lo[2]) < 1e-6
+    assert any(p.name == "Tiles" and "slab" in p.message for p in reader.problems)
+
+
+def test_decompose_progress_reports_long_runs_only(capsys):
+    class WM:
+        def __init__(self):
+            self.calls = []
+
+        def progress_begin(self, a, b):
+            self.calls.append(("begin", a, b))
+
+        def progress_update(self, v):
+            self.calls.append(("update", v))
+
+        def progress_end(self):
+            self.calls.append(("end",))
+
+    quick = collect().DecomposeProgress("Quick", WM(), delay=60.0)
+    assert quick(0.5, "2 parts") is True  # never cancels
+    quick.close()
+    assert quick.wm.calls == [] and capsys.readouterr().out == ""
+    slow = collect().DecomposeProgress("Slow", WM(), delay=0.0, every=0.0)
+    assert slow(0.25, "3 parts") is True and slow(0.5, "5 parts") is True
+    slow.close()
+    assert slow.wm.calls == [("begin", 0, 1000), ("update", 250), ("update", 500), ("end",)]
+    out = capsys.readouterr().out
+    assert "decomposing Slow: 25% (3 parts)" in out and "50% (5 parts)" in out
