@@ -8,7 +8,7 @@ Per step the world calls, in order::
         s.warm_start(vel)
         s.solve(vel, dpose, True)     # soft contacts with position bias
         integrate positions; dpose += h * vel
-        s.solve(vel, dpose, False)    # relax: remove the bias velocity
+        s.solve(vel, dpose, False)    # relax: remove the bias velocity (touching points only)
     s.restitution(vel)
     impulses = s.impulses()           # stored in the pair table for warm starting
 
@@ -29,12 +29,22 @@ detection runs once per step.
 
 Softness (Box2D v3): contact hertz = min(contact_hertz, substep rate / 4), damping ratio 10,
 push-out speed capped at ``max_push``. A soft contact is a spring of that frequency on the
-contact's effective mass, so a stack compresses by load / (m_eff (2 pi hertz)^2): at 30 Hz a
-10-cube tower sinks 3 cm, hence the world's defaults of 90 Hz at 360 Hz substeps with two relax
-sweeps (measured: one relax sweep jitters above rate/4, and without the compliance term the
-solver jitters at any rate). A point that is still apart (s > 0) is a speculative
-constraint with bias s/h: it lets the bodies close exactly the gap in this substep and no more,
-which is what stops fast bodies at the surface.
+contact's effective mass: its steady state is lambda = m_eff h w^2 (-s), so a stack compresses by
+load / (m_eff w^2) whatever the substep rate (at 30 Hz a 10-cube tower sinks 3 cm). The stiffness
+is bounded by the substep rate (above rate / 4 the 210-box pyramid walks sideways: 37-66 mm at
+60-80 Hz with 192-240 Hz substeps), so the substep rate is set by the sag a tall stack may show.
+Measured with bench/bench_world_quick.py --pyramid (largest drift, 1 cm allowed): 360 Hz/90 Hz
+3.9 mm; 240 Hz/60 Hz 8.7-9.5 mm of sag alone, plus 3-7 mm of sideways drift that changes from
+run to run with any change in round-off (too close to the limit to be the default); 192 Hz/48 Hz
+sags 14.6 mm. Leaking only the impulse gained within the substep (an integral term: no steady
+sag) makes the pyramid walk sideways by 17-66 cm.
+A point that is still apart (s > 0) is a speculative constraint with bias s/h: it lets the
+bodies close exactly the gap in this substep and no more, which is what stops fast bodies at
+the surface. The biased pass alone applies it, not relax: a relax sweep runs after the positions
+moved and before the next substep's gravity, so a speculative clamp there brakes a body that
+will not touch in this collision pass (the next pass sees the gap again) and, being an impulse,
+made ``restitution`` bounce it in mid-air, up to a substep's travel above the ground (an e = 1
+ball dropped from 1 m came back to 1.0135 m at 4 substeps per 1/60 s step).
 
 Restitution. Collision runs once per frame, so at 1/24 s the approach speed seen at the start of
 the step can be off by g*dt from the speed at impact. We compute the impact speed instead: under
@@ -240,7 +250,8 @@ class ContactSolver:
         _scatter_add(vel, self.idx, dv)
 
     def solve(self, vel, dpose, use_bias):
-        """One Gauss-Seidel sweep over the colours. use_bias: the soft pass (True) or relax."""
+        """One Gauss-Seidel sweep over the colours. use_bias: the soft pass (True) or relax.
+        dpose (N, 6): each body's displacement and rotation vector since the pass began."""
         m = self.m
         if m == 0:
             return
@@ -257,13 +268,20 @@ class ContactSolver:
             iscale = np.where(spec, 0.0, self.impulse_scale)
             a_n = eff_n * mscale
             keep = 1.0 - iscale
+            skip = None
         else:
-            bias = np.where(spec, sep * inv_h, 0.0)
             mscale = iscale = keep = None
-            a_n = eff_n
+            # Relax solves touching points only: speculative ones (s > 0) keep their impulse
+            # (see the module docstring). Their rows get a zero gain and skip the block step.
+            bias = np.zeros_like(sep)
+            skip = spec & (eff_n > 0.0)
+            if skip.any():
+                a_n = np.where(skip, 0.0, eff_n)
+            else:
+                a_n, skip = eff_n, None
         ab = a_n * bias
-        sweep_n = (_normal_sweep_operator(a_n, self.kmat[:4, :4]) if use_bias
-                   else self.sweep_relax)
+        sweep_n = (self.sweep_relax if not use_bias and skip is None
+                   else _normal_sweep_operator(a_n, self.kmat[:4, :4]))
         imp, kmat, eff, kp = self.imp, self.kmat, self.eff, self.k_pinv
         fast = self.one_product_sweeps
         for ci, (c0, c1) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
@@ -284,6 +302,8 @@ class ContactSolver:
             # answer (the lifting edge of a tipping box asks for a pull) is far off, and
             # the sequential sweep below is the right tool there.
             ok = (new >= 0.0).all(axis=0)
+            if skip is not None:
+                ok &= ~skip[:, sl].any(axis=0)
             new = np.where(ok, new, lam0[:4])
             u += np.einsum("psm,pm->sm", kmat[:4, :, sl], new - lam0[:4])
             imp[:4, sl] = new
