@@ -5,6 +5,7 @@ deepest resting penetration (cube-cube and cube-ground) and how many cubes still
     python bench/bench_world_quick.py [--steps 250] [--profile] [--no-sleep]
     python bench/bench_world_quick.py --dominoes | --pyramid
     python bench/bench_world_quick.py --substeps 10 --hertz 60 --relax 2   # World(...) options
+    python bench/bench_world_quick.py --bounce --dt 1/60 --max-substep 1/240
 
 Times are wall clock and process CPU time (the CPU figure is the one to compare on a shared,
 loaded machine).
@@ -24,10 +25,16 @@ from engine.shapes import Box  # noqa: E402
 from engine.world import World  # noqa: E402
 
 
+def number(text):
+    """A float, or a fraction written a/b (so --dt 1/60 is exact)."""
+    a, _, b = text.partition("/")
+    return float(a) / float(b) if b else float(a)
+
+
 def world_options(args):
     """World(...) keyword arguments given on the command line (None: the World default)."""
     opts = {"substeps": args.substeps, "contact_hertz": args.hertz,
-            "relax_iterations": args.relax}
+            "relax_iterations": args.relax, "max_substep": args.max_substep}
     return {k: v for k, v in opts.items() if v is not None}
 
 
@@ -85,7 +92,7 @@ def quality(world):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=250)
-    ap.add_argument("--dt", type=float, default=1.0 / 24.0)
+    ap.add_argument("--dt", type=number, default=1.0 / 24.0)
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--no-sleep", action="store_true", help="disable sleeping (raw cost)")
     ap.add_argument("--dominoes", action="store_true", help="run the 100-domino line instead")
@@ -93,7 +100,12 @@ def main():
     ap.add_argument("--substeps", type=int, default=None, help="World(substeps=...)")
     ap.add_argument("--hertz", type=float, default=None, help="World(contact_hertz=...)")
     ap.add_argument("--relax", type=int, default=None, help="World(relax_iterations=...)")
+    ap.add_argument("--max-substep", type=number, default=None, help="World(max_substep=...)")
+    ap.add_argument("--bounce", action="store_true",
+                    help="e = 1 ball dropped from 1 m: apex heights of ten bounces")
     args = ap.parse_args()
+    if args.bounce:
+        return bounce(args)
     if args.dominoes:
         return dominoes(args)
     if args.pyramid:
@@ -152,6 +164,25 @@ def pyramid(args):
     print(f"210-box pyramid, {steps} steps at 1/24: {tm.per_step(steps)}; largest drift "
           f"{1000 * drift.max():.2f} mm (sag {-1000 * move[:, 2].min():.2f} mm, sideways "
           f"{1000 * np.linalg.norm(move[:, :2], axis=1).max():.2f} mm)")
+
+
+def bounce(args):
+    """A 0.1 m ball with e = 1 dropped from 1 m onto static ground (tests/test_world_contacts.py
+    scene) for ten bounces at --dt; prints the apex heights (1 m each with no energy error)."""
+    from engine.shapes import Sphere
+    world = World(sleeping=False, **world_options(args))
+    world.add_body(Box([20.0, 20.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static",
+                   restitution=1.0)
+    ball = world.add_body(Sphere(0.1), position=(0.0, 0.0, 1.1), restitution=1.0)
+    period = 2.0 * np.sqrt(2.0 / 9.81)
+    z = []
+    for _ in range(int(round(10.6 * period / args.dt))):
+        world.step(args.dt)
+        z.append(world.positions[ball, 2] - 0.1)
+    z = np.array(z)
+    top = np.flatnonzero((z[1:-1] > z[:-2]) & (z[1:-1] >= z[2:]) & (z[1:-1] > 0.01)) + 1
+    print(f"e = 1 bounce at dt={args.dt:.5f}, {world.substeps_for(args.dt)} substeps per step: "
+          f"apex heights (m) {np.array2string(z[top][:10], precision=4)}")
 
 
 if __name__ == "__main__":
