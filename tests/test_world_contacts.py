@@ -18,9 +18,9 @@ def ground(w, friction=1.0, restitution=1.0):
                       friction=friction, restitution=restitution)
 
 
-def drop_ball(dt, e, height, seconds):
+def drop_ball(dt, e, height, seconds, **world):
     """Heights of the ball's bottom at every frame (ball restitution e, ground 1: pair e)."""
-    w = World(sleeping=False)
+    w = World(sleeping=False, **world)
     ground(w)
     r = 0.1
     b = w.add_body(Sphere(r), position=(0, 0, r + height), restitution=e)
@@ -60,6 +60,18 @@ def test_restitution_one_keeps_height_over_ten_bounces(dt):
     tops = apexes(z)
     assert len(tops) >= 10
     tops = tops[:10]
+    assert np.all(np.abs(tops - h0) / h0 < 0.01), tops
+    assert tops.max() <= h0 * (1 + 1e-3), "energy gain"
+
+
+def test_restitution_one_at_few_substeps_has_no_mid_air_bounce():
+    """With 4 substeps per 1/60 s pass, a speculative contact that only closes in the next pass
+    once got braked by the relax sweep and then 'bounced' in mid-air (apex 1.0135 m)."""
+    h0 = 1.0
+    period = 2 * math.sqrt(2 * h0 / G)
+    z = drop_ball(1 / 60, 1.0, h0, 10.6 * period, max_substep=1 / 240)
+    tops = apexes(z)[:10]
+    assert len(tops) == 10
     assert np.all(np.abs(tops - h0) / h0 < 0.01), tops
     assert tops.max() <= h0 * (1 + 1e-3), "energy gain"
 
