@@ -147,6 +147,15 @@ class ContactSolver:
         hz = min(contact_hertz, 0.25 / h)
         self.bias_rate, self.mass_scale, self.impulse_scale = soft_params(hz, damping_ratio, h)
         self.max_push = max_push
+        if m == 0:
+            # Nothing to prepare (a free-flying scene runs this every pass): just the empty
+            # arrays the passes and impulses() read.
+            self.idx = np.zeros((0, 2), dtype=np.int64)
+            self.max_count = []
+            self.imp = np.zeros((ROWS, 0))
+            self.max_normal = np.zeros((4, 0))
+            self.dirs = np.zeros((0, 3, 3))
+            return
 
         ia = ia[order]
         ib = ib[order]
