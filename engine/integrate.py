@@ -21,11 +21,34 @@ import numpy as np
 from . import quat
 
 
+# Levi-Civita symbol: cross products and cross-product matrices as single einsum calls (np.cross
+# and a stacked skew matrix cost a dozen small numpy calls each, and this runs every substep).
+# Every output entry is a sum of two nonzero products plus exact zeros, so results are
+# deterministic, and no BLAS (np.matmul) is involved.
+_EPS = np.zeros((3, 3, 3))
+_EPS[0, 1, 2] = _EPS[1, 2, 0] = _EPS[2, 0, 1] = 1.0
+_EPS[0, 2, 1] = _EPS[2, 1, 0] = _EPS[1, 0, 2] = -1.0
+
+
 def skew(a):
     """Cross-product matrices (..., 3, 3) of vectors a (..., 3): skew(a) @ b == cross(a, b)."""
-    z = np.zeros(a.shape[:-1])
-    x, y, w = a[..., 0], a[..., 1], a[..., 2]
-    return np.stack((z, -w, y, w, z, -x, -y, x, z), axis=-1).reshape(a.shape[:-1] + (3, 3))
+    return np.einsum("ikj,...k->...ij", _EPS, a)
+
+
+def cross(a, b):
+    """cross(a, b) of (K, 3) vectors in one call."""
+    return np.einsum("ijk,nj,nk->ni", _EPS, a, b)
+
+
+def solve3(m, f):
+    """x (K, 3) with m x = f for (K, 3, 3) matrices m, by the adjugate (rows r0, r1, r2: the
+    inverse's columns are r1 x r2, r2 x r0, r0 x r1 over the determinant). np.linalg.solve
+    on a handful of 3 x 3 systems is all call overhead; the Newton matrices it is used for
+    are I + O(h |w|) I, far from singular."""
+    r0, r1, r2 = m[:, 0], m[:, 1], m[:, 2]
+    c0, c1, c2 = cross(r1, r2), cross(r2, r0), cross(r0, r1)
+    det = np.einsum("ni,ni->n", r0, c0)
+    return (f[:, 0:1] * c0 + f[:, 1:2] * c1 + f[:, 2:3] * c2) / det[:, None]
 
 
 def world_inverse_inertia(rot, inv_inertia_body):
@@ -42,13 +65,15 @@ def gyroscopic(q, w, inertia_body, h, iterations=2):
     rot = quat.to_matrix(q)
     w0 = np.einsum("kji,kj->ki", rot, w)  # body frame: R^T w
     i_w0 = np.einsum("kij,kj->ki", inertia_body, w0)
-    w1 = w0.copy()
+    w1 = w0
     for _ in range(iterations):
         wm = 0.5 * (w0 + w1)
         i_wm = np.einsum("kij,kj->ki", inertia_body, wm)
-        f = np.einsum("kij,kj->ki", inertia_body, w1) - i_w0 + h * np.cross(wm, i_wm)
-        jac = inertia_body + (0.5 * h) * (skew(wm) @ inertia_body - skew(i_wm))
-        w1 = w1 - np.linalg.solve(jac, f[..., None])[..., 0]
+        f = np.einsum("kij,kj->ki", inertia_body, w1) - i_w0 + h * cross(wm, i_wm)
+        # Jacobian I + h/2 (skew(wm) I - skew(I wm)); skew(wm) I in one einsum.
+        sk_i = np.einsum("ikj,nk,njl->nil", _EPS, wm, inertia_body)
+        jac = inertia_body + (0.5 * h) * (sk_i - skew(i_wm))
+        w1 = w1 - solve3(jac, f)
     return np.einsum("kij,kj->ki", rot, w1)
 
 
