@@ -445,12 +445,59 @@ class World:
         ia, ib = ia[keep], ib[keep]
 
         # 4. Narrowphase: manifolds with at least one point; a body pair may have several
-        # (compound parts, triangle-mesh normal clusters), told apart by ``sub``.
-        ia, ib, sub, man = self._narrowphase(ia, ib, vel, dt)
-        normal, points, sep, count, ids = (man[k] for k in ("normal", "points", "separation",
-                                                             "count", "ids"))
+        # (compound parts, triangle-mesh normal clusters), told apart by ``sub``. No candidate
+        # pair (a free body, a sparse scene in flight) skips it unless a record is wanted.
+        if len(ia) or record:
+            ia, ib, sub, man = self._narrowphase(ia, ib, vel, dt)
+            ids, count = man["ids"], man["count"]
+        else:
+            sub = np.zeros(0, dtype=np.int64)
+            ids, count = np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64)
         keys = pair_keys(ia, ib)
 
+        act = np.flatnonzero(awake)
+        movers = np.flatnonzero(awake | (kind == KINEMATIC))
+        lin_f = damping_factor(self._v("lin_damp")[act], h)
+        ang_f = damping_factor(self._v("ang_damp")[act], h)
+        gyro = act[~self._v("isotropic")[act]]
+        inertia_g = a["inertia"][gyro]
+        if len(ia) == 0:
+            # 5-6. No contact this pass: integration alone (what the solver passes would leave
+            # unchanged, minus their preparation and call overhead).
+            for _ in range(nsub):
+                integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
+                                     gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
+                integrate_positions(x, q, vel, movers, h)
+            imp_n, imp_f, imp_f2 = np.zeros((0, 4)), np.zeros((0, 4, 3)), np.zeros((0, 4, 2))
+        else:
+            imp_n, imp_f, imp_f2 = self._solve(ia, ib, sub, man, keys, awake, rot, h, nsub,
+                                               act, movers, lin_f, ang_f, gyro, inertia_g)
+
+        # 7. Store impulses, snap kinematic bodies.
+        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub)
+        if len(kin_t):
+            x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
+            q[kin_t] = a["target_q"][kin_t]
+            a["has_target"][kin_t] = False
+        q[movers] = quat.normalize(q[movers])
+        pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
+
+        # 8. Sleep.
+        if self.sleeping_enabled:
+            touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
+            self._update_sleep(dt, awake, ia[touching], ib[touching], moving)
+        self.time += dt
+        if record:
+            self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
+
+    def _solve(self, ia, ib, sub, man, keys, awake, rot, h, nsub, act, movers, lin_f, ang_f,
+               gyro, inertia_g):
+        """Steps 5-6 of a pass with contacts: warm start from the pair table, the soft-step
+        solver over the substeps with integration in between, restitution. Returns the
+        impulses (normal (M, 4), friction world vectors (M, 4, 3), along tangents (M, 4, 2))."""
+        x, q, vel = self._v("x"), self._v("q"), self._v("vel")
+        normal, points, sep, count, ids = (man[k] for k in ("normal", "points", "separation",
+                                                             "count", "ids"))
         # 5. Warm start from the pair table.
         warm_n, warm_f, _ = self.pairs.match(keys, ids, count, sub)
 
@@ -469,51 +516,20 @@ class World:
                                contact_hertz=self.contact_hertz,
                                damping_ratio=self.damping_ratio, max_push=self.max_push,
                                overflow=col.overflow > 0)
-        act = np.flatnonzero(awake)
-        movers = np.flatnonzero(awake | (kind == KINEMATIC))
-        lin_f = damping_factor(self._v("lin_damp")[act], h)
-        ang_f = damping_factor(self._v("ang_damp")[act], h)
-        gyro = act[~self._v("isotropic")[act]]
-        inertia_g = a["inertia"][gyro]
-        if solver.m == 0:
-            # No contact this pass: the solver calls would all return at once, so run the
-            # integration alone (the same arithmetic in the same order, minus the call
-            # overhead and the dpose bookkeeping nobody reads).
-            for _ in range(nsub):
-                integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
-                                     gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
-                integrate_positions(x, q, vel, movers, h)
-        else:
-            dpose = np.zeros((n, 6))
-            for _ in range(nsub):
-                integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
-                                     gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
-                solver.warm_start(vel)
-                for _ in range(self.iterations):
-                    solver.solve(vel, dpose, True)
-                integrate_positions(x, q, vel, movers, h)
-                dpose[movers] += h * vel[movers]
-                for _ in range(self.relax_iterations):
-                    solver.solve(vel, dpose, False)
-            solver.restitution(vel, self.restitution_threshold)
-
-        # 7. Store impulses, snap kinematic bodies.
-        imp_n, imp_f, imp_f2, tangents = solver.impulses()
-        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub)
-        if len(kin_t):
-            x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
-            q[kin_t] = a["target_q"][kin_t]
-            a["has_target"][kin_t] = False
-        q[movers] = quat.normalize(q[movers])
-        pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
-
-        # 8. Sleep.
-        if self.sleeping_enabled:
-            touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
-            self._update_sleep(dt, awake, ia[touching], ib[touching], moving)
-        self.time += dt
-        if record:
-            self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
+        dpose = np.zeros((self._n, 6))
+        for _ in range(nsub):
+            integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
+                                 gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
+            solver.warm_start(vel)
+            for _ in range(self.iterations):
+                solver.solve(vel, dpose, True)
+            integrate_positions(x, q, vel, movers, h)
+            dpose[movers] += h * vel[movers]
+            for _ in range(self.relax_iterations):
+                solver.solve(vel, dpose, False)
+        solver.restitution(vel, self.restitution_threshold)
+        imp_n, imp_f, imp_f2, _ = solver.impulses()
+        return imp_n, imp_f, imp_f2
 
     def collision_steps_for(self, dt):
         """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
