@@ -240,6 +240,8 @@ class ContactSolver:
         imp[5::2] *= scale
         self.imp = imp
         self.max_normal = np.zeros((4, m))
+        self._zero_bias = np.zeros((4, m))
+        self._bias_spec = self._bias_coef = None  # see solve
 
         # Impact speed for restitution (see module docstring).
         vab = vel[self.idx].reshape(m, 12)
@@ -273,24 +275,29 @@ class ContactSolver:
         # set of (4, m) coefficients per sweep, so the colour loop does no per-row set-up.
         if use_bias:
             bias = np.where(spec, sep * inv_h, np.maximum(self.bias_rate * sep, -self.max_push))
-            mscale = np.where(spec, 1.0, self.mass_scale)
-            iscale = np.where(spec, 0.0, self.impulse_scale)
-            a_n = eff_n * mscale
-            keep = 1.0 - iscale
+            # The coefficients depend on which points are apart only, which rarely changes
+            # between substeps: reuse the last set (and its sweep operator) while it holds.
+            if self._bias_spec is None or not np.array_equal(spec, self._bias_spec):
+                mscale = np.where(spec, 1.0, self.mass_scale)
+                iscale = np.where(spec, 0.0, self.impulse_scale)
+                a_n = eff_n * mscale
+                self._bias_spec = spec
+                self._bias_coef = (mscale, iscale, a_n, 1.0 - iscale,
+                                   _normal_sweep_operator(a_n, self.kmat[:4, :4]))
+            mscale, iscale, a_n, keep, sweep_n = self._bias_coef
             skip = None
+            ab = a_n * bias
         else:
             mscale = iscale = keep = None
             # Relax solves touching points only: speculative ones (s > 0) keep their impulse
             # (see the module docstring). Their rows get a zero gain and skip the block step.
-            bias = np.zeros_like(sep)
             skip = spec & (eff_n > 0.0)
             if skip.any():
                 a_n = np.where(skip, 0.0, eff_n)
+                sweep_n = _normal_sweep_operator(a_n, self.kmat[:4, :4])
             else:
-                a_n, skip = eff_n, None
-        ab = a_n * bias
-        sweep_n = (self.sweep_relax if not use_bias and skip is None
-                   else _normal_sweep_operator(a_n, self.kmat[:4, :4]))
+                a_n, skip, sweep_n = eff_n, None, self.sweep_relax
+            bias = ab = self._zero_bias  # relax has no bias (a_n * 0 = 0 exactly)
         imp, kmat, eff, kp = self.imp, self.kmat, self.eff, self.k_pinv
         fast = self.one_product_sweeps
         for ci, (c0, c1) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
