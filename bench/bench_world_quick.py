@@ -4,6 +4,7 @@ deepest resting penetration (cube-cube and cube-ground) and how many cubes still
 
     python bench/bench_world_quick.py [--steps 250] [--profile] [--no-sleep]
     python bench/bench_world_quick.py --dominoes | --pyramid
+    python bench/bench_world_quick.py --small      # fixed per-step cost: 1 spinning box, ...
     python bench/bench_world_quick.py --substeps 10 --hertz 60 --relax 2   # World(...) options
     python bench/bench_world_quick.py --bounce --dt 1/60 --max-substep 1/240
 
@@ -103,7 +104,12 @@ def main():
     ap.add_argument("--max-substep", type=number, default=None, help="World(max_substep=...)")
     ap.add_argument("--bounce", action="store_true",
                     help="e = 1 ball dropped from 1 m: apex heights of ten bounces")
+    ap.add_argument("--small", action="store_true",
+                    help="small scenes (fixed per-step overhead): a spinning box in zero "
+                         "gravity, a resting box, a 10-box tower")
     args = ap.parse_args()
+    if args.small:
+        return small(args)
     if args.bounce:
         return bounce(args)
     if args.dominoes:
@@ -164,6 +170,33 @@ def pyramid(args):
     print(f"210-box pyramid, {steps} steps at 1/24: {tm.per_step(steps)}; largest drift "
           f"{1000 * drift.max():.2f} mm (sag {-1000 * move[:, 2].min():.2f} mm, sideways "
           f"{1000 * np.linalg.norm(move[:, :2], axis=1).max():.2f} mm)")
+
+
+def small(args):
+    """Per-step cost of small scenes, where numpy call overhead rather than arithmetic is the
+    cost: a T-handle-like box (1 x 0.2 x 0.1 m, spun about its intermediate axis with a small
+    perturbation) in zero gravity, one box resting on the ground and a 10-box tower (sleeping
+    off, so the resting scenes keep paying for their contacts). --steps steps at --dt."""
+    def spin():
+        w = World(gravity=(0.0, 0.0, 0.0), **world_options(args))
+        w.add_body(Box([0.5, 0.1, 0.05]))
+        w.set_velocity(0, angular=(0.1, 10.0, 0.0))
+        return w
+
+    def ground(n):
+        w = World(sleeping=False, **world_options(args))
+        w.add_body(Box([5.0, 5.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static")
+        for k in range(n):
+            w.add_body(Box([0.5, 0.5, 0.5]), position=(0.0, 0.0, 0.5 + k))
+        return w
+
+    for name, make in (("spinning box, zero gravity", spin), ("resting box", lambda: ground(1)),
+                       ("10-box tower", lambda: ground(10))):
+        world = make()
+        with Timer() as tm:
+            for _ in range(args.steps):
+                world.step(args.dt)
+        print(f"{name}: {args.steps} steps at dt={args.dt:.5f}: {tm.per_step(args.steps)}")
 
 
 def bounce(args):
