@@ -21,34 +21,36 @@ import numpy as np
 from . import quat
 
 
-# Levi-Civita symbol: cross products and cross-product matrices as single einsum calls (np.cross
-# and a stacked skew matrix cost a dozen small numpy calls each, and this runs every substep).
-# Every output entry is a sum of two nonzero products plus exact zeros, so results are
-# deterministic, and no BLAS (np.matmul) is involved.
-_EPS = np.zeros((3, 3, 3))
-_EPS[0, 1, 2] = _EPS[1, 2, 0] = _EPS[2, 0, 1] = 1.0
-_EPS[0, 2, 1] = _EPS[2, 1, 0] = _EPS[1, 0, 2] = -1.0
-
-
 def skew(a):
-    """Cross-product matrices (..., 3, 3) of vectors a (..., 3): skew(a) @ b == cross(a, b)."""
-    return np.einsum("ikj,...k->...ij", _EPS, a)
+    """Cross-product matrices (K, 3, 3) of vectors a (K, 3): skew(a) @ b == cross(a, b)."""
+    x, y, z = a[:, 0], a[:, 1], a[:, 2]
+    m = np.zeros((len(a), 3, 3))
+    m[:, 0, 1], m[:, 0, 2] = -z, y
+    m[:, 1, 0], m[:, 1, 2] = z, -x
+    m[:, 2, 0], m[:, 2, 1] = -y, x
+    return m
+
+
+# Cyclic index shifts: (a x b)_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}.
+_P1 = np.array([1, 2, 0])
+_P2 = np.array([2, 0, 1])
 
 
 def cross(a, b):
-    """cross(a, b) of (K, 3) vectors in one call."""
-    return np.einsum("ijk,nj,nk->ni", _EPS, a, b)
+    """cross(a, b) over the last axis of (..., 3) arrays in five numpy calls (np.cross costs
+    a dozen: moveaxis, broadcasting checks) with np.cross's arithmetic."""
+    return a[..., _P1] * b[..., _P2] - a[..., _P2] * b[..., _P1]
 
 
 def solve3(m, f):
-    """x (K, 3) with m x = f for (K, 3, 3) matrices m, by the adjugate (rows r0, r1, r2: the
-    inverse's columns are r1 x r2, r2 x r0, r0 x r1 over the determinant). np.linalg.solve
-    on a handful of 3 x 3 systems is all call overhead; the Newton matrices it is used for
-    are I + O(h |w|) I, far from singular."""
-    r0, r1, r2 = m[:, 0], m[:, 1], m[:, 2]
-    c0, c1, c2 = cross(r1, r2), cross(r2, r0), cross(r0, r1)
-    det = np.einsum("ni,ni->n", r0, c0)
-    return (f[:, 0:1] * c0 + f[:, 1:2] * c1 + f[:, 2:3] * c2) / det[:, None]
+    """x (K, 3) with m x = f for (K, 3, 3) matrices m, by the adjugate: with rows r0, r1, r2
+    the inverse's columns are r1 x r2, r2 x r0, r0 x r1 over the determinant (all three
+    from one cross of row-shifted copies). np.linalg.solve on a handful of 3 x 3 systems is
+    all call overhead; the Newton matrices it is used for are I + O(h |w|) I, far from
+    singular."""
+    cof = cross(m[:, _P1], m[:, _P2])  # (K, 3, 3): row i = r_{i+1} x r_{i+2}
+    det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
+    return np.einsum("nji,nj->ni", cof, f) / det[:, None]
 
 
 def world_inverse_inertia(rot, inv_inertia_body):
@@ -70,8 +72,8 @@ def gyroscopic(q, w, inertia_body, h, iterations=2):
         wm = 0.5 * (w0 + w1)
         i_wm = np.einsum("kij,kj->ki", inertia_body, wm)
         f = np.einsum("kij,kj->ki", inertia_body, w1) - i_w0 + h * cross(wm, i_wm)
-        # Jacobian I + h/2 (skew(wm) I - skew(I wm)); skew(wm) I in one einsum.
-        sk_i = np.einsum("ikj,nk,njl->nil", _EPS, wm, inertia_body)
+        # Jacobian I + h/2 (skew(wm) I - skew(I wm)) (einsum, not matmul: see the solver).
+        sk_i = np.einsum("nij,njl->nil", skew(wm), inertia_body)
         jac = inertia_body + (0.5 * h) * (sk_i - skew(i_wm))
         w1 = w1 - solve3(jac, f)
     return np.einsum("kij,kj->ki", rot, w1)
