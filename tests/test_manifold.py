@@ -10,7 +10,7 @@ from engine.narrowphase import collide
 from engine.sat import ABS_TOL, EDGE, REL_TOL
 from engine.shape_table import ShapeTable
 from engine.shapes import Box
-from test_sat import make_hull, random_shapes
+from test_sat import make_hull, random_batch
 
 EYE_Q = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -148,15 +148,9 @@ def test_crossed_edges_one_point():
 
 def test_swapped_order_flips_normal_only():
     rng = np.random.default_rng(4)
-    shapes = random_shapes(rng, 5)
-    table = ShapeTable(shapes)
     m = 300
-    ia = rng.integers(0, len(shapes), m)
-    ib = rng.integers(0, len(shapes), m)
-    pa = rng.uniform(-1, 1, (m, 3))
-    pb = pa + rng.uniform(-0.8, 0.8, (m, 3))
-    qa = quat.normalize(rng.normal(size=(m, 4)))
-    qb = quat.normalize(rng.normal(size=(m, 4)))
+    shapes, table, ia, ib, pa, pb, qa, qb = random_batch(
+        rng, 5, m, 1, 0.8, "quaternions")
     ab = collide(table, ia, pa, qa, ib, pb, qb, margin=0.01)
     ba = collide(table, ib, pb, qb, ia, pa, qa, margin=0.01)
     assert np.array_equal(ab.count > 0, ba.count > 0)
@@ -198,15 +192,9 @@ def _clip_reference(poly, ref_poly, n):
 
 def test_random_face_contacts_against_reference_clipper():
     rng = np.random.default_rng(9)
-    shapes = random_shapes(rng, 10)
-    table = ShapeTable(shapes)
     m = 600
-    ia = rng.integers(0, len(shapes), m)
-    ib = rng.integers(0, len(shapes), m)
-    pa = rng.uniform(-1, 1, (m, 3))
-    pb = pa + rng.uniform(-0.9, 0.9, (m, 3))
-    qa = quat.normalize(rng.normal(size=(m, 4)))
-    qb = quat.normalize(rng.normal(size=(m, 4)))
+    shapes, table, ia, ib, pa, pb, qa, qb = random_batch(
+        rng, 10, m, 1, 0.9, "quaternions")
     margin = 0.02
     man = collide(table, ia, pa, qa, ib, pb, qb, margin=margin)
     checked = 0
@@ -659,15 +647,9 @@ def test_random_hull_edge_manifolds_match_ray_truth():
     the SAT chose the edge axis. (An edge axis also stands in when a deep face clip comes out
     empty; its support gap is then below the exact value, never above.)"""
     rng = np.random.default_rng(33)
-    shapes = random_shapes(rng, 8)
-    table = ShapeTable(shapes)
     m = 1500
-    ia = rng.integers(0, len(shapes), m)
-    ib = rng.integers(0, len(shapes), m)
-    pa = rng.uniform(-1, 1, (m, 3))
-    pb = pa + rng.uniform(-0.7, 0.7, (m, 3))
-    qa = quat.normalize(rng.normal(size=(m, 4)))
-    qb = quat.normalize(rng.normal(size=(m, 4)))
+    shapes, table, ia, ib, pa, pb, qa, qb = random_batch(
+        rng, 8, m, 1, 0.7, "quaternions")
     man = collide(table, ia, pa, qa, ib, pb, qb, margin=0.05)
     multi = np.nonzero((man.axis_kind == EDGE) & (man.count >= 2))[0]
     assert len(multi) >= 5

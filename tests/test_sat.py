@@ -36,6 +36,24 @@ def random_shapes(rng, n):
     return shapes
 
 
+def random_batch(rng, n_shapes, m, spread, reach, rotations):
+    """m random pairs over random_shapes(rng, n_shapes): A within +-spread of the origin, B
+    within +-reach of A; rotations as "matrices" (M, 3, 3) or unit "quaternions" (M, 4).
+    Returns shapes, table, ia, ib, pa, pb, rot_a, rot_b."""
+    shapes = random_shapes(rng, n_shapes)
+    table = ShapeTable(shapes)
+    ia = rng.integers(0, len(shapes), m)
+    ib = rng.integers(0, len(shapes), m)
+    pa = rng.uniform(-spread, spread, (m, 3))
+    pb = pa + rng.uniform(-reach, reach, (m, 3))
+    if rotations == "matrices":
+        ra, rb = oracle.random_rotations(rng, m), oracle.random_rotations(rng, m)
+    else:
+        ra = quat.normalize(rng.normal(size=(m, 4)))
+        rb = quat.normalize(rng.normal(size=(m, 4)))
+    return shapes, table, ia, ib, pa, pb, ra, rb
+
+
 def rot_z(angle):
     return quat.to_matrix(quat.from_axis_angle([0, 0, 1], angle))
 
@@ -48,15 +66,9 @@ def one(table, a, pa, ra, b, pb, rb, **kw):
 def test_random_hulls_match_oracle():
     """Overlapping: SAT separation == exact signed distance. Apart: a lower bound of it."""
     rng = np.random.default_rng(7)
-    shapes = random_shapes(rng, 14)
-    table = ShapeTable(shapes)
     m = 2500
-    ia = rng.integers(0, len(shapes), m)
-    ib = rng.integers(0, len(shapes), m)
-    pa = rng.uniform(-5, 5, (m, 3))
-    pb = pa + rng.uniform(-1.2, 1.2, (m, 3))
-    ra = oracle.random_rotations(rng, m)
-    rb = oracle.random_rotations(rng, m)
+    shapes, table, ia, ib, pa, pb, ra, rb = random_batch(
+        rng, 14, m, 5, 1.2, "matrices")
     res = polytope_sat(table, ia, pa, ra, ib, pb, rb)
     n_over = n_apart = 0
     for k in range(0, m, 2):  # the oracle is the slow part: check every other pair
@@ -77,15 +89,9 @@ def test_random_hulls_match_oracle():
 def test_normal_is_a_true_separating_direction():
     """Along the reported axis, the support gap of B minus A equals the axis separation."""
     rng = np.random.default_rng(3)
-    shapes = random_shapes(rng, 8)
-    table = ShapeTable(shapes)
     m = 1500
-    ia = rng.integers(0, len(shapes), m)
-    ib = rng.integers(0, len(shapes), m)
-    pa = rng.uniform(-1, 1, (m, 3))
-    pb = pa + rng.uniform(-1, 1, (m, 3))
-    ra = oracle.random_rotations(rng, m)
-    rb = oracle.random_rotations(rng, m)
+    shapes, table, ia, ib, pa, pb, ra, rb = random_batch(
+        rng, 8, m, 1, 1, "matrices")
     res = polytope_sat(table, ia, pa, ra, ib, pb, rb)
     for k in range(m):
         wa = oracle.transform_points(shapes[ia[k]].vertices, pa[k], ra[k])
@@ -281,15 +287,9 @@ def test_edge_axis_edges_are_supporting_on_random_hulls():
     """Random hulls and boxes (both SAT paths): every chosen edge axis names edges that support
     their shapes along it, and its value is the brute-force support gap."""
     rng = np.random.default_rng(42)
-    shapes = random_shapes(rng, 6)
-    table = ShapeTable(shapes)
     m = 1500
-    ia = rng.integers(0, len(shapes), m)
-    ib = rng.integers(0, len(shapes), m)
-    pa = rng.uniform(-1, 1, (m, 3))
-    pb = pa + rng.uniform(-0.8, 0.8, (m, 3))
-    ra = oracle.random_rotations(rng, m)
-    rb = oracle.random_rotations(rng, m)
+    shapes, table, ia, ib, pa, pb, ra, rb = random_batch(
+        rng, 6, m, 1, 0.8, "matrices")
     res = polytope_sat(table, ia, pa, ra, ib, pb, rb, margin=0.05)
     edge = np.nonzero((res.kind == EDGE) & (res.separation <= 0.05))[0]
     assert len(edge) > 50
