@@ -13,6 +13,8 @@ import tempfile
 
 import numpy as np
 
+from ..engine import StepRecord
+
 _MEMORY = {}
 
 
@@ -24,7 +26,8 @@ class BakeCache:
         self.frame_end = int(frame_end)
         self.names = list(names)
         self.states = list(states)      # one dict per frame, frame_start..frame_end
-        self.records = records          # None or one dict per frame (record of the step into it)
+        # None, or per frame the engine.StepRecord of the step into it (None for the first).
+        self.records = records
         self.dirty = True
 
     def has_frame(self, frame):
@@ -85,7 +88,7 @@ def save(cache, path):
             "names": np.array(cache.names, dtype=str)}
     data.update(pack(cache.states, "state"))
     if cache.records:
-        data.update(pack(cache.records, "record"))
+        data.update(pack([{} if r is None else r.as_dict() for r in cache.records], "record"))
     tmp = path + ".tmp.npz"
     np.savez(tmp, **data)
     os.replace(tmp, path)
@@ -99,7 +102,10 @@ def load(path):
         count = len(data["state/time"]) if "state/time" in data.files else end - start + 1
         states = unpack(data, "state", count)
         has_rec = any(k.startswith("record/") for k in data.files)
-        records = unpack(data, "record", count) if has_rec else None
+        records = None
+        if has_rec:
+            records = [StepRecord.from_dict(d) if d else None
+                       for d in unpack(data, "record", count)]
     c = BakeCache(start, end, names, states, records)
     c.dirty = False
     return c

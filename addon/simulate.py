@@ -141,7 +141,8 @@ class BakeJob:
         self.positions[0] = world.positions[self.dyn_idx]
         self.orientations[0] = world.orientations[self.dyn_idx]
         self.states = [world.get_state()]
-        self.records = [{}] if self.record else None
+        # One engine.StepRecord per frame (None for the first: no step led into it).
+        self.records = [None] if self.record else None
         self.frame = first
         self.dt = scene.render.fps_base / scene.render.fps
         self._start_channels()
@@ -238,11 +239,11 @@ class BakeJob:
                 self.orientations[k] = world.orientations[self.dyn_idx]
                 self.states.append(world.get_state())
                 if self.record:
-                    rec = world.last_record or {}
-                    self.records.append(_compact_record(rec))
-                    sep = rec.get("separations")
-                    if sep is not None and len(sep):
-                        self.max_penetration = max(self.max_penetration, float(-np.min(sep)))
+                    rec = world.last_record or engine.StepRecord()
+                    self.records.append(rec.compact())
+                    if rec.contact_count:
+                        self.max_penetration = max(self.max_penetration,
+                                                   float(-np.min(rec.separations)))
                 self.frame = f
         finally:
             if self.sample and restore:
@@ -435,16 +436,3 @@ class BakeJob:
             "problems": [str(p) for p in self.problems],
         }
 
-
-def _compact_record(rec):
-    """A step record kept per frame: every array, floats as float32 and integers as int32
-    (contacts, impulses, pairs, AABBs... about a quarter of the memory of the raw record)."""
-    out = {}
-    for key, value in rec.items():
-        a = np.asarray(value)
-        if a.dtype.kind == "f":
-            a = a.astype(np.float32)
-        elif a.dtype.kind in "iu" and (a.size == 0 or np.abs(a).max() < 2 ** 31):
-            a = a.astype(np.int32)
-        out[key] = a
-    return out

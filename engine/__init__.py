@@ -7,6 +7,9 @@ GJK/EPA for round shapes, ``nonconvex`` for compounds and triangle meshes) -> ``
 (soft-step, graph-coloured batches) -> ``integrate``; ``world`` runs the step.
 """
 from .errors import EngineError, DegenerateShapeError
+from .kinds import BodyKind, ShapeKind
+from .settings import WorldSettings
+from .record import StepRecord
 from .shapes import Shape, Polytope, Box, Sphere, Capsule
 from .shape_table import ShapeTable
 from .hull import ConvexHull
@@ -24,7 +27,7 @@ from .graph import colour_constraints, islands
 from .world import World
 
 __all__ = [
-    "EngineError", "DegenerateShapeError",
+    "EngineError", "DegenerateShapeError", "BodyKind", "ShapeKind", "WorldSettings", "StepRecord",
     "Shape", "Polytope", "Box", "Sphere", "Capsule", "ConvexHull", "Compound", "TriangleMesh",
     "ShapeTable", "decompose",
     "MassProperties", "mass_properties", "mass_properties_from_mass", "combine",

@@ -16,9 +16,8 @@ import numpy as np
 
 from . import quat
 from .errors import EngineError
-from .shapes import CAPSULE, POLYTOPE, SPHERE, Shape
-
-COMPOUND = 3        # shape kind (shapes.py uses 0-2, trimesh.py 4)
+from .kinds import ShapeKind
+from .shapes import Shape
 
 
 def box_corners(lo, hi):
@@ -30,7 +29,7 @@ def box_corners(lo, hi):
 class Compound(Shape):
     """A rigid union of convex parts. Attributes: shapes (list), positions (P, 3),
     orientations (P, 4) unit, rotations (P, 3, 3)."""
-    kind = COMPOUND
+    kind = ShapeKind.COMPOUND
     radius = 0.0
 
     def __init__(self, parts):
@@ -44,7 +43,8 @@ class Compound(Shape):
             except (TypeError, ValueError):
                 raise EngineError(f"Compound part {i} must be (shape, position, quaternion), "
                                   f"got {part!r}") from None
-            if getattr(shape, "kind", None) not in (POLYTOPE, SPHERE, CAPSULE):
+            if getattr(shape, "kind", None) not in (ShapeKind.POLYTOPE, ShapeKind.SPHERE,
+                                                     ShapeKind.CAPSULE):
                 raise EngineError(f"Compound part {i} must be a convex shape (Box, Sphere, "
                                   f"Capsule, ConvexHull), got {shape!r}; nest compounds by "
                                   "listing their parts, hull meshes first")

@@ -17,8 +17,8 @@ Inertia is about the centre of mass, I = trace(C) * Id - C for the second moment
 import numpy as np
 
 from .errors import EngineError
+from .kinds import ShapeKind
 from .quat import from_matrix, to_matrix
-from .shapes import CAPSULE, POLYTOPE, SPHERE
 
 
 class MassProperties:
@@ -71,17 +71,17 @@ def mass_properties(shape, density=1000.0):
     """Exact mass properties of a shape of uniform density (kg/m^3; default water-like 1000)."""
     density = _check_positive(density, "density")
     kind = getattr(shape, "kind", None)
-    if kind == POLYTOPE:
+    if kind == ShapeKind.POLYTOPE:
         if shape.radius != 0:
             raise EngineError("rounded polytopes (radius > 0) have no exact mass properties here; "
                               "use radius 0")
         volume, center, second = _polytope_moments(shape.vertices, shape.faces)
-    elif kind == SPHERE:
+    elif kind == ShapeKind.SPHERE:
         r = shape.radius
         volume = 4.0 / 3.0 * np.pi * r ** 3
         center = np.zeros(3)
         second = np.eye(3) * (volume * r * r / 5.0)  # C = diag(V r^2/5): I = 2/5 V r^2
-    elif kind == CAPSULE:
+    elif kind == ShapeKind.CAPSULE:
         volume, second = _capsule_moments(shape.radius, shape.half_height)
         center = np.zeros(3)
     else:

@@ -30,9 +30,9 @@ import numpy as np
 
 from .gjk import gjk
 from .clip import SNAP, reduce4, segment_closest, tangent_basis
+from .kinds import ShapeKind
 from .narrowphase import Manifolds, WIDTH
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
-from .shapes import POLYTOPE
 
 # Contact-id layout for mesh contacts (int64): triangle index in bits 28-58, bit 27 reference
 # face on the convex shape, bits 16-26 the convex face used, bits 12-15 route, bits 0-11 code.
@@ -188,8 +188,8 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     live = np.asarray(two_sided, dtype=bool) | (h_c >= 0)
     n_out = nl * side[:, None]                 # triangle normal towards the shape (local)
     active = np.where((side > 0)[:, None], active_front, active_back)
-    poly = (table.kind[ids] == POLYTOPE) & live
-    rnd = (table.kind[ids] != POLYTOPE) & live
+    poly = (table.kind[ids] == ShapeKind.POLYTOPE) & live
+    rnd = (table.kind[ids] != ShapeKind.POLYTOPE) & live
     for sel, routine in ((np.flatnonzero(poly), _polytope_triangle),
                          (np.flatnonzero(rnd), _round_triangle)):
         if len(sel):

@@ -24,14 +24,14 @@ from .errors import EngineError
 from .clip import (ID_FALLBACK, ID_ROUND, SNAP, edge_contact, edge_face_contact, face_contact,
                    segment_closest, tangent_basis)
 from .gjk import gjk
+from .kinds import ShapeKind
 from .sat import EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, ABS_TOL, polytope_sat
-from .shapes import CAPSULE, POLYTOPE, SPHERE
 
 WIDTH = 4
 CHUNK = 2048
 # Order used to normalise pairs: the rounder shape becomes A.
 _RANK = np.zeros(3, dtype=np.int64)
-_RANK[SPHERE], _RANK[CAPSULE], _RANK[POLYTOPE] = 0, 1, 2
+_RANK[ShapeKind.SPHERE], _RANK[ShapeKind.CAPSULE], _RANK[ShapeKind.POLYTOPE] = 0, 1, 2
 
 # Axis kinds reported for the debug overlays (SAT kinds 0-2 plus the analytic routes).
 AXIS_ROUND = 3       # closest points of the cores (sphere/capsule pairs, or GJK)
@@ -482,8 +482,8 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache
     kb = np.where(swap, kind_a, kind_b)
 
     # Three groups after normalisation: round-round, round-polytope, polytope-polytope.
-    round_a = ka != POLYTOPE
-    round_b = kb != POLYTOPE
+    round_a = ka != ShapeKind.POLYTOPE
+    round_b = kb != ShapeKind.POLYTOPE
     groups = ((round_a & round_b, collide_round),
               (round_a & ~round_b, collide_round_polytope),
               (~round_a & ~round_b, collide_polytopes))

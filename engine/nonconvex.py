@@ -24,10 +24,11 @@ and ``collide_bodies`` every step; nothing here knows about the world.
 import numpy as np
 
 from . import quat
-from .compound import COMPOUND, Compound
+from .compound import Compound
+from .kinds import ShapeKind
 from .mesh_contacts import MAX_CLUSTERS, collide_convex_triangles, reduce_manifolds
 from .narrowphase import Manifolds
-from .trimesh import TRIANGLE_MESH, TriangleMesh, check_body_shape
+from .trimesh import TriangleMesh, check_body_shape
 
 __all__ = ["collide_bodies", "BodyContacts", "body_mass_properties", "check_body_shape",
            "Compound", "TriangleMesh", "CLUSTER_STRIDE"]
@@ -48,9 +49,9 @@ def body_mass_properties(shape, density=None, mass=None):
     """Mass properties of any body shape (convex, Compound) from a density (kg/m^3, default
     1000) or a total mass (kg); a TriangleMesh has none (EngineError saying what to use)."""
     from .mass import mass_properties, mass_properties_from_mass
-    if getattr(shape, "kind", None) == TRIANGLE_MESH:
+    if getattr(shape, "kind", None) == ShapeKind.TRIANGLE_MESH:
         check_body_shape(shape, "dynamic")
-    if getattr(shape, "kind", None) == COMPOUND:
+    if getattr(shape, "kind", None) == ShapeKind.COMPOUND:
         return (shape.mass_properties_from_mass(mass) if mass is not None
                 else shape.mass_properties(1000.0 if density is None else density))
     if mass is not None:
@@ -66,13 +67,13 @@ def _parts(table):
     if cached is not None and cached[0] == len(table.shapes):
         return cached[1]
     for s in list(table.shapes):
-        if s.kind == COMPOUND:
+        if s.kind == ShapeKind.COMPOUND:
             for part in s.shapes:
                 table.add(part)
     first, count, sid, pos, rot = [], [], [], [], []
     for i, s in enumerate(table.shapes):
         first.append(len(sid))
-        if s.kind == COMPOUND:
+        if s.kind == ShapeKind.COMPOUND:
             count.append(len(s))
             sid.extend(table.add(p) for p in s.shapes)
             pos.extend(s.positions)
@@ -84,13 +85,13 @@ def _parts(table):
             rot.append(np.array([1.0, 0.0, 0.0, 0.0]))
     arrays = (np.array(first, np.int64), np.array(count, np.int64), np.array(sid, np.int64),
               np.array(pos).reshape(-1, 3), np.array(rot).reshape(-1, 4),
-              any(s.kind in (COMPOUND, TRIANGLE_MESH) for s in table.shapes))
+              any(s.kind in (ShapeKind.COMPOUND, ShapeKind.TRIANGLE_MESH) for s in table.shapes))
     table.__dict__["_nc_parts"] = (len(table.shapes), arrays)
     return arrays
 
 
 def _any_nonconvex(kinds):
-    return bool(np.any((kinds == COMPOUND) | (kinds == TRIANGLE_MESH)))
+    return bool(np.any((kinds == ShapeKind.COMPOUND) | (kinds == ShapeKind.TRIANGLE_MESH)))
 
 
 def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, collide=None):
@@ -136,23 +137,23 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     reach = table.bound_radius[sa] + table.bound_radius[sb] + marg
     keep = (n_rows[pair] == 1) | (np.einsum("ij,ij->i", d, d) <= reach * reach)
     ka, kb = kinds[sa], kinds[sb]
-    keep &= ~((ka == TRIANGLE_MESH) & (kb == TRIANGLE_MESH))
+    keep &= ~((ka == ShapeKind.TRIANGLE_MESH) & (kb == ShapeKind.TRIANGLE_MESH))
     pair, sa, sb, xa, xb, qa, qb, sub, marg = (
         v[keep] for v in (pair, sa, sb, xa, xb, qa, qb, sub, marg))
     ka, kb = ka[keep], kb[keep]
 
     outs, pairs, subs = [], [], []
     # 2. Convex pairs: the ordinary narrowphase.
-    conv = np.flatnonzero((ka != TRIANGLE_MESH) & (kb != TRIANGLE_MESH))
+    conv = np.flatnonzero((ka != ShapeKind.TRIANGLE_MESH) & (kb != ShapeKind.TRIANGLE_MESH))
     if len(conv):
         outs.append(collide(table, sa[conv], xa[conv], qa[conv], sb[conv], xb[conv], qb[conv],
                             margin=marg[conv]))
         pairs.append(pair[conv])
         subs.append(sub[conv] * CLUSTER_STRIDE)
     # 3. Convex vs triangle mesh.
-    mesh_rows = np.flatnonzero((ka == TRIANGLE_MESH) | (kb == TRIANGLE_MESH))
+    mesh_rows = np.flatnonzero((ka == ShapeKind.TRIANGLE_MESH) | (kb == ShapeKind.TRIANGLE_MESH))
     if len(mesh_rows):
-        flip = ka[mesh_rows] == TRIANGLE_MESH
+        flip = ka[mesh_rows] == ShapeKind.TRIANGLE_MESH
         f = flip[:, None]
         s_c = np.where(flip, sb[mesh_rows], sa[mesh_rows])
         s_m = np.where(flip, sa[mesh_rows], sb[mesh_rows])

@@ -19,10 +19,11 @@ from . import quat as quatlib
 from .clip import segment_closest
 from .errors import EngineError
 from .gjk import gjk, gjk_intersect
+from .kinds import ShapeKind
 from .narrowphase import _RANK, collide, segment_polytope_sat, _perpendicular
 from .sat import EDGE, FACE_A, polytope_sat
 from .shape_table import ShapeTable
-from .shapes import POLYTOPE, Shape
+from .shapes import Shape
 
 __all__ = ["DistanceResult", "ContactManifold", "distance", "intersect", "contact_manifold",
            "pair_distance"]
@@ -168,8 +169,8 @@ def pair_distance(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b):
     pb = np.where(sw, pos_a[over], pos_b[over])
     ra = np.where(sw[:, :, None], rot_b[over], rot_a[over])
     rb = np.where(sw[:, :, None], rot_a[over], rot_b[over])
-    round_a = table.kind[ia] != POLYTOPE
-    round_b = table.kind[ib] != POLYTOPE
+    round_a = table.kind[ia] != ShapeKind.POLYTOPE
+    round_b = table.kind[ib] != ShapeKind.POLYTOPE
     for mask, fn, method in ((~round_a & ~round_b, _poly_poly, METHOD_SAT),
                              (round_a & ~round_b, _round_poly, METHOD_SAT),
                              (round_a & round_b, _round_round, METHOD_ANALYTIC)):

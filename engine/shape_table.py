@@ -15,7 +15,8 @@ import types
 
 import numpy as np
 
-from .shapes import POLYTOPE, Box
+from .kinds import ShapeKind
+from .shapes import Box
 
 
 class ShapeTable:
@@ -55,7 +56,7 @@ class ShapeTable:
         out = types.SimpleNamespace()
         shapes = self.shapes
         s = len(shapes)
-        polys = [sh for sh in shapes if sh.kind == POLYTOPE]
+        polys = [sh for sh in shapes if sh.kind == ShapeKind.POLYTOPE]
         vmax = max([len(sh.core_points) for sh in shapes] + [1])
         fmax = max([len(sh.faces) for sh in polys] + [1])
         emax = max([len(sh.edges) for sh in polys] + [1])
@@ -84,7 +85,7 @@ class ShapeTable:
             pts = sh.core_points
             out.points[i] = pts[0]
             out.points[i, :len(pts)] = pts
-            if sh.kind != POLYTOPE:
+            if sh.kind != ShapeKind.POLYTOPE:
                 continue
             nf, ne = len(sh.faces), len(sh.edges)
             out.nfaces[i] = nf

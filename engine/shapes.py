@@ -10,9 +10,8 @@ face clipping use the polytope topology. Shapes are immutable and shared between
 import numpy as np
 
 from .errors import DegenerateShapeError
+from .kinds import ShapeKind
 
-POLYTOPE, SPHERE, CAPSULE = 0, 1, 2
-KIND_NAMES = {POLYTOPE: "polytope", SPHERE: "sphere", CAPSULE: "capsule"}
 
 
 def _finite_positive(value, what):
@@ -50,7 +49,7 @@ class Shape:
 
 class Polytope(Shape):
     """A convex polyhedron with topology. Subclasses set vertices and faces, then call _finish()."""
-    kind = POLYTOPE
+    kind = ShapeKind.POLYTOPE
 
     def _finish(self, vertices, faces):
         self.vertices = np.ascontiguousarray(vertices, dtype=np.float64)
@@ -145,7 +144,7 @@ class Box(Polytope):
 
 
 class Sphere(Shape):
-    kind = SPHERE
+    kind = ShapeKind.SPHERE
 
     def __init__(self, radius):
         self.radius = float(_finite_positive(radius, "Sphere radius"))
@@ -157,7 +156,7 @@ class Sphere(Shape):
 
 class Capsule(Shape):
     """Capsule along local Z: a segment from (0, 0, -half_height) to (0, 0, half_height), swollen by radius."""
-    kind = CAPSULE
+    kind = ShapeKind.CAPSULE
 
     def __init__(self, radius, half_height):
         self.radius = float(_finite_positive(radius, "Capsule radius"))

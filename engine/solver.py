@@ -112,7 +112,9 @@ class ContactSolver:
     coefficients; x_com (N, 3) centres of mass; inv_mass (N,) and inv_inertia (N, 3, 3) world
     inverse inertia, zero for every body the solver must not move (static, kinematic, asleep);
     vel (N, 6) velocities; accel_n (M,) relative normal acceleration from gravity; warm_normal
-    (M, 4) and warm_friction (M, 4, 3) (world vector) impulses carried over from the last step.
+    (M, 4) and warm_friction (M, 4, 3) (world vector) impulses carried over from the last step;
+    h the substep (s); settings the world's WorldSettings (contact_hertz, damping_ratio,
+    max_push: the solver has no defaults of its own).
 
     Impulse space. The Gauss-Seidel sweep over a manifold's 12 rows only ever needs the row
     velocities u = J v, and an impulse d on row r changes them by K[:, r] d, where
@@ -134,8 +136,7 @@ class ContactSolver:
 
     def __init__(self, ia, ib, normal, points, separation, count, friction, restitution,
                  x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction,
-                 order, colour_offsets, h, contact_hertz=30.0, damping_ratio=10.0,
-                 max_push=3.0, overflow=False):
+                 order, colour_offsets, h, settings, overflow=False):
         # overflow: the last colour may share dynamic bodies (graph.colour_constraints ran out
         # of colours); it is applied Jacobi-style with scatter-adds instead of assignment.
         self.overflow = bool(overflow)
@@ -144,9 +145,12 @@ class ContactSolver:
         m = len(order)
         self.m = m
         self.h = h
-        hz = min(contact_hertz, 0.25 / h)
-        self.bias_rate, self.mass_scale, self.impulse_scale = soft_params(hz, damping_ratio, h)
-        self.max_push = max_push
+        # Contact stiffness is capped at a quarter of the substep rate: stiffer, a stack walks
+        # sideways (see the module docstring).
+        hz = min(settings.contact_hertz, 0.25 / h)
+        self.bias_rate, self.mass_scale, self.impulse_scale = soft_params(
+            hz, settings.damping_ratio, h)
+        self.max_push = settings.max_push
         if m == 0:
             # Nothing to prepare (a free-flying scene runs this every pass): just the empty
             # arrays the passes and impulses() read.

@@ -32,9 +32,9 @@ boxes at once: the frontier is an array of (box, node) pairs, one numpy step per
 import numpy as np
 
 from .errors import DegenerateShapeError, EngineError
+from .kinds import BodyKind, ShapeKind
 from .shapes import Shape
 
-TRIANGLE_MESH = 4          # shape kind (shapes.py uses 0-2, compound.py 3)
 LEAF_SIZE = 4
 # An edge between two triangles whose normals are closer than this (cos of 5 degrees, Jolt's
 # default) is flat: never active. Sharper convex edges are real features.
@@ -59,7 +59,7 @@ class TriangleMesh(Shape):
     Shape interface: core_points are the 8 corners of the local AABB (radius 0), so the world's
     bounding boxes and bounding radius work unchanged without padding every shape to N points.
     """
-    kind = TRIANGLE_MESH
+    kind = ShapeKind.TRIANGLE_MESH
     radius = 0.0
 
     def __init__(self, vertices, triangles, two_sided=True):
@@ -226,8 +226,9 @@ class TriangleMesh(Shape):
 
 def check_body_shape(shape, kind):
     """Refuse a triangle mesh on a dynamic body, with what to do instead (world.add_body calls
-    this for every body; ``kind`` is 'dynamic', 'static' or 'kinematic')."""
-    if getattr(shape, "kind", None) == TRIANGLE_MESH and kind == "dynamic":
+    this for every body; ``kind`` is a BodyKind or its lower-case name)."""
+    if (getattr(shape, "kind", None) == ShapeKind.TRIANGLE_MESH
+            and BodyKind.parse(kind) == BodyKind.DYNAMIC):
         raise EngineError("a triangle mesh (shape 'Mesh') cannot be a dynamic body: it has no "
                           "closed volume to give it mass and tumbling meshes are slow and "
                           "unstable. Use a convex hull, a compound of convex parts, or an "

@@ -45,16 +45,14 @@ from .contacts import PairTable, check_body_count, key_bodies, pair_keys
 from .errors import EngineError
 from .graph import colour_constraints, islands
 from .integrate import damping_factor, integrate_positions, integrate_velocities
+from .kinds import BodyKind, ShapeKind
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
-from .trimesh import TRIANGLE_MESH
+from .record import StepRecord
+from .settings import WorldSettings
 from .shape_table import ShapeTable
 from .solver import ContactSolver
 
-DYNAMIC, STATIC, KINEMATIC = 0, 1, 2
-# Slack (m) of the persistent broadphase's fat boxes around each body's swept box: a body is
-# re-inserted only after moving this far, so resting and slow scenes reuse last step's pairs.
-BROADPHASE_SLACK = 0.05
-KINDS = {"dynamic": DYNAMIC, "static": STATIC, "kinematic": KINEMATIC}
+DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
 
 # Per-body arrays: name -> (trailing shape, dtype, fill value for new rows).
 _FIELDS = {
@@ -111,58 +109,39 @@ def _scalar(value, what, lo=0.0, hi=None):
 class World:
     """A rigid-body world.
 
-    World(gravity=(0, 0, -9.81), substeps=None, iterations=1, sleeping=True, ccd=True, ...)
+    ``World(settings=WorldSettings(...))``, or ``World(**overrides)`` as a shorthand for
+    ``World(settings=WorldSettings(**overrides))`` (both may be given: the overrides change the
+    settings given). Every tunable (gravity, substeps, contact stiffness, sleeping, ccd...) is a
+    field of engine.settings.WorldSettings, documented there with its unit; ``world.settings``
+    reads them and ``world.settings = world.settings.replace(ccd=False)`` changes them between
+    steps.
 
-    gravity: (3,) m/s^2. substeps: fixed substeps per step, or None to use
-    ceil(dt / max_substep). iterations: soft solve sweeps per substep (1 is Box2D's choice;
-    relax runs relax_iterations times). sleeping: let resting islands sleep. ccd: continuous
-    collision by speculative contacts: AABBs are swept by each body's motion over the step and
-    the narrowphase keeps points within base + closing distance over the step, so a contact
-    exists before the bodies touch and its bias s/h stops them at the surface (a 0.1 m sphere
-    at 200 m/s stops at a 5 cm wall at 24 fps). ccd=False keeps only the base distance.
+    CCD is by speculative contacts: AABBs are swept by each body's motion over the step and the
+    narrowphase keeps points within base + closing distance over the step, so a contact exists
+    before the bodies touch and its bias s/h stops them at the surface (a 0.1 m sphere at
+    200 m/s stops at a 5 cm wall at 24 fps: tests/test_world_ccd.py).
 
     Pair coefficients combine by multiplication (Blender/Bullet): mu = mu_a * mu_b,
     e = e_a * e_b. Damping: v *= (1 - d) ** dt (Bullet).
 
     Public read attributes (views, (N, ...)): positions, orientations (w, x, y, z) of the
     body origins, linear_velocities (of the centres of mass), angular_velocities, sleeping,
-    body_count. Use set_velocity / set_pose to change a body (this wakes it).
+    kinds (BodyKind codes), body_count; last_record (a StepRecord when recording). Use
+    set_velocity / set_pose to change a body (this wakes it).
 
     Limits: at most 2**31 bodies (pair keys hold two 31-bit body indices; add_body raises an
     EngineError beyond). A body pair may have any number of manifolds.
     """
 
-    def __init__(self, gravity=(0.0, 0.0, -9.81), substeps=None, iterations=1, sleeping=True,
-                 ccd=True, max_substep=1.0 / 360.0, max_collision_step=1.0 / 48.0,
-                 max_spin_travel=0.05, contact_hertz=90.0, damping_ratio=10.0,
-                 max_push=3.0, speculative_distance=0.02, aabb_margin=0.02,
-                 restitution_threshold=1.0, linear_sleep_tolerance=0.05,
-                 angular_sleep_tolerance=0.05, time_to_sleep=0.5, relax_iterations=2):
-        self.gravity = _vec(gravity, 3, "gravity")
-        if substeps is not None and (int(substeps) != substeps or substeps < 1):
-            raise EngineError(f"substeps must be a positive integer or None, got {substeps!r}")
-        self.substeps = None if substeps is None else int(substeps)
-        if int(iterations) != iterations or iterations < 1:
-            raise EngineError(f"iterations must be a positive integer, got {iterations!r}")
-        self.iterations = int(iterations)
-        self.relax_iterations = int(relax_iterations)
-        self.sleeping_enabled = bool(sleeping)
-        self.ccd = bool(ccd)
-        self.max_substep = _scalar(max_substep, "max_substep", 1e-6)
-        self.max_collision_step = _scalar(max_collision_step, "max_collision_step", 1e-6)
-        self.max_spin_travel = _scalar(max_spin_travel, "max_spin_travel", 1e-6)
-        self.contact_hertz = _scalar(contact_hertz, "contact_hertz")
-        self.damping_ratio = _scalar(damping_ratio, "damping_ratio")
-        self.max_push = _scalar(max_push, "max_push")
-        self.speculative_distance = _scalar(speculative_distance, "speculative_distance")
-        self.aabb_margin = _scalar(aabb_margin, "aabb_margin")
-        self.restitution_threshold = _scalar(restitution_threshold, "restitution_threshold")
-        self.linear_sleep_tolerance = _scalar(linear_sleep_tolerance, "linear_sleep_tolerance")
-        self.angular_sleep_tolerance = _scalar(angular_sleep_tolerance, "angular_sleep_tolerance")
-        self.time_to_sleep = _scalar(time_to_sleep, "time_to_sleep")
+    def __init__(self, settings=None, **overrides):
+        if settings is None:
+            settings = WorldSettings()
+        elif not isinstance(settings, WorldSettings):
+            raise EngineError(f"settings must be an engine.WorldSettings, got {settings!r}")
+        self.settings = settings.replace(**overrides) if overrides else settings
         self.table = ShapeTable()
         self.pairs = PairTable()
-        self._bp = Broadphase(margin=BROADPHASE_SLACK)
+        self._bp = Broadphase(margin=self.settings.broadphase_slack)
         self.record = False
         self.last_record = None
         self.time = 0.0
@@ -171,6 +150,19 @@ class World:
         self._a = {}
         self._grow(8)
         self._collide = None  # narrowphase function; see _narrowphase
+
+    @property
+    def settings(self):
+        """The world's WorldSettings (frozen; assign a new one to change them)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value):
+        if not isinstance(value, WorldSettings):
+            raise EngineError(f"settings must be an engine.WorldSettings, got {value!r}")
+        self._settings = value
+        # The step multiplies gravity into arrays: keep it as one.
+        self.gravity = np.array(value.gravity, dtype=np.float64)
 
     # -- storage ----------------------------------------------------------------------------
     def _grow(self, cap):
@@ -231,13 +223,11 @@ class World:
         not both; default 1 kg (Blender's default). Static and kinematic bodies ignore mass.
         shape: Box, Sphere, Capsule, ConvexHull, Compound, or TriangleMesh (kind 'static' or
         'kinematic' only)."""
-        if kind not in KINDS:
-            raise EngineError(f"unknown body kind {kind!r}; use 'dynamic', 'static' or 'kinematic'")
-        k = KINDS[kind]
+        k = BodyKind.parse(kind)
         if not hasattr(shape, "core_points") or getattr(shape, "kind", None) is None:
             raise EngineError(f"shape must be an engine shape (Box, Sphere, Capsule, "
                               f"ConvexHull, Compound, TriangleMesh), got {shape!r}")
-        check_body_shape(shape, kind)   # a TriangleMesh may be static or kinematic only
+        check_body_shape(shape, k)   # a TriangleMesh may be static or kinematic only
         check_body_count(self._n + 1)
         pos = _vec(position, 3, "position")
         q = _vec(orientation, 4, "orientation")
@@ -437,7 +427,7 @@ class World:
         lo, hi = self._aabbs(rot, dt)
         moving = self._moving(kind, sleeping, vel)
         ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
-        if self.sleeping_enabled and sleeping.any() and len(ia):
+        if self.settings.sleeping and sleeping.any() and len(ia):
             if self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt):
                 ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         awake = (kind == DYNAMIC) & ~sleeping
@@ -483,7 +473,7 @@ class World:
         pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
 
         # 8. Sleep.
-        if self.sleeping_enabled:
+        if self.settings.sleeping:
             touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
             self._update_sleep(dt, awake, ia[touching], ib[touching], moving)
         self.time += dt
@@ -512,22 +502,20 @@ class World:
         col = colour_constraints(ia, ib, ~awake)
         solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
                                re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
-                               warm_f, col.order, col.offsets, h,
-                               contact_hertz=self.contact_hertz,
-                               damping_ratio=self.damping_ratio, max_push=self.max_push,
+                               warm_f, col.order, col.offsets, h, self.settings,
                                overflow=col.overflow > 0)
         dpose = np.zeros((self._n, 6))
         for _ in range(nsub):
             integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
                                  gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
             solver.warm_start(vel)
-            for _ in range(self.iterations):
+            for _ in range(self.settings.iterations):
                 solver.solve(vel, dpose, True)
             integrate_positions(x, q, vel, movers, h)
             dpose[movers] += h * vel[movers]
-            for _ in range(self.relax_iterations):
+            for _ in range(self.settings.relax_iterations):
                 solver.solve(vel, dpose, False)
-        solver.restitution(vel, self.restitution_threshold)
+        solver.restitution(vel, self.settings.restitution_threshold)
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2
 
@@ -536,7 +524,7 @@ class World:
         while an awake body spins fast enough that its surface would sweep more than
         ``max_spin_travel`` in one pass (speculative contacts cannot see the new features a
         spinning hull turns into contact), at most 4x that."""
-        k = max(1, int(math.ceil(dt / self.max_collision_step - 1e-9)))
+        k = max(1, int(math.ceil(dt / self.settings.max_collision_step - 1e-9)))
         if self._n == 0:
             return k
         awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
@@ -544,16 +532,16 @@ class World:
             return k
         spin = np.linalg.norm(self._v("vel")[awake, 3:], axis=1)
         travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[awake]])) * dt
-        k_spin = int(math.ceil(travel / self.max_spin_travel - 1e-9))
+        k_spin = int(math.ceil(travel / self.settings.max_spin_travel - 1e-9))
         return min(max(k, k_spin), 4 * k)
 
     def substeps_for(self, dt):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
         shared out over the passes, or ceil(pass / max_substep) per pass."""
         k = self.collision_steps_for(dt)
-        if self.substeps:
-            return k * max(1, int(math.ceil(self.substeps / k - 1e-9)))
-        return k * max(1, int(math.ceil(dt / k / self.max_substep - 1e-9)))
+        if self.settings.substeps:
+            return k * max(1, int(math.ceil(self.settings.substeps / k - 1e-9)))
+        return k * max(1, int(math.ceil(dt / k / self.settings.max_substep - 1e-9)))
 
     # -- step helpers -----------------------------------------------------------------------
     def _kinematic_velocities(self, kin_t, dt):
@@ -586,7 +574,7 @@ class World:
         vel = self._v("vel")
         kind = self._v("kind")
         # Sweep: linear displacement plus what rotation can add (|w| dt * bounding radius).
-        sweep = dt if self.ccd else 0.0
+        sweep = dt if self.settings.ccd else 0.0
         disp = vel[:, :3] * sweep
         # Rotation is about the COM: a point is at most bound_radius + |com| from it.
         reach = t.bound_radius[sid] + np.linalg.norm(self._v("com"), axis=1)
@@ -594,15 +582,15 @@ class World:
         moving = kind != STATIC
         disp = np.where(moving[:, None], disp, 0.0)
         spin = np.where(moving, spin, 0.0)
-        lo = lo + np.minimum(disp, 0.0) - (spin + self.aabb_margin)[:, None]
-        hi = hi + np.maximum(disp, 0.0) + (spin + self.aabb_margin)[:, None]
+        lo = lo + np.minimum(disp, 0.0) - (spin + self.settings.aabb_margin)[:, None]
+        hi = hi + np.maximum(disp, 0.0) + (spin + self.settings.aabb_margin)[:, None]
         return lo, hi
 
     def _moving(self, kind, sleeping, vel):
         """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones."""
         lin = np.linalg.norm(vel[:, :3], axis=1)
         ang = np.linalg.norm(vel[:, 3:], axis=1)
-        fast = (lin > self.linear_sleep_tolerance) | (ang > self.angular_sleep_tolerance)
+        fast = (lin > self.settings.linear_sleep_tolerance) | (ang > self.settings.angular_sleep_tolerance)
         # Called after step 1, so a kinematic body's velocity already says whether its target
         # moves it: one keyed every frame but standing still lets its neighbours sleep.
         kin_moving = (kind == KINEMATIC) & ((lin > 0) | (ang > 0))
@@ -611,7 +599,7 @@ class World:
     def _broadphase(self, lo, hi, kind, sleeping, moving):
         """Pairs whose boxes (lo, hi) overlap, as broadphase.find_pairs(lo, hi, ...) gives them.
 
-        The persistent Broadphase pairs fat boxes (these boxes plus BROADPHASE_SLACK, kept
+        The persistent Broadphase pairs fat boxes (these boxes plus settings.broadphase_slack, kept
         until a box leaves its fat box), which costs one containment test per body in a
         resting scene; its pairs are a superset, so they are filtered by the exact overlap of
         this step's boxes. The result is then the same set whatever the fat boxes' history
@@ -629,7 +617,7 @@ class World:
         wb = sleeping[ib] & moving[ia]
         s = np.concatenate((ia[wa], ib[wb]))          # sleeper
         m = np.concatenate((ib[wa], ia[wb]))          # moving body it may touch
-        mesh = self.table.kind[self._v("shape")[m]] == TRIANGLE_MESH
+        mesh = self.table.kind[self._v("shape")[m]] == ShapeKind.TRIANGLE_MESH
         if mesh.any():
             rows = np.flatnonzero(mesh)
             hit = self._near_triangles(s[rows], m[rows], lo, hi, dt)
@@ -695,8 +683,8 @@ class World:
         the body's own reach (bounding radius about the origin + |COM offset|) and at most the
         distance to the other body plus the other's bounding radius: the second bound keeps a
         spinning kinematic triangle mesh (huge reach) from giving every pair a huge margin."""
-        spec = self.speculative_distance
-        if not self.ccd or not len(ia):
+        spec = self.settings.speculative_distance
+        if not self.settings.ccd or not len(ia):
             return np.full(len(ia), spec)
         t = self.table
         sid = self._v("shape")
@@ -727,7 +715,7 @@ class World:
         timer = self._v("sleep_time")
         lin = np.linalg.norm(vel[:, :3], axis=1)
         ang = np.linalg.norm(vel[:, 3:], axis=1)
-        calm = (lin < self.linear_sleep_tolerance) & (ang < self.angular_sleep_tolerance)
+        calm = (lin < self.settings.linear_sleep_tolerance) & (ang < self.settings.angular_sleep_tolerance)
         timer[:] = np.where(awake & calm, timer + dt, 0.0)
         # A body touching a moving kinematic body must stay awake.
         kin_mov = (kind == KINEMATIC) & moving
@@ -743,7 +731,7 @@ class World:
         lab_s = lab[srt]
         starts = np.flatnonzero(np.r_[True, lab_s[1:] != lab_s[:-1]])
         tmin = np.minimum.reduceat(timer[members][srt], starts)
-        sleepy_labels = lab_s[starts][tmin >= self.time_to_sleep]
+        sleepy_labels = lab_s[starts][tmin >= self.settings.time_to_sleep]
         if len(sleepy_labels):
             go = members[np.isin(lab, sleepy_labels)]
             self._v("sleeping")[go] = True
@@ -751,22 +739,21 @@ class World:
             vel[go] = 0.0
 
     def _make_record(self, ia, ib, sub, man, imp_n, imp_f2, lo, hi):
+        """The StepRecord of this pass (copies; see engine.record)."""
         slot = np.arange(4)
         valid = slot[None, :] < man["count"][:, None]
         mi, pi = np.nonzero(valid)
-        rec = {
-            "positions": man["points"][mi, pi].copy(),
-            "normals": man["normal"][mi].copy(),
-            "separations": man["separation"][mi, pi].copy(),
-            "normal_impulses": imp_n[mi, pi].copy(),
-            "friction_impulses": imp_f2[mi, pi].copy(),
-            "pairs": np.stack((ia[mi], ib[mi]), axis=1),
-            "manifold_pairs": np.stack((ia, ib), axis=1),
-            "manifold_sub": sub.copy(),
-            "aabbs": np.stack((lo, hi), axis=1),
-            "sleeping": self._v("sleeping").copy(),
-        }
-        for k in ("axis_kind", "axis_index", "simplex"):
-            if k in man:
-                rec[k] = man[k].copy()
-        return rec
+        return StepRecord(
+            positions=man["points"][mi, pi].copy(),
+            normals=man["normal"][mi].copy(),
+            separations=man["separation"][mi, pi].copy(),
+            normal_impulses=imp_n[mi, pi].copy(),
+            friction_impulses=imp_f2[mi, pi].copy(),
+            pairs=np.stack((ia[mi], ib[mi]), axis=1),
+            manifold_pairs=np.stack((ia, ib), axis=1),
+            manifold_sub=sub.copy(),
+            axis_kind=man["axis_kind"].copy(),
+            axis_index=man["axis_index"].copy(),
+            aabbs=np.stack((lo, hi), axis=1),
+            sleeping=self._v("sleeping").copy(),
+        )

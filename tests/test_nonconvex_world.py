@@ -340,13 +340,13 @@ def test_compound_resting_on_two_parts_obeys_the_lever_rule():
     np.testing.assert_allclose(w.centers_of_mass[b] - w.positions[b],
                                quat.rotate(w.orientations[b], [offset, 0, 0.1]), atol=1e-12)
     x0 = w.positions[b, 0]
-    left = r["positions"][:, 0] < x0
-    f_left = r["normal_impulses"][left].sum() / h
-    f_right = r["normal_impulses"][~left].sum() / h
+    left = r.positions[:, 0] < x0
+    f_left = r.normal_impulses[left].sum() / h
+    f_right = r.normal_impulses[~left].sum() / h
     d_left, d_right = 0.5 + offset, 0.5 - offset
     np.testing.assert_allclose(f_left + f_right, mass * G, rtol=1e-3)
     np.testing.assert_allclose(f_left, mass * G * d_right / (d_left + d_right), rtol=0.02)
-    assert len(r["manifold_pairs"]) == 2                  # one manifold per part
+    assert len(r.manifold_pairs) == 2                  # one manifold per part
     assert abs(w.positions[b, 2]) < 1e-3 and tilt_deg(w.orientations[b]) < 0.1
 
 
@@ -362,11 +362,11 @@ def test_sleeping_pairs_skip_the_narrowphase_and_keep_their_impulses():
     rows = len(w.pairs)
     assert rows >= 1
     w.step(1 / 60, record=True)
-    assert len(w.last_record["manifold_pairs"]) == 0
+    assert len(w.last_record.manifold_pairs) == 0
     assert len(w.pairs) == rows
     w.set_velocity(b, linear=(1.0, 0, 0))
     w.step(1 / 60, record=True)
-    assert not w.sleeping[b] and len(w.last_record["manifold_pairs"]) >= 1
+    assert not w.sleeping[b] and len(w.last_record.manifold_pairs) >= 1
     assert w.positions[b, 0] > 0.01
 
 

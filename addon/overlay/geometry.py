@@ -3,7 +3,7 @@
 Input is what the simulation knows about a frame: the engine shapes of the bodies, their poses
 (origin position + quaternion (w, x, y, z)), optional velocities / centres of mass / sleeping
 flags from the stored state, and optional per-step debug record of the engine
-(``World._make_record``: contact positions, normals, separations, impulses, ...). Output is a
+(an ``engine.StepRecord``: contact positions, normals, separations, impulses, ...). Output is a
 list of ``Layer`` objects: point sprites or line segments with one RGBA colour per vertex,
 which draw.py uploads as batches. Keeping this side free of Blender makes every picture in the
 viewport unit-testable against the engine and against independent geometry.
@@ -278,14 +278,13 @@ def contact_layers(record, opts):
     components (K, 2) along the solver's tangents of each normal (rebuilt here).
     """
     out = []
-    pos = np.asarray(record.get("positions", np.zeros((0, 3))), dtype=np.float64).reshape(-1, 3)
+    pos = np.asarray(record.positions, dtype=np.float64).reshape(-1, 3)
     k = len(pos)
     if k == 0:
         return out
-    nrm = np.asarray(record.get("normals", np.tile([0.0, 0.0, 1.0], (k, 1))),
-                     dtype=np.float64).reshape(-1, 3)
-    imp = np.asarray(record.get("normal_impulses", np.zeros(k)), dtype=np.float64).reshape(-1)
-    sep = np.asarray(record.get("separations", np.zeros(k)), dtype=np.float64).reshape(-1)
+    nrm = np.asarray(record.normals, dtype=np.float64).reshape(-1, 3)
+    imp = np.asarray(record.normal_impulses, dtype=np.float64).reshape(-1)
+    sep = np.asarray(record.separations, dtype=np.float64).reshape(-1)
     width = opts.get("line_width", 2.0)
     if opts.get("show_contacts", True):
         by = opts.get("contact_colour_by", "IMPULSE")
@@ -311,8 +310,8 @@ def contact_layers(record, opts):
         ln = np.maximum(ln, 0.15 * length)
         seg = arrows(pos, nrm * ln[:, None], head=0.2)
         out.append(lines("normals", seg, opts.get("normal_colour", (1.0, 0.85, 0.1, 1.0)), width))
-    fr = record.get("friction_impulses")
-    if opts.get("show_friction", True) and fr is not None and len(fr) == k:
+    fr = record.friction_impulses
+    if opts.get("show_friction", True) and len(fr) == k:
         fw = friction_vectors(nrm, fr)
         mag = np.linalg.norm(fw, axis=1)
         scale = float(opts.get("friction_scale", 0.0))
@@ -560,8 +559,9 @@ def frame_layers(model, frame, opts, selected=None):
     out = []
     width = opts.get("line_width", 2.0)
     sleeping = frame.get("sleeping")
-    if sleeping is None and frame.get("record") and "sleeping" in frame["record"]:
-        sleeping = frame["record"]["sleeping"]
+    rec = frame.get("record")  # an engine.StepRecord or None
+    if sleeping is None and rec is not None and len(rec.sleeping):
+        sleeping = rec.sleeping
     sleeping = np.zeros(n, bool) if sleeping is None else np.asarray(sleeping, bool)[:n]
     if opts.get("show_shapes", True) and n:
         seg, owner = posed_segments(model.local_segments(opts.get("circle_segments", 24)),
@@ -573,9 +573,8 @@ def frame_layers(model, frame, opts, selected=None):
         shape_col = np.asarray(opts.get("shape_colour", (1.0, 1.0, 1.0, 1.0)), np.float32)
         out.append(lines("shapes", seg, col[owner] * shape_col, opts.get("shape_width", 1.5)))
     if opts.get("show_aabbs", False) and n:
-        rec = frame.get("record") or {}
-        if "aabbs" in rec and len(rec["aabbs"]) == n:
-            lo, hi = rec["aabbs"][:, 0], rec["aabbs"][:, 1]  # the engine's fat, swept boxes
+        if rec is not None and len(rec.aabbs) == n:
+            lo, hi = rec.aabbs[:, 0], rec.aabbs[:, 1]  # the engine's fat, swept boxes
         else:
             lo, hi = world_aabbs(model.shapes, model.shape_index[:n], pos, rot)
         col = np.where(sleeping[:, None], np.float32(SLEEP_COLOUR),
@@ -597,8 +596,7 @@ def frame_layers(model, frame, opts, selected=None):
                          opts.get("spin_colour", (0.9, 0.3, 1.0, 1.0)), width))
     if opts.get("show_inertia", False) and len(dyn):
         out.extend(inertia_layers(model, com, rot, dyn, opts))
-    rec = frame.get("record")
-    if rec:
+    if rec is not None:
         out.extend(contact_layers(rec, opts))
     if selected is not None and len(selected) and opts.get("show_queries", True):
         pairs = query_pairs(model, pos, rot, selected, opts.get("query_margin", 0.1))

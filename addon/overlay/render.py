@@ -148,7 +148,7 @@ def render_debug_frame(scene, context, filepath, frame=None, size=None, simulate
         if scene.frame_current != frame:
             scene.frame_set(frame)
         c = cache.get(scene)
-        has_record = c is not None and bool(c.record(frame))
+        has_record = c is not None and c.record(frame) is not None
         if simulate and not has_record and frame > _first_frame(scene):
             source.debug_frame(scene, context, frame)
         width, height = render_size(scene, size)

@@ -13,8 +13,11 @@ Three sources, best first:
 The engine shapes come from the add-on's own scene reader (collect.SceneReader), built once
 per bake / body set and cached: they are exactly the shapes the bake used.
 """
+import dataclasses
+
 import numpy as np
 
+from ...engine import StepRecord
 from .. import cache, collect, transforms
 from . import geometry
 
@@ -128,13 +131,11 @@ def _subset(state, rows, n_all):
 def _subset_record(rec, rows, n_all):
     """The record with per-body arrays (aabbs, sleeping) reduced to the model's rows; contact
     arrays are kept as they are (pairs index the bake's body order)."""
-    if not rec:
+    if rec is None:
         return rec
-    out = dict(rec)
-    for k in ("aabbs", "sleeping"):
-        if k in out and len(out[k]) == n_all:
-            out[k] = np.asarray(out[k])[rows]
-    return out
+    per_body = {k: np.asarray(getattr(rec, k))[rows] for k in ("aabbs", "sleeping")
+                if len(getattr(rec, k)) == n_all}
+    return dataclasses.replace(rec, **per_body)
 
 
 def live_frame(scene, model):
@@ -156,13 +157,13 @@ def frame_data(scene, context, frame=None):
         names = c.names
         rec = c.record(frame)
         src = "bake"
-        if not rec and dbg is not None and dbg["frame"] == frame and dbg["names"] == names:
+        if rec is None and dbg is not None and dbg["frame"] == frame and dbg["names"] == names:
             rec, src = dbg["record"], "debug frame"
         model = scene_model(scene, context, [n for n in names if n in scene.objects])
         rows = _rows(model, names)
         data = _subset(c.state(frame), rows, len(names))
         data["record"] = _subset_record(rec, rows, len(names))
-        return model, data, src if rec else "bake (no contacts)"
+        return model, data, src if rec is not None else "bake (no contacts)"
     if dbg is not None and dbg["frame"] == frame:
         model = dbg["model"]
         data = _subset(dbg["state"], np.arange(len(model)), len(model))
@@ -198,7 +199,7 @@ def debug_frame(scene, context, frame=None):
     job.frame_end = frame  # simulate only up to here (the job writes nothing)
     while not job.advance(64):
         pass
-    rec = job.world.last_record or {}
+    rec = job.world.last_record or StepRecord()
     world = job.world
     state = {"pos": world.positions.copy(), "q": world.orientations.copy(),
              "x": world.centers_of_mass.copy(),
@@ -206,10 +207,9 @@ def debug_frame(scene, context, frame=None):
              "sleeping": world.sleeping.copy()}
     model = model_from_bodies(job.bodies)
     _DEBUG[scene_key(scene)] = dict(frame=frame, names=list(job.names), state=state,
-                              record={k: np.asarray(v).copy() for k, v in rec.items()},
+                              record=rec,
                               model=model)
-    k = len(rec.get("positions", ()))
-    return f"Debug Frame {frame}: {len(job.bodies)} bodies, {k} contact points"
+    return f"Debug Frame {frame}: {len(job.bodies)} bodies, {rec.contact_count} contact points"
 
 
 def on_depsgraph_update(*_args):

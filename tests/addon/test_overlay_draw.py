@@ -162,7 +162,7 @@ def test_render_debug_frame_png(baked, tmp_path):
 def test_debug_frame_resimulates_the_same_contacts(baked):
     ov = overlay_mod()
     rec = hb.pkg().addon.cache.get(baked).record(FRAME)
-    ref = np.asarray(rec["positions"], dtype=np.float64)
+    ref = np.asarray(rec.positions, dtype=np.float64)
     # The same scene baked without records: no contacts until Debug Frame re-simulates.
     scene = scene_box_on_ground(record=False)
     hb.bake()

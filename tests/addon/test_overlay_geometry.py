@@ -346,5 +346,5 @@ def test_sleeping_bodies_are_drawn_in_the_sleep_colour():
     aabb = layer(out, "aabbs").segments
     assert len(aabb) == 24
     # The engine's recorded (fattened) boxes are used when the record has them.
-    np.testing.assert_allclose(aabb[:12].reshape(-1, 3).min(0), w.last_record["aabbs"][0, 0],
+    np.testing.assert_allclose(aabb[:12].reshape(-1, 3).min(0), w.last_record.aabbs[0, 0],
                                rtol=1e-6)
