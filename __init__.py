@@ -7,10 +7,10 @@ no Blender imports); everything that touches Blender lives in ``addon/``.
 
 
 def register():
-    from . import addon
-    addon.register()
+    from .addon import registration
+    registration.register()
 
 
 def unregister():
-    from . import addon
-    addon.unregister()
+    from .addon import registration
+    registration.unregister()

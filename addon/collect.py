@@ -24,6 +24,7 @@ import bpy
 import numpy as np
 
 from .. import engine
+from ..engine import quat
 from . import transforms
 
 MAX_SIZE = 1.0e5   # metres: beyond this the engine's tolerances (~mm) are meaningless
@@ -55,7 +56,7 @@ class BodySpec:
 
     @property
     def orientation(self):
-        return transforms.matrix_to_quat(self.rotation)
+        return quat.from_matrix(self.rotation)
 
 
 def collision_bits(flags):
@@ -564,7 +565,7 @@ class SceneReader:
                 self.problem("WARNING", obj, f"{where} cannot be hulled ({exc}); it is left "
                              "out.")
                 continue
-            parts.append((hull, offset[i], transforms.matrix_to_quat(Rc[i])))
+            parts.append((hull, offset[i], quat.from_matrix(Rc[i])))
         if not parts:
             self.problem("ERROR", obj, "has no usable collision parts (see the warnings "
                          "above). Skipped.")

@@ -14,7 +14,8 @@ import time
 import numpy as np
 
 from .. import engine
-from . import animation, cache, transforms
+from ..engine import quat
+from . import animation, cache, channels, transforms
 from .collect import SceneReader
 
 
@@ -257,14 +258,10 @@ class BakeJob:
         if self.kinematic:
             mats = np.array([_obj_matrix(b.obj) for b in self.kinematic])
             R, _ = transforms.polar_decompose(mats[:, :3, :3])
-            q = transforms.matrix_to_quat(R)
-            bulk = getattr(self.world, "set_kinematic_targets", None)
-            idx = np.array([b.index for b in self.kinematic])
-            if bulk is not None:
-                bulk(idx, mats[:, :3, 3], q)
-            else:  # a handful of animated bodies: one call each
-                for j, i in enumerate(idx):
-                    self.world.set_kinematic_target(int(i), mats[j, :3, 3], q[j])
+            q = quat.from_matrix(R)
+            # Animated bodies are few (scenery, hand-offs): one call each.
+            for j, b in enumerate(self.kinematic):
+                self.world.set_kinematic_target(b.index, mats[j, :3, 3], q[j])
         if self.parent_sampled:
             self.sampled_parent_mats.append(np.array([_obj_matrix(p)
                                                       for _, p in self.parent_sampled]))
@@ -306,105 +303,23 @@ class BakeJob:
         return self.summary()
 
     def channel_values(self):
-        """Per dynamic object (location (F, 3), rotation (F, 3|4) in its rotation mode).
-
-        Rotation channel R = D^T P^-1 R_world K diag(1/s) (D delta rotation, P parent space,
-        K shape matrix, s scale * delta scale). For the usual object (fixed parent space
-        without shear) the constant factors are rotations up to a scalar, so R is computed as
-        a quaternion product, with no (F, N, 3, 3) matrices; other objects take the general
-        matrix path."""
-        nd = len(self.dynamic)
+        """Per dynamic object (location (F, 3), rotation (F, 3|4) in its rotation mode): the
+        objects' settings read here, the maths in addon/channels.py (Blender-free)."""
         F = self.frame - self.first + 1
-        pos = self.positions[:F]
-        qw = self.orientations[:F]
         objs = [b.obj for b in self.dynamic]
-        K = np.array([b.shape_matrix for b in self.dynamic])
-        dloc = np.array([tuple(o.delta_location) for o in objs])
-        total_scale = np.array([tuple(o.scale) for o in objs]) * \
-            np.array([tuple(o.delta_scale) for o in objs])
         modes = np.array([o.rotation_mode for o in objs])
-        D = np.tile(np.eye(3), (nd, 1, 1))
-        quat_m = modes == "QUATERNION"
-        if quat_m.any():
-            D[quat_m] = transforms.quat_to_matrix(np.array(
-                [tuple(objs[i].delta_rotation_quaternion) for i in np.flatnonzero(quat_m)]))
-        for order in transforms.EULER_ORDERS:
-            m = modes == order
-            if m.any():
-                D[m] = transforms.euler_to_matrix(np.array(
-                    [tuple(objs[i].delta_rotation_euler) for i in np.flatnonzero(m)]), order)
-        P0 = self.parent_world0 @ self.parent_const            # (N, 4, 4) at the first frame
-        moving = (self.parent_body >= 0).copy()
-        for r, _ in self.parent_sampled:
-            moving[r] = True
-        Pinv0 = np.linalg.inv(P0)
-        L = np.swapaxes(D, 1, 2) @ Pinv0[:, :3, :3]
-        ok, qL, qX = transforms.rigid_factors(L, K / total_scale[:, None, :])
-        fast = ok & ~moving
-        q = np.empty((F, nd, 4))
-        loc = np.empty((F, nd, 3))
-        f = np.flatnonzero(fast)
-        if len(f):
-            q[:, f] = transforms.quat_multiply(transforms.quat_multiply(qL[f], qw[:, f]), qX[f])
-            loc[:, f] = np.einsum("nij,fnj->fni", Pinv0[f, :3, :3], pos[:, f]) + Pinv0[f, :3, 3]
-        g = np.flatnonzero(~fast)
-        if len(g):
-            rot = transforms.quat_to_matrix(self.orientations[:F])
-            P = self._parent_spaces(pos, rot, K)
-            B3, Bt = transforms.world_to_basis(rot[:, g], pos[:, g], K[g], P[:, g])
-            q[:, g], _ = transforms.basis_rotation(B3, total_scale[g], D[g])
-            loc[:, g] = Bt
-        loc -= dloc[None]
-        rot_vals = [None] * nd
-        start = self.start_rot
-        if quat_m.any():
-            idx = np.flatnonzero(quat_m)
-            ref = np.array([start[i][2] for i in idx])
-            qc = transforms.quaternions_continuous(q[:, idx], ref)
-            for k, i in enumerate(idx):
-                rot_vals[i] = qc[:, k]
-        aa_m = modes == "AXIS_ANGLE"
-        if aa_m.any():
-            idx = np.flatnonzero(aa_m)
-            aa0 = np.array([start[i][3] for i in idx])
-            half = 0.5 * aa0[:, 0]
-            ax = aa0[:, 1:] / np.maximum(np.linalg.norm(aa0[:, 1:], axis=1, keepdims=True), 1e-12)
-            ref = np.concatenate((np.cos(half)[:, None], np.sin(half)[:, None] * ax), axis=1)
-            qc = transforms.quaternions_continuous(q[:, idx], ref)
-            aa = transforms.quaternions_to_axis_angle(qc, ax)
-            for k, i in enumerate(idx):
-                rot_vals[i] = aa[:, k]
-        for order in transforms.EULER_ORDERS:
-            m = modes == order
-            if m.any():
-                idx = np.flatnonzero(m)
-                e = transforms.matrices_to_euler_continuous(
-                    transforms.quat_to_matrix(q[:, idx]), order,
-                    np.array([start[i][1] for i in idx]))
-                for k, i in enumerate(idx):
-                    rot_vals[i] = e[:, k]
-        return [(loc[:, j], rot_vals[j]) for j in range(nd)]
-
-    def _parent_spaces(self, pos, rot, K):
-        """(F or 1, N, 4, 4) parent spaces of the keyed bodies over the frames."""
-        nd = len(self.dynamic)
-        F = pos.shape[0]
-        moving = (self.parent_body >= 0).any() or self.parent_sampled
-        if not moving:
-            return (self.parent_world0 @ self.parent_const)[None]
-        PW = np.tile(self.parent_world0[None], (F, 1, 1, 1))
-        rows = np.flatnonzero(self.parent_body >= 0)
-        if len(rows):
-            pr = self.parent_body[rows]
-            M = np.tile(np.eye(4), (F, len(rows), 1, 1))
-            M[:, :, :3, :3] = rot[:, pr] @ K[pr][None]
-            M[:, :, :3, 3] = pos[:, pr]
-            PW[:, rows] = M
-        if self.parent_sampled:
-            srows = np.array([r for r, _ in self.parent_sampled])
-            mats = np.array(self.sampled_parent_mats[:F - 1])
-            PW[1:, srows] = mats
-        return PW @ self.parent_const[None]
+        delta = channels.delta_rotations(
+            modes, [tuple(o.delta_rotation_quaternion) for o in objs],
+            [tuple(o.delta_rotation_euler) for o in objs])
+        parents = channels.ParentSpaces(
+            self.parent_world0, self.parent_const, self.parent_body,
+            [r for r, _ in self.parent_sampled], self.sampled_parent_mats)
+        return channels.channel_values(
+            self.positions[:F], self.orientations[:F],
+            np.array([b.shape_matrix for b in self.dynamic]),
+            np.array([tuple(o.delta_location) for o in objs]),
+            np.array([tuple(o.scale) for o in objs]) * np.array([tuple(o.delta_scale) for o in objs]),
+            modes, delta, parents, self.start_rot)
 
     def _store_cache(self):
         states = self.states

@@ -17,6 +17,8 @@ matrix" applied to the mesh vertices.
 """
 import numpy as np
 
+from ..engine import quat
+
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 _AXIS = {"X": 0, "Y": 1, "Z": 2}
 TWO_PI = 2.0 * np.pi
@@ -97,18 +99,6 @@ def _order_permutation(order):
     P = np.zeros((3, 3))
     P[np.arange(3), idx] = 1.0
     return P, np.linalg.det(P) < 0
-
-
-def quat_multiply(a, b):
-    """Hamilton products a * b of quaternions (..., 4), broadcasting (b is applied first)."""
-    a = np.asarray(a, dtype=np.float64)
-    b = np.asarray(b, dtype=np.float64)
-    aw, ax, ay, az = (a[..., i] for i in range(4))
-    bw, bx, by, bz = (b[..., i] for i in range(4))
-    return np.stack((aw * bw - ax * bx - ay * by - az * bz,
-                     aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx,
-                     aw * bz + ax * by - ay * bx + az * bw), axis=-1)
 
 
 def matrix_to_euler_pair(m, order):
@@ -195,41 +185,6 @@ def quaternions_to_axis_angle(q, start_axis):
     return np.concatenate((angle[..., None], filled), axis=-1)
 
 
-def quat_to_matrix(q):
-    """Rotation matrices of (not necessarily unit) quaternions (..., 4), (w, x, y, z)."""
-    q = np.asarray(q, dtype=np.float64)
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    w, x, y, z = np.moveaxis(q, -1, 0)
-    m = np.stack((
-        1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-        2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-        2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y),
-    ), axis=-1)
-    return m.reshape(q.shape[:-1] + (3, 3))
-
-
-def matrix_to_quat(m):
-    """Unit quaternions (w >= 0) of rotation matrices (..., 3, 3) (Shepperd's method: the
-    largest of the four candidates is used, so no branch divides by a small number)."""
-    m = np.asarray(m, dtype=np.float64)
-    tr = m[..., 0, 0] + m[..., 1, 1] + m[..., 2, 2]
-    cand = np.stack((
-        np.stack((1 + tr, m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0],
-                  m[..., 1, 0] - m[..., 0, 1]), -1),
-        np.stack((m[..., 2, 1] - m[..., 1, 2], 1 + 2 * m[..., 0, 0] - tr,
-                  m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0]), -1),
-        np.stack((m[..., 0, 2] - m[..., 2, 0], m[..., 0, 1] + m[..., 1, 0],
-                  1 + 2 * m[..., 1, 1] - tr, m[..., 1, 2] + m[..., 2, 1]), -1),
-        np.stack((m[..., 1, 0] - m[..., 0, 1], m[..., 0, 2] + m[..., 2, 0],
-                  m[..., 1, 2] + m[..., 2, 1], 1 + 2 * m[..., 2, 2] - tr), -1),
-    ), axis=-2)
-    diag = np.stack((tr, m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]), -1)
-    best = np.argmax(diag, axis=-1)
-    q = np.take_along_axis(cand, best[..., None, None], axis=-2)[..., 0, :]
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    return np.where(q[..., :1] < 0, -q, q)
-
-
 def axis_angle_to_matrix(aa):
     """Rotation matrices of Blender axis-angle values (..., 4) = (angle, x, y, z)."""
     aa = np.asarray(aa, dtype=np.float64)
@@ -237,7 +192,8 @@ def axis_angle_to_matrix(aa):
     n = np.linalg.norm(axis, axis=-1, keepdims=True)
     axis = np.where(n > 0, axis / np.where(n > 0, n, 1.0), np.array([0.0, 1.0, 0.0]))
     half = 0.5 * aa[..., :1]
-    return quat_to_matrix(np.concatenate((np.cos(half), np.sin(half) * axis), axis=-1))
+    return quat.to_matrix_normalized(
+        np.concatenate((np.cos(half), np.sin(half) * axis), axis=-1))
 
 
 def rotation_matrix(mode, euler, quaternion, axis_angle):
@@ -245,7 +201,7 @@ def rotation_matrix(mode, euler, quaternion, axis_angle):
     mode = np.asarray(mode)
     out = np.empty((len(mode), 3, 3))
     q = mode == "QUATERNION"
-    out[q] = quat_to_matrix(np.asarray(quaternion)[q])
+    out[q] = quat.to_matrix_normalized(np.asarray(quaternion)[q])
     a = mode == "AXIS_ANGLE"
     out[a] = axis_angle_to_matrix(np.asarray(axis_angle)[a])
     for order in EULER_ORDERS:
@@ -286,7 +242,7 @@ def rigid_factors(L, X, tol=1e-6):
     ok = (det > 0) & is_rotation(Lr) & is_rotation(Xr)
     safe = np.where(ok[:, None, None], 1.0, 0.0) * Lr + np.where(ok[:, None, None], 0.0, 1.0) * eye
     safe_x = np.where(ok[:, None, None], Xr, eye)
-    return ok, matrix_to_quat(safe), matrix_to_quat(safe_x)
+    return ok, quat.from_matrix(safe), quat.from_matrix(safe_x)
 
 
 def basis_rotation(B3, total_scale, delta_rot):
@@ -296,5 +252,5 @@ def basis_rotation(B3, total_scale, delta_rot):
     re-orthonormalised (exact unless a non-uniformly scaled parent shears the child)."""
     R = B3 / np.asarray(total_scale, dtype=np.float64)[None, :, None, :]
     R = np.swapaxes(np.asarray(delta_rot), -1, -2)[None] @ R
-    q = matrix_to_quat(R)
-    return q, quat_to_matrix(q)
+    q = quat.from_matrix(R)
+    return q, quat.to_matrix_normalized(q)

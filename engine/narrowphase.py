@@ -445,13 +445,12 @@ def collide_round_polytope(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, marg
     return out
 
 
-def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0, cache=None):
+def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     """Contact manifolds for M candidate pairs of shape ids of ``table`` (a ShapeTable).
 
     Poses are world positions (M, 3) and unit quaternions (M, 4) (w, x, y, z). ``margin``
     (scalar or per pair (M,)): points with separation <= margin are reported (speculative
-    contacts). ``cache`` is accepted for API stability and unused (SAT axis caching does not
-    pay here; see sat.py).
+    contacts).
     Returns a Manifolds of M rows, normals from A to B whatever the order of the kinds.
     """
     ids_a = np.asarray(ids_a, dtype=np.int64).reshape(-1)

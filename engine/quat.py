@@ -44,6 +44,12 @@ def to_matrix(q):
     return m.reshape(q.shape[:-1] + (3, 3))
 
 
+def to_matrix_normalized(q):
+    """Rotation matrices of quaternions of any non-zero length (a Blender object's stored
+    quaternion need not be unit; Blender normalises it the same way)."""
+    return to_matrix(normalize(q))
+
+
 def from_matrix(m):
     """Unit quaternions (w >= 0) of rotation matrices (..., 3, 3) (Shepperd's method)."""
     m = np.asarray(m, dtype=np.float64)

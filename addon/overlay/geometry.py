@@ -11,9 +11,16 @@ viewport unit-testable against the engine and against independent geometry.
 All builders are vectorised over contacts, segments and bodies; the only Python loops are over
 the distinct *shapes* (few: 1000 cubes share one Box) and a fixed number of circle segments.
 """
-import importlib
-
 import numpy as np
+
+from ...engine import narrowphase, quat
+from ...engine.epa import epa
+from ...engine.gjk import gjk
+from ...engine.kinds import BodyKind, ShapeKind
+from ...engine.narrowphase import AXIS_CORE_EDGE, AXIS_CORE_FACE, AXIS_ROUND  # noqa: F401
+from ...engine.sat import EDGE, FACE_A, FACE_B
+from ...engine.shape_table import ShapeTable
+from ...engine.solver import tangent_basis
 
 POINTS, LINES = "POINTS", "LINES"
 
@@ -24,22 +31,6 @@ _CORNER_BITS = np.array([[(i >> k) & 1 for k in range(3)] for i in range(8)], dt
 # The 6 edges of a tetrahedron's 4 slots; a simplex of n points uses the edges inside 0..n-1.
 _SIMPLEX_EDGES = np.array([[0, 1], [0, 2], [1, 2], [0, 3], [1, 3], [2, 3]], dtype=np.int64)
 
-# Engine kinds (world.py): DYNAMIC, STATIC, KINEMATIC. Shape kinds (shapes.py).
-DYNAMIC, STATIC, KINEMATIC = 0, 1, 2
-POLYTOPE, SPHERE, CAPSULE = 0, 1, 2
-# Axis kinds of the narrowphase debug output (sat.py / narrowphase.py).
-FACE_A, FACE_B, EDGE, AXIS_ROUND, AXIS_CORE_FACE, AXIS_CORE_EDGE = 0, 1, 2, 3, 4, 5
-
-
-def engine_module(name):
-    """An engine module: relative to the installed extension (bl_ext....hullabaloo.engine), or
-    the top-level ``engine`` package when this file is loaded on its own (tests, tools)."""
-    if __package__ and __package__.count(".") >= 1:
-        try:
-            return importlib.import_module(f"...engine.{name}", __package__)
-        except (ImportError, ValueError):
-            pass
-    return importlib.import_module(f"engine.{name}")
 
 
 class Layer:
@@ -107,18 +98,6 @@ def ramp(values, lo, hi, alpha=1.0):
 
 
 # -- small vector helpers ---------------------------------------------------------------------
-def quat_to_matrix(q):
-    """Rotation matrices (N, 3, 3) of unit quaternions (N, 4) (w, x, y, z)."""
-    q = np.asarray(q, dtype=np.float64).reshape(-1, 4)
-    q = q / np.linalg.norm(q, axis=1, keepdims=True)
-    w, x, y, z = q.T
-    return np.stack((
-        np.stack((1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)), axis=1),
-        np.stack((2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)), axis=1),
-        np.stack((2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)), axis=1),
-    ), axis=1)
-
-
 def perpendiculars(d):
     """Two unit vectors (n, 3) orthogonal to each direction d (n, 3) and to each other."""
     d = np.asarray(d, dtype=np.float64).reshape(-1, 3)
@@ -180,15 +159,15 @@ def local_wireframe(shape, segments=24):
         for part in parts:
             sub, pos, q = part[0], np.asarray(part[1], float), np.asarray(part[2], float)
             seg = local_wireframe(sub, segments)
-            out.append(seg @ quat_to_matrix(q)[0].T + pos)
+            out.append(seg @ quat.to_matrix_normalized(q).T + pos)
         return np.concatenate(out) if out else np.zeros((0, 2, 3))
     kind = getattr(shape, "kind", None)
     r = float(getattr(shape, "radius", 0.0))
-    if kind == SPHERE:
+    if kind == ShapeKind.SPHERE:
         c = np.zeros(3)
         return np.concatenate((circle(r, c, ex, ey, segments), circle(r, c, ey, ez, segments),
                                circle(r, c, ez, ex, segments)))
-    if kind == CAPSULE:
+    if kind == ShapeKind.CAPSULE:
         hh = float(shape.half_height)
         top, bot = hh * ez, -hh * ez
         half = max(segments // 2, 2)
@@ -335,7 +314,7 @@ def friction_vectors(normals, friction):
     n = np.asarray(normals, dtype=np.float64).reshape(-1, 3)
     if not len(n):
         return np.zeros((0, 3))
-    t1, t2 = engine_module("solver").tangent_basis(n)
+    t1, t2 = tangent_basis(n)
     return f[:, :1] * t1 + f[:, 1:2] * t2
 
 
@@ -421,7 +400,6 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
     out = []
     if not len(pairs):
         return out
-    ShapeTable = engine_module("shape_table").ShapeTable
     table = ShapeTable(shapes)
     sid = np.asarray(shape_index, dtype=np.int64)
     ia, ib = pairs[:, 0], pairs[:, 1]
@@ -431,7 +409,7 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
     anchor = positions[ia]
     width = opts.get("line_width", 2.0)
     if opts.get("show_simplex", True):
-        g = engine_module("gjk").gjk(pa, ra, positions[ia], rotations[ia], pb, rb,
+        g = gjk(pa, ra, positions[ia], rotations[ia], pb, rb,
                                      positions[ib], rotations[ib])
         seg, _ = simplex_segments(g.simplex, g.simplex_size, anchor)
         out.append(lines("simplex", seg, opts.get("simplex_colour", (1.0, 0.2, 1.0, 1.0)),
@@ -445,7 +423,7 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
         out.append(lines("witness", wit, (1.0, 1.0, 1.0, 1.0), width))
         out.append(points("origin", anchor, (1.0, 1.0, 1.0, 1.0), opts.get("contact_size", 8.0)))
     if opts.get("show_epa", True):
-        e = engine_module("epa").epa(pa, ra, positions[ia], rotations[ia], pb, rb,
+        e = epa(pa, ra, positions[ia], rotations[ia], pb, rb,
                                      positions[ib], rotations[ib])
         if e.overlap.any():
             seg, _ = polytope_segments(e.polytope_vertices, e.polytope_faces, anchor)
@@ -466,12 +444,12 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
                           max(2.0, 0.5 * opts.get("contact_size", 8.0))))
     if opts.get("show_sat", True):
         ref, inc = [], []
-        poly = (table.kind[sa] == POLYTOPE) & (table.kind[sb] == POLYTOPE)
+        poly = (table.kind[sa] == ShapeKind.POLYTOPE) & (table.kind[sb] == ShapeKind.POLYTOPE)
         if poly.any():
-            collide = engine_module("narrowphase").collide
+            collide = narrowphase.collide
             q = opts.get("_quats")
-            qa = q[ia[poly]] if q is not None else _matrix_to_quat(rotations[ia[poly]])
-            qb = q[ib[poly]] if q is not None else _matrix_to_quat(rotations[ib[poly]])
+            qa = q[ia[poly]] if q is not None else quat.from_matrix(rotations[ia[poly]])
+            qb = q[ib[poly]] if q is not None else quat.from_matrix(rotations[ib[poly]])
             man = collide(table, sa[poly], positions[ia[poly]], qa, sb[poly],
                           positions[ib[poly]], qb, margin=float(opts.get("sat_margin", 0.05)))
             for k, m in enumerate(np.flatnonzero(poly)):  # selected pairs only: a handful
@@ -487,29 +465,6 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
             out.append(lines("sat_incident", np.concatenate(inc), (0.0, 0.9, 1.0, 1.0),
                              width + 2.0))
     return [layer for layer in out if len(layer)]
-
-
-def _matrix_to_quat(rot):
-    """Unit quaternions (w, x, y, z) of rotation matrices (N, 3, 3) (Shepperd's method)."""
-    r = np.asarray(rot, dtype=np.float64).reshape(-1, 3, 3)
-    tr = np.trace(r, axis1=1, axis2=2)
-    cand = np.stack((tr, r[:, 0, 0], r[:, 1, 1], r[:, 2, 2]), axis=1)
-    k = np.argmax(cand, axis=1)
-    q = np.zeros((len(r), 4))
-    s = np.sqrt(np.maximum(1.0 + 2.0 * cand[np.arange(len(r)), k] - tr, 1e-300)) * 2.0
-    w = k == 0
-    q[w] = np.stack((0.25 * s[w], (r[w, 2, 1] - r[w, 1, 2]) / s[w],
-                     (r[w, 0, 2] - r[w, 2, 0]) / s[w], (r[w, 1, 0] - r[w, 0, 1]) / s[w]), 1)
-    x = k == 1
-    q[x] = np.stack(((r[x, 2, 1] - r[x, 1, 2]) / s[x], 0.25 * s[x],
-                     (r[x, 0, 1] + r[x, 1, 0]) / s[x], (r[x, 0, 2] + r[x, 2, 0]) / s[x]), 1)
-    y = k == 2
-    q[y] = np.stack(((r[y, 0, 2] - r[y, 2, 0]) / s[y], (r[y, 0, 1] + r[y, 1, 0]) / s[y],
-                     0.25 * s[y], (r[y, 1, 2] + r[y, 2, 1]) / s[y]), 1)
-    z = k == 3
-    q[z] = np.stack(((r[z, 1, 0] - r[z, 0, 1]) / s[z], (r[z, 0, 2] + r[z, 2, 0]) / s[z],
-                     (r[z, 1, 2] + r[z, 2, 1]) / s[z], 0.25 * s[z]), 1)
-    return q / np.linalg.norm(q, axis=1, keepdims=True)
 
 
 # -- a whole frame ----------------------------------------------------------------------------
@@ -539,8 +494,8 @@ class SceneModel:
         return got
 
 
-KIND_COLOURS = {DYNAMIC: (0.95, 0.95, 0.95, 1.0), STATIC: (0.45, 0.55, 0.65, 1.0),
-                KINEMATIC: (1.0, 0.6, 0.2, 1.0)}
+KIND_COLOURS = {BodyKind.DYNAMIC: (0.95, 0.95, 0.95, 1.0), BodyKind.STATIC: (0.45, 0.55, 0.65, 1.0),
+                BodyKind.KINEMATIC: (1.0, 0.6, 0.2, 1.0)}
 SLEEP_COLOUR = (0.35, 0.45, 1.0, 1.0)
 
 
@@ -554,7 +509,7 @@ def frame_layers(model, frame, opts, selected=None):
     selected: indices of the selected bodies (for the GJK/EPA/SAT pictures).
     """
     pos = np.asarray(frame["pos"], dtype=np.float64).reshape(-1, 3)
-    rot = quat_to_matrix(frame["q"]) if len(pos) else np.zeros((0, 3, 3))
+    rot = quat.to_matrix_normalized(np.reshape(frame["q"], (-1, 4))) if len(pos) else np.zeros((0, 3, 3))
     n = len(pos)
     out = []
     width = opts.get("line_width", 2.0)
@@ -566,7 +521,7 @@ def frame_layers(model, frame, opts, selected=None):
     if opts.get("show_shapes", True) and n:
         seg, owner = posed_segments(model.local_segments(opts.get("circle_segments", 24)),
                                     model.shape_index[:n], pos, rot)
-        table = np.array([KIND_COLOURS[k] for k in (DYNAMIC, STATIC, KINEMATIC)], np.float32)
+        table = np.array([KIND_COLOURS[k] for k in BodyKind], np.float32)
         col = table[np.clip(model.kinds[:n], 0, 2)]
         if opts.get("show_sleeping", True):
             col[sleeping] = SLEEP_COLOUR
@@ -584,7 +539,7 @@ def frame_layers(model, frame, opts, selected=None):
         out.append(points("sleeping", pos[sleeping], SLEEP_COLOUR, opts.get("contact_size", 8)))
     com = frame.get("x")
     com = None if com is None else np.asarray(com, dtype=np.float64).reshape(-1, 3)
-    dyn = np.flatnonzero(model.kinds[:n] == DYNAMIC)
+    dyn = np.flatnonzero(model.kinds[:n] == BodyKind.DYNAMIC)
     if com is None and len(dyn):
         com = pos  # without a stored state the origin stands in for the centre of mass
     if opts.get("show_velocity", False) and frame.get("vel") is not None and len(dyn):

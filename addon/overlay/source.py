@@ -17,7 +17,9 @@ import dataclasses
 
 import numpy as np
 
-from ...engine import StepRecord
+from ...engine import BodyKind, StepRecord
+from ...engine import mass as mass_mod
+from ...engine import quat
 from .. import cache, collect, transforms
 from . import geometry
 
@@ -25,8 +27,6 @@ _MODELS = {}   # scene_key -> (names tuple, SceneModel)
 _DEBUG = {}    # scene_key -> dict(frame, names, state, record, model)
 _COUNTER = {"depsgraph": 0}
 
-_KIND = {"dynamic": geometry.DYNAMIC, "static": geometry.STATIC,
-         "kinematic": geometry.KINEMATIC}
 
 
 def scene_key(scene):
@@ -50,10 +50,6 @@ def _mass_inertia(bodies):
     bake computes them (engine.mass); zero for static and kinematic bodies."""
     n = len(bodies)
     masses, inertias = np.zeros(n), np.zeros((n, 3, 3))
-    try:
-        mass_mod = geometry.engine_module("mass")
-    except ImportError:
-        return None, None
     for i, b in enumerate(bodies):  # once per bake, one call per body's shape
         if b.kind != "dynamic":
             continue
@@ -80,7 +76,7 @@ def model_from_bodies(bodies):
         index.append(ids[key])
     masses, inertias = _mass_inertia(bodies)
     return geometry.SceneModel([b.name for b in bodies], shapes, index,
-                               [_KIND[b.kind] for b in bodies], masses, inertias)
+                               [BodyKind.parse(b.kind) for b in bodies], masses, inertias)
 
 
 def _depsgraph(context):
@@ -145,7 +141,7 @@ def live_frame(scene, model):
     if not len(mats):
         return {"pos": np.zeros((0, 3)), "q": np.zeros((0, 4))}
     R, _ = transforms.polar_decompose(mats[:, :3, :3])
-    return {"pos": mats[:, :3, 3], "q": transforms.matrix_to_quat(R)}
+    return {"pos": mats[:, :3, 3], "q": quat.from_matrix(R)}
 
 
 def frame_data(scene, context, frame=None):

@@ -87,7 +87,7 @@ def test_disable_removes_everything_and_enable_restores_it():
 def test_cli_command_is_registered_and_runs(tmp_path, capsys):
     # `blender -b --command hullabaloo ...` calls this very function with the arguments.
     cli = hb.pkg().addon.cli
-    assert hb.pkg().addon._STATE["cli"] is not None
+    assert hb.pkg().addon.registration._STATE["cli"] is not None
     with pytest.raises(SystemExit):
         cli.run(["--help"])
     assert cli.blender_command(["bake", "--help"]) == 0

@@ -1,30 +1,15 @@
-"""Overlay geometry (addon/overlay/geometry.py) without Blender: what is drawn for a frame,
-checked against real engine runs and independent geometry (analytic shapes, brute force,
-scipy's Qhull and rotations)."""
-import importlib.util
-import os
-
+"""Overlay geometry (addon/overlay/geometry.py) in plain Python, without Blender: what is drawn
+for a frame, checked against real engine runs and independent geometry (analytic shapes, brute
+force, scipy's Qhull and rotations)."""
 import numpy as np
 import pytest
 from scipy.spatial import ConvexHull as QHull
 from scipy.spatial.transform import Rotation
 
+from engine import BodyKind, StepRecord, quat
 from engine.shapes import Box, Capsule, Sphere
 from engine.world import World
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def _load():
-    # geometry.py is pure numpy: load it on its own (the addon package needs Blender).
-    path = os.path.join(ROOT, "addon", "overlay", "geometry.py")
-    spec = importlib.util.spec_from_file_location("hb_overlay_geometry", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-G = _load()
+from hullabaloo.addon.overlay import geometry as G
 
 
 def layer(layers, name):
@@ -40,7 +25,7 @@ def box_on_ground(sleeping=False, velocity=(0.0, 0.0, 0.0), steps=20):
     w.add_body(cube, position=(0.3, -0.2, 0.5), linear_velocity=velocity)
     for _ in range(steps):
         w.step(1 / 24, record=True)
-    model = G.SceneModel(["Ground", "Cube"], [ground, cube], [0, 1], [G.STATIC, G.DYNAMIC])
+    model = G.SceneModel(["Ground", "Cube"], [ground, cube], [0, 1], [BodyKind.STATIC, BodyKind.DYNAMIC])
     return w, model
 
 
@@ -78,10 +63,10 @@ def test_box_on_ground_gives_four_points_on_the_plane_with_upward_normals():
 
 
 def test_contact_colour_and_arrow_length_follow_the_impulse():
-    rec = {"positions": np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0.0]]),
-           "normals": np.tile([0, 0, 1.0], (3, 1)),
-           "normal_impulses": np.array([0.0, 1.0, 2.0]),
-           "separations": np.array([-0.004, -0.002, 0.0])}
+    rec = StepRecord(positions=np.array([[0, 0, 0], [1, 0, 0], [2, 0, 0.0]]),
+                     normals=np.tile([0, 0, 1.0], (3, 1)),
+                     normal_impulses=np.array([0.0, 1.0, 2.0]),
+                     separations=np.array([-0.004, -0.002, 0.0]))
     out = G.contact_layers(rec, {"normal_scale_mode": "AUTO", "normal_length": 1.0,
                                  "show_friction": False})
     col = layer(out, "contacts").colours
@@ -163,8 +148,8 @@ def test_posed_segments_match_per_body_transform():
     pos = rng.normal(size=(n, 3)) * 5
     rot = Rotation.random(n, random_state=7)
     q_xyzw = rot.as_quat()
-    quat = np.concatenate((q_xyzw[:, 3:], q_xyzw[:, :3]), axis=1)
-    R = G.quat_to_matrix(quat)
+    wq = np.concatenate((q_xyzw[:, 3:], q_xyzw[:, :3]), axis=1)
+    R = quat.to_matrix_normalized(wq)
     np.testing.assert_allclose(R, rot.as_matrix(), atol=1e-12)
     local = [G.local_wireframe(s, 8) for s in shapes]
     seg, owner = G.posed_segments(local, sid, pos, R)
@@ -200,7 +185,7 @@ def test_inertia_axes_of_a_box_end_on_its_faces():
     np.testing.assert_allclose(G.equivalent_box_half_extents(np.diag(inertia), m), half)
     rot = Rotation.from_euler("xyz", [0.3, -0.5, 1.1])
     q = rot.as_quat()
-    model = G.SceneModel(["B"], [Box(half)], [0], [G.DYNAMIC], masses=[m], inertias=[inertia])
+    model = G.SceneModel(["B"], [Box(half)], [0], [BodyKind.DYNAMIC], masses=[m], inertias=[inertia])
     frame = {"pos": [[1.0, 2.0, 3.0]], "q": [[q[3], q[0], q[1], q[2]]], "x": [[1.0, 2.0, 3.0]]}
     out = G.frame_layers(model, frame, {"show_inertia": True, "show_shapes": False})
     seg = layer(out, "inertia").segments
@@ -280,7 +265,7 @@ def test_epa_polytope_is_a_closed_surface_inside_the_difference():
 
 def test_sat_features_of_a_resting_box_are_the_touching_faces():
     w, model = box_on_ground()
-    pos, R = w.positions, G.quat_to_matrix(w.orientations)
+    pos, R = w.positions, quat.to_matrix_normalized(w.orientations)
     out = G.query_layers(model.shapes, model.shape_index, pos, R, [[0, 1]],
                          {"show_simplex": False, "show_epa": False, "_quats": w.orientations})
     ref = layer(out, "sat_reference").segments.astype(np.float64)
@@ -342,7 +327,7 @@ def test_sleeping_bodies_are_drawn_in_the_sleep_colour():
     n_ground = 12  # segments are grouped by shape id: the ground's 12 edges come first
     np.testing.assert_allclose(col[n_ground:], np.broadcast_to(np.float32(G.SLEEP_COLOUR), (12, 4)))
     np.testing.assert_allclose(col[:n_ground],
-                               np.broadcast_to(np.float32(G.KIND_COLOURS[G.STATIC]), (12, 4)))
+                               np.broadcast_to(np.float32(G.KIND_COLOURS[BodyKind.STATIC]), (12, 4)))
     aabb = layer(out, "aabbs").segments
     assert len(aabb) == 24
     # The engine's recorded (fattened) boxes are used when the record has them.
