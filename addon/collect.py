@@ -33,7 +33,7 @@ KIND = {"DYNAMIC": "dynamic", "PASSIVE": "static", "ANIMATED": "kinematic"}
 
 
 class Problem:
-    __slots__ = ("level", "name", "message")
+    __slots__ = ("level", "message", "name")
 
     def __init__(self, level, name, message):
         self.level, self.name, self.message = level, name, message
@@ -47,8 +47,18 @@ class Problem:
 
 class BodySpec:
     """One object's body: engine shape and parameters plus what is needed to key it back."""
-    __slots__ = ("obj", "name", "body_type", "kind", "shape", "position", "rotation",
-                 "shape_matrix", "params", "index")
+    __slots__ = (
+        "body_type",
+        "index",
+        "kind",
+        "name",
+        "obj",
+        "params",
+        "position",
+        "rotation",
+        "shape",
+        "shape_matrix",
+    )
 
     def __init__(self, **kw):
         for k in self.__slots__:

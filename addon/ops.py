@@ -10,10 +10,10 @@ import time
 import bpy
 from bpy.props import BoolProperty, EnumProperty
 
+from ..engine import EngineError
 from . import animation, cache
 from .props import BODY_TYPES
 from .simulate import BakeError, BakeJob
-from ..engine import EngineError
 
 # The last bake's summary and problems, for scripts, the command line and tests.
 LAST = {"summary": None, "problems": [], "cancelled": False}

@@ -5,8 +5,16 @@ Defaults match Blender's Rigid Body (mass 1 kg, friction 0.5, bounciness 0, damp
 (what to restore on Clear Bake) lives in a nested group that the UI does not show.
 """
 import bpy
-from bpy.props import (BoolProperty, BoolVectorProperty, EnumProperty, FloatProperty,
-                       FloatVectorProperty, IntProperty, PointerProperty, StringProperty)
+from bpy.props import (
+    BoolProperty,
+    BoolVectorProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+    StringProperty,
+)
 
 BODY_TYPES = [
     ("DYNAMIC", "Dynamic", "Moved by the simulation: falls, collides, gets keyframes", "PHYSICS", 0),

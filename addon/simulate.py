@@ -287,7 +287,7 @@ class BakeJob:
         t0 = time.perf_counter()
         frames = np.arange(self.first, self.frame + 1, dtype=np.float64)
         values = self.channel_values()
-        for j, b in enumerate(self.dynamic):
+        for b in self.dynamic:
             animation.backup_object(b.obj, self.frame_start, self.frame_end)
         for j, b in enumerate(self.dynamic):
             loc, rot = values[j]

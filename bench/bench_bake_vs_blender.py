@@ -24,10 +24,10 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, ROOT)
 
-import bpy  # noqa: E402
-import numpy as np  # noqa: E402
+import bpy
+import numpy as np
 
-import hullabaloo_cli  # noqa: E402
+import hullabaloo_cli
 
 
 def build_scene(n, frames):

@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from engine.broadphase import Broadphase, find_pairs, sweep_pairs  # noqa: E402
-from engine.graph import colour_constraints, islands  # noqa: E402
+from engine.broadphase import Broadphase, find_pairs, sweep_pairs
+from engine.graph import colour_constraints, islands
 
 MARGIN = 0.05
 

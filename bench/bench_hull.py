@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.hull import ConvexHull, build_hull  # noqa: E402
+from engine.hull import ConvexHull, build_hull
 
 try:
     from scipy.spatial import ConvexHull as QhullHull
@@ -75,7 +75,8 @@ def part2(n, caps, rng):
     radius = float(np.linalg.norm(pts - exact.centroid, axis=1).max())
     print(f"\nmax_vertices on a {n}-point sculpt (exact hull: {len(exact.vertices)} vertices, "
           f"{len(exact.faces)} faces, volume {exact.volume:.5f})")
-    print(f"{'cap':>5} {'verts':>6} {'faces':>6} {'edges':>6} {'volume err':>11} {'out dist/r':>11} {'CPU s':>7}")
+    print(f"{'cap':>5} {'verts':>6} {'faces':>6} {'edges':>6} {'volume err':>11} "
+          f"{'out dist/r':>11} {'CPU s':>7}")
     for cap in caps:
         t, hull = best_time(lambda: ConvexHull(pts, max_vertices=cap), 1)
         vol_err = (exact.volume - hull.volume) / exact.volume

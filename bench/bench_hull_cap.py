@@ -73,7 +73,8 @@ def main():
             times = {}
             for prune in (False, True):
                 sat.PRUNE_GAUSS = prune
-                run = lambda: engine.collide(t, ids, pa, qa, ids, pb, qb, margin=0.02)
+                def run(t=t, ids=ids, pa=pa, qa=qa, pb=pb, qb=qb):
+                    return engine.collide(t, ids, pa, qa, ids, pb, qb, margin=0.02)
                 times[prune] = best_time(run) / M
                 out[prune] = run()
             sat.PRUNE_GAUSS = True

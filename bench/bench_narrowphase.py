@@ -23,10 +23,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import quat  # noqa: E402
-from engine.narrowphase import collide  # noqa: E402
-from engine.shape_table import ShapeTable  # noqa: E402
-from engine.shapes import Box, Capsule, Polytope, Sphere  # noqa: E402
+from engine import quat
+from engine.narrowphase import collide
+from engine.shape_table import ShapeTable
+from engine.shapes import Box, Capsule, Polytope, Sphere
 
 
 def hull_shape(rng, n):

@@ -15,9 +15,10 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
-from engine.gjk import gjk, gjk_intersect  # noqa: E402
-from engine.epa import epa  # noqa: E402
-from oracle import box_points, random_hull_points, random_rotations  # noqa: E402
+from oracle import box_points, random_hull_points, random_rotations
+
+from engine.epa import epa
+from engine.gjk import gjk, gjk_intersect
 
 
 def make_pairs(rng, m, kind):

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.shapes import Box  # noqa: E402
-from engine.world import World  # noqa: E402
+from engine.shapes import Box
+from engine.world import World
 
 
 def number(text):
@@ -71,9 +71,9 @@ def build(n_side=10, spacing=1.2, height0=1.0, sleeping=True, **opts):
 def quality(world):
     """Deepest penetration over every touching pair of the final poses (fresh broadphase and
     narrowphase, independent of the solver's own contact list), and how many cubes move."""
+    from engine import quat
     from engine.broadphase import find_pairs
     from engine.narrowphase import collide
-    from engine import quat
     t = world.table
     sid = world._v("shape")
     rot = quat.to_matrix(world.orientations)
@@ -121,7 +121,7 @@ def main():
     with Timer() as tm:
         if prof:
             prof.enable()
-        for i in range(args.steps):
+        for _i in range(args.steps):
             world.step(args.dt)
         if prof:
             prof.disable()
@@ -209,7 +209,7 @@ def bounce(args):
     ball = world.add_body(Sphere(0.1), position=(0.0, 0.0, 1.1), restitution=1.0)
     period = 2.0 * np.sqrt(2.0 / 9.81)
     z = []
-    for _ in range(int(round(10.6 * period / args.dt))):
+    for _ in range(round(10.6 * period / args.dt)):
         world.step(args.dt)
         z.append(world.positions[ball, 2] - 0.1)
     z = np.array(z)

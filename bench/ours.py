@@ -13,7 +13,6 @@ import sys
 import time
 
 import numpy as np
-
 from bpy_scene import build_objects, key_count, maxrss_mb, start_bpy
 
 MODULE = "bl_ext.user_default.hullabaloo"

@@ -17,9 +17,15 @@ scene's t = 0 is then frame 3, and the pre-roll is neither timed nor keyed.
 import time
 
 import numpy as np
-
-from bpy_scene import build_objects, key_count, maxrss_mb, pose_buffers, read_poses, \
-    start_bpy, view3d_override
+from bpy_scene import (
+    build_objects,
+    key_count,
+    maxrss_mb,
+    pose_buffers,
+    read_poses,
+    start_bpy,
+    view3d_override,
+)
 
 SHAPES = {"box": "BOX", "hull": "CONVEX_HULL", "sphere": "SPHERE"}
 PREROLL = 2
@@ -29,6 +35,7 @@ def _pre_roll(bpy, s, objs, first):
     """Kinematic keys for frames 1..first on the constant-velocity path into the start pose,
     dynamic from first + 1 on."""
     from mathutils import Quaternion
+
     from engine import quat
     dt = 1.0 / s.fps
     for i in s.dynamic:

@@ -11,7 +11,6 @@ pybullet's own collision margins. Pairs combine friction and restitution by mult
 import time
 
 import numpy as np
-
 from bpy_scene import maxrss_mb
 
 

@@ -22,9 +22,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import solver  # noqa: E402
-from engine.shapes import Box  # noqa: E402
-from engine.world import World  # noqa: E402
+from engine import solver
+from engine.shapes import Box
+from engine.world import World
 
 
 def cubes():

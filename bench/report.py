@@ -199,7 +199,7 @@ def profile_table(path):
 
     def cum(suffix, name):
         tot, calls = 0.0, 0
-        for (fn, _, fname), (cc, nc, tt, ct, _) in st.items():
+        for (fn, _, fname), (_cc, nc, _tt, ct, _) in st.items():
             if fname == name and fn.replace(os.sep, "/").endswith(suffix):
                 tot += ct
                 calls += nc
@@ -634,7 +634,7 @@ velocities by fourth-order central differences of the poses.""")
         L.append("| engine | " + " | ".join(f"n={n}" for n in ns) + " | exponent k |")
         L.append("|---|" + "---:|" * (len(ns) + 1))
         for eng in engines:
-            pts = {n: t for n, t in scaling.get(eng, [])}
+            pts = dict(scaling.get(eng, []))
             k, _ = fit_exponent(list(pts), list(pts.values()))
             L.append(f"| {SHORT[eng]} | " + " | ".join(
                 fmt(1e3 * pts[n], 1) + " ms" if n in pts else "—" for n in ns) +

@@ -6,33 +6,58 @@ Phases, as in Box2D v3: ``broadphase`` (grid hash / sweep) -> ``narrowphase`` (S
 GJK/EPA for round shapes, ``nonconvex`` for compounds and triangle meshes) -> ``solver``
 (soft-step, graph-coloured batches) -> ``integrate``; ``world`` runs the step.
 """
-from .errors import EngineError, DegenerateShapeError
-from .kinds import BodyKind, ShapeKind
-from .settings import WorldSettings
-from .record import StepRecord
-from .shapes import Shape, Polytope, Box, Sphere, Capsule
-from .shape_table import ShapeTable
-from .hull import ConvexHull
-from .mass import MassProperties, mass_properties, mass_properties_from_mass, combine
+from .broadphase import Broadphase, find_pairs
 from .compound import Compound
-from .trimesh import TriangleMesh
 from .decompose import decompose
-from .queries import distance, intersect, contact_manifold
-from .gjk import gjk, gjk_intersect
 from .epa import epa
-from .toi import toi
-from .narrowphase import collide
-from .broadphase import find_pairs, Broadphase
+from .errors import DegenerateShapeError, EngineError
+from .gjk import gjk, gjk_intersect
 from .graph import colour_constraints, islands
+from .hull import ConvexHull
+from .kinds import BodyKind, ShapeKind
+from .mass import MassProperties, combine, mass_properties, mass_properties_from_mass
+from .narrowphase import collide
+from .queries import contact_manifold, distance, intersect
+from .record import StepRecord
+from .settings import WorldSettings
+from .shape_table import ShapeTable
+from .shapes import Box, Capsule, Polytope, Shape, Sphere
+from .toi import toi
+from .trimesh import TriangleMesh
 from .world import World
 
 __all__ = [
-    "EngineError", "DegenerateShapeError", "BodyKind", "ShapeKind", "WorldSettings", "StepRecord",
-    "Shape", "Polytope", "Box", "Sphere", "Capsule", "ConvexHull", "Compound", "TriangleMesh",
-    "ShapeTable", "decompose",
-    "MassProperties", "mass_properties", "mass_properties_from_mass", "combine",
-    "distance", "intersect", "contact_manifold",
-    "gjk", "gjk_intersect", "epa", "toi", "collide",
-    "find_pairs", "Broadphase", "colour_constraints", "islands",
+    "BodyKind",
+    "Box",
+    "Broadphase",
+    "Capsule",
+    "Compound",
+    "ConvexHull",
+    "DegenerateShapeError",
+    "EngineError",
+    "MassProperties",
+    "Polytope",
+    "Shape",
+    "ShapeKind",
+    "ShapeTable",
+    "Sphere",
+    "StepRecord",
+    "TriangleMesh",
     "World",
+    "WorldSettings",
+    "collide",
+    "colour_constraints",
+    "combine",
+    "contact_manifold",
+    "decompose",
+    "distance",
+    "epa",
+    "find_pairs",
+    "gjk",
+    "gjk_intersect",
+    "intersect",
+    "islands",
+    "mass_properties",
+    "mass_properties_from_mass",
+    "toi",
 ]

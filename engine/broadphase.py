@@ -276,7 +276,8 @@ def _grid_pairs(lo, hi, static=None):
     """All overlapping pairs (unordered, unsorted, each once): grid for the boxes that fit a
     cell, sweep-and-prune for the big ones."""
     inv = 1.0 / _cell_size(lo, hi)
-    cl, span, small = [], [], None
+    cl, span = [], []
+    small = np.ones(len(lo), dtype=bool)
     with np.errstate(invalid="ignore", over="ignore"):
         for k in range(3):
             # x * inv is monotonic in x, which the pair dedupe in _grid_small relies on.
@@ -287,7 +288,7 @@ def _grid_pairs(lo, hi, static=None):
             # Decided on the floored values themselves, so rounding can never make a box
             # cover a cell it is not entered in. inf - inf is NaN and fails the test.
             ok = (d <= 1.0) & (np.abs(fl) < _MAX_CELL_COORD) & (np.abs(fh) < _MAX_CELL_COORD)
-            small = ok if small is None else small & ok
+            small &= ok
             cl.append(fl)
             span.append(d)
     if small.all():
@@ -405,8 +406,11 @@ class Broadphase:
 
     def reset(self):
         """Forget every fat box and the cached pairs."""
-        self.fat_lo = self.fat_hi = None
-        self._pairs = self._old_pairs = None
+        # Fat boxes (N, 3) and the pairs found for them; None until the first update.
+        self.fat_lo: np.ndarray | None = None
+        self.fat_hi: np.ndarray | None = None
+        self._pairs: tuple[np.ndarray, np.ndarray] | None = None
+        self._old_pairs: tuple[np.ndarray, np.ndarray] | None = None
         self._filters = None
 
     def update(self, lo, hi, displacement=None, group=None, mask=None, static=None):
@@ -431,7 +435,7 @@ class Broadphase:
                 d = np.asarray(displacement, dtype=np.float64).reshape(n, 3)
                 grow_lo -= np.minimum(d, 0.0)
                 grow_hi += np.maximum(d, 0.0)
-            if self.fat_lo is None:
+            if self.fat_lo is None or self.fat_hi is None:
                 self.fat_lo, self.fat_hi = lo - grow_lo, hi + grow_hi
             else:
                 self.fat_lo[escaped] = lo[escaped] - grow_lo[escaped]
@@ -453,6 +457,7 @@ class Broadphase:
         boxes, and search only the rebuilt boxes against all boxes."""
         n = len(escaped)
         group, mask, static = _check_filters(n, group, mask, static)
+        assert self._old_pairs is not None and self.fat_lo is not None and self.fat_hi is not None
         ia, ib = self._old_pairs
         keep = ~(escaped[ia] | escaped[ib])
         e, r = np.flatnonzero(escaped), np.flatnonzero(~escaped)
@@ -463,7 +468,8 @@ class Broadphase:
         if len(r):
             a, b = _sweep_bipartite(flo[e], fhi[e], flo[r], fhi[r], axis)
             parts.append((e[a], r[b]))
-        na, nb = _finish(n, *_concat(parts), group, mask, static)
+        pa, pb = _concat(parts)
+        na, nb = _finish(n, pa, pb, group, mask, static)
         key = np.concatenate((ia[keep] * np.int64(n) + ib[keep], na * np.int64(n) + nb))
         key.sort()
         return key // n, key % n

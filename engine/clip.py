@@ -189,7 +189,8 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
         # Incident face: most anti-parallel to the reference normal.
         n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])[:, :, 0]
         fi = int(table.nfaces[inc_ids].max())
-        inc_face = np.argmin(np.matmul(table.planes[inc_ids, :fi, :3], n_inc_frame[:, :, None])[:, :, 0], axis=1)
+        inc_face = np.argmin(np.matmul(table.planes[inc_ids, :fi, :3],
+                                       n_inc_frame[:, :, None])[:, :, 0], axis=1)
 
     loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face)
     loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face)

@@ -29,13 +29,16 @@ drawing holds points of D (world orientation, not translated) and outward faces.
 """
 import numpy as np
 
-from .gjk import DEFAULT_TOL, prepare_pairs, run_gjk, support, _cross, _dot
+from .gjk import DEFAULT_TOL, _cross, _dot, prepare_pairs, run_gjk, support
 
 __all__ = ["EPAResult", "epa"]
 
 
 class EPAResult:
     """Arrays of a batched epa() call; see epa() for the fields."""
+
+    depth: np.ndarray
+    overlap: np.ndarray
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
@@ -63,7 +66,18 @@ def _face_planes(V, F):
 
 
 class _Poly:
+    """The polytopes of the pairs still expanding (see epa()): vertices V (on B - A) with their
+    support points VA, VB, vertex counts nv, faces F with alive flags, normals N, distances Dst."""
     fields = ("V", "VA", "VB", "nv", "F", "alive", "N", "Dst", "iterations")
+    V: np.ndarray
+    VA: np.ndarray
+    VB: np.ndarray
+    nv: np.ndarray
+    F: np.ndarray
+    alive: np.ndarray
+    N: np.ndarray
+    Dst: np.ndarray
+    iterations: np.ndarray
 
     def take(self, sel):
         out = _Poly()

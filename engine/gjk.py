@@ -29,8 +29,16 @@ Minkowski convention: simplex points are on D = B - A, i.e. ``simplex = simplex_
 """
 import numpy as np
 
-__all__ = ["GJKResult", "IntersectResult", "gjk", "gjk_intersect", "closest_on_simplex",
-           "prepare_pairs", "relative_frame", "support"]
+__all__ = [
+    "GJKResult",
+    "IntersectResult",
+    "closest_on_simplex",
+    "gjk",
+    "gjk_intersect",
+    "prepare_pairs",
+    "relative_frame",
+    "support",
+]
 
 DEFAULT_TOL = 1e-10
 
@@ -306,6 +314,8 @@ def _compact(state):
 class GJKResult:
     """Arrays of a batched gjk() call; see gjk() for the meaning of each field."""
 
+    distance: np.ndarray
+
     def __init__(self, **fields):
         self.__dict__.update(fields)
 
@@ -314,6 +324,8 @@ class GJKResult:
 
 
 class IntersectResult(GJKResult):
+    overlap: np.ndarray
+
     def __repr__(self):
         return f"IntersectResult(M={len(self.overlap)}, overlap={int(self.overlap.sum())})"
 

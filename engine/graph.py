@@ -213,7 +213,7 @@ def _check_graph(body_a, body_b, is_static):
     return a, b, s
 
 
-_PERM_CACHE = {}
+_PERM_CACHE: dict = {}
 
 
 def _priority_rank(m):

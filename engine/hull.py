@@ -66,7 +66,8 @@ class ConvexHull(Polytope):
         if max_vertices is not None:
             ok = isinstance(max_vertices, (int, np.integer)) and not isinstance(max_vertices, bool)
             if not ok or max_vertices < 4:
-                raise EngineError(f"max_vertices must be an integer >= 4 (a tetrahedron), got {max_vertices!r}")
+                raise EngineError(f"max_vertices must be an integer >= 4 (a tetrahedron), "
+                                  f"got {max_vertices!r}")
             max_vertices = int(max_vertices)
         indices, loops, planes, tol = build_hull(pts, max_vertices, tolerance)
         self.indices = indices
@@ -133,7 +134,7 @@ def build_hull(points, max_vertices=None, tolerance=None):
     centred = points - 0.5 * (lo + hi)
     extent = float((hi - lo).max())
     # Rounding of the centring itself (and of every later plane test) is a few ulps of |points|.
-    tol = REL_TOL * extent + 16.0 * _EPS * float(np.abs(points).max())
+    tol = float(REL_TOL * extent + 16.0 * _EPS * float(np.abs(points).max()))
     if tolerance is not None:
         if not np.isfinite(tolerance) or tolerance < 0:
             raise EngineError(f"tolerance must be a finite length >= 0, got {tolerance!r}")
@@ -174,7 +175,9 @@ def _orient_exact(a, b, c, d):
     ratios = [float(x).as_integer_ratio() for x in (*a, *b, *c, *d)]
     den = max(r[1] for r in ratios)  # all powers of two: the scaling below is exact
     ax, ay, az, bx, by, bz, cx, cy, cz, dx, dy, dz = (n * (den // q) for n, q in ratios)
-    ax, ay, az, bx, by, bz, cx, cy, cz = ax - dx, ay - dy, az - dz, bx - dx, by - dy, bz - dz, cx - dx, cy - dy, cz - dz
+    ax, ay, az = ax - dx, ay - dy, az - dz
+    bx, by, bz = bx - dx, by - dy, bz - dz
+    cx, cy, cz = cx - dx, cy - dy, cz - dz
     det = ax * (by * cz - bz * cy) + bx * (cy * az - cz * ay) + cx * (ay * bz - az * by)
     return (det > 0) - (det < 0)
 
@@ -471,14 +474,14 @@ class _Quickhull:
             ring_c.append(c[~vis])
             ring_f.append(f[~vis])
             front_c, front_f = c[vis], f[vis]
-        reg_c, reg_f = np.concatenate(reg_c), np.concatenate(reg_f)
+        reg_ci, reg_fi = np.concatenate(reg_c), np.concatenate(reg_f)
         if greedy:
             accepted = np.ones(1, dtype=bool)
         else:
-            accepted = _independent(reg_c, reg_f, np.concatenate(ring_c), np.concatenate(ring_f), rank, nf)
-        m = accepted[reg_c]
-        reg_c, reg_f = reg_c[m], reg_f[m]
-        self._insert(eyes, accepted, reg_c, reg_f)
+            accepted = _independent(reg_ci, reg_fi, np.concatenate(ring_c), np.concatenate(ring_f),
+                                    rank, nf)
+        m = accepted[reg_ci]
+        self._insert(eyes, accepted, reg_ci[m], reg_fi[m])
         self.inserted += int(accepted.sum())
         self._compact()
         return True
@@ -632,7 +635,7 @@ def _loops(tris, nbrs, planes, label):
     simple loop (not a disk; never seen, but cheap to guard) falls back to its triangles."""
     counts = np.bincount(label, minlength=len(tris))
     single = counts[label] == 1
-    loops = [row for row in tris[single]]
+    loops = list(tris[single])
     face_planes = [planes[single]]
     multi = np.flatnonzero(~single)
     if multi.size:
@@ -695,7 +698,7 @@ def _non_extreme_vertices(points, loops, plane_normals, tol):
         return np.zeros(0, dtype=np.int64)
     flagged = np.unique(flat[bad])
     near = _in_sorted(flagged, flat) | _in_sorted(flagged, nxt)
-    neighbours = {}
+    neighbours: dict[int, set[int]] = {}
     for a, b in zip(flat[near].tolist(), nxt[near].tolist()):  # loop edges at flagged vertices
         neighbours.setdefault(a, set()).add(b)
         neighbours.setdefault(b, set()).add(a)

@@ -28,7 +28,7 @@ class MassProperties:
     axes, form a right-handed rotation: inertia = axes @ diag(moments) @ axes.T.
     principal_rotation is the same rotation as a quaternion (w, x, y, z).
     """
-    __slots__ = ("mass", "center", "inertia", "volume", "principal_moments", "principal_axes")
+    __slots__ = ("center", "inertia", "mass", "principal_axes", "principal_moments", "volume")
 
     def __init__(self, mass, center, inertia, volume):
         self.mass = float(mass)

@@ -28,10 +28,10 @@ Output: ``narrowphase.Manifolds`` rows, normal from the convex shape (A) to the 
 """
 import numpy as np
 
-from .gjk import gjk
 from .clip import SNAP, reduce4, segment_closest, tangent_basis
+from .gjk import gjk
 from .kinds import ShapeKind
-from .narrowphase import Manifolds, WIDTH
+from .narrowphase import WIDTH, Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
 # Contact-id layout for mesh contacts (int64): triangle index in bits 28-58, bit 27 reference
@@ -504,7 +504,7 @@ def reduce_manifolds(man, group, n_groups=None):
     # keeps its corners (the widest support) rather than points inside its footprint.
     cnt = np.bincount(cluster, minlength=k)
     centroid = np.stack([np.bincount(cluster, pts[:, j], minlength=k) for j in range(3)], 1)
-    centroid /= np.maximum(cnt, 1)[:, None]
+    centroid = centroid / np.maximum(cnt, 1)[:, None]
     off = pts - centroid[cluster]
     off -= _dot(off, seeds[cluster])[:, None] * seeds[cluster]
     radial = np.round(_dot(off, off) / np.maximum(np.max(_dot(off, off)), 1e-300), 9)

@@ -20,12 +20,20 @@ Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 import numpy as np
 
 from . import quat
+from .clip import (
+    ID_FALLBACK,
+    ID_ROUND,
+    SNAP,
+    edge_contact,
+    edge_face_contact,
+    face_contact,
+    segment_closest,
+    tangent_basis,
+)
 from .errors import EngineError
-from .clip import (ID_FALLBACK, ID_ROUND, SNAP, edge_contact, edge_face_contact, face_contact,
-                   segment_closest, tangent_basis)
 from .gjk import gjk
 from .kinds import ShapeKind
-from .sat import EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, ABS_TOL, polytope_sat
+from .sat import ABS_TOL, EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, polytope_sat
 
 WIDTH = 4
 CHUNK = 2048
@@ -57,8 +65,18 @@ class Manifolds:
     more than the margin), simplex (M, 4, 3) / simplex_size (M,) GJK's final simplex on B - A
     (world orientation) where GJK ran, else size 0.
     """
-    __slots__ = ("normal", "points", "separation", "ids", "count", "axis_kind", "axis_index",
-                 "distance", "simplex", "simplex_size")
+    __slots__ = (
+        "axis_index",
+        "axis_kind",
+        "count",
+        "distance",
+        "ids",
+        "normal",
+        "points",
+        "separation",
+        "simplex",
+        "simplex_size",
+    )
 
     def __init__(self, m):
         self.normal = np.zeros((m, 3))

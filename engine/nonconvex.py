@@ -30,8 +30,15 @@ from .mesh_contacts import MAX_CLUSTERS, collide_convex_triangles, reduce_manifo
 from .narrowphase import Manifolds
 from .trimesh import TriangleMesh, check_body_shape
 
-__all__ = ["collide_bodies", "BodyContacts", "body_mass_properties", "check_body_shape",
-           "Compound", "TriangleMesh", "CLUSTER_STRIDE"]
+__all__ = [
+    "CLUSTER_STRIDE",
+    "BodyContacts",
+    "Compound",
+    "TriangleMesh",
+    "body_mass_properties",
+    "check_body_shape",
+    "collide_bodies",
+]
 
 # sub = part pair * CLUSTER_STRIDE + normal cluster (reduce_manifolds ranks < MAX_CLUSTERS).
 CLUSTER_STRIDE = 1 << 3
@@ -70,7 +77,11 @@ def _parts(table):
         if s.kind == ShapeKind.COMPOUND:
             for part in s.shapes:
                 table.add(part)
-    first, count, sid, pos, rot = [], [], [], [], []
+    first: list[int] = []
+    count: list[int] = []
+    sid: list[int] = []
+    pos: list[np.ndarray] = []
+    rot: list[np.ndarray] = []
     for i, s in enumerate(table.shapes):
         first.append(len(sid))
         if s.kind == ShapeKind.COMPOUND:

@@ -58,9 +58,12 @@ def from_matrix(m):
     tr = m[:, 0, 0] + m[:, 1, 1] + m[:, 2, 2]
     cand = np.stack((
         np.stack((1 + tr, m[:, 2, 1] - m[:, 1, 2], m[:, 0, 2] - m[:, 2, 0], m[:, 1, 0] - m[:, 0, 1]), -1),
-        np.stack((m[:, 2, 1] - m[:, 1, 2], 1 + 2 * m[:, 0, 0] - tr, m[:, 0, 1] + m[:, 1, 0], m[:, 0, 2] + m[:, 2, 0]), -1),
-        np.stack((m[:, 0, 2] - m[:, 2, 0], m[:, 0, 1] + m[:, 1, 0], 1 + 2 * m[:, 1, 1] - tr, m[:, 1, 2] + m[:, 2, 1]), -1),
-        np.stack((m[:, 1, 0] - m[:, 0, 1], m[:, 0, 2] + m[:, 2, 0], m[:, 1, 2] + m[:, 2, 1], 1 + 2 * m[:, 2, 2] - tr), -1),
+        np.stack((m[:, 2, 1] - m[:, 1, 2], 1 + 2 * m[:, 0, 0] - tr, m[:, 0, 1] + m[:, 1, 0],
+                  m[:, 0, 2] + m[:, 2, 0]), -1),
+        np.stack((m[:, 0, 2] - m[:, 2, 0], m[:, 0, 1] + m[:, 1, 0], 1 + 2 * m[:, 1, 1] - tr,
+                  m[:, 1, 2] + m[:, 2, 1]), -1),
+        np.stack((m[:, 1, 0] - m[:, 0, 1], m[:, 0, 2] + m[:, 2, 0], m[:, 1, 2] + m[:, 2, 1],
+                  1 + 2 * m[:, 2, 2] - tr), -1),
     ), axis=1)
     # Pick the numerically largest candidate (largest diagonal term) per matrix.
     diag = np.stack((tr, m[:, 0, 0], m[:, 1, 1], m[:, 2, 2]), -1)
@@ -99,7 +102,8 @@ def exp_map(omega, dt):
     angle = np.linalg.norm(omega, axis=-1, keepdims=True) * dt
     half = 0.5 * angle
     # sin(h)/|omega| written so that tiny rates stay finite: sinc form.
-    scale = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0), 0.5 - angle * angle / 48.0) * dt
+    scale = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0),
+                     0.5 - angle * angle / 48.0) * dt
     return np.concatenate((np.cos(half), omega * scale), axis=-1)
 
 

@@ -20,13 +20,19 @@ from .clip import segment_closest
 from .errors import EngineError
 from .gjk import gjk, gjk_intersect
 from .kinds import ShapeKind
-from .narrowphase import _RANK, collide, segment_polytope_sat, _perpendicular
+from .narrowphase import _RANK, _perpendicular, collide, segment_polytope_sat
 from .sat import EDGE, FACE_A, polytope_sat
 from .shape_table import ShapeTable
 from .shapes import Shape
 
-__all__ = ["DistanceResult", "ContactManifold", "distance", "intersect", "contact_manifold",
-           "pair_distance"]
+__all__ = [
+    "ContactManifold",
+    "DistanceResult",
+    "contact_manifold",
+    "distance",
+    "intersect",
+    "pair_distance",
+]
 
 METHOD_GJK, METHOD_SAT, METHOD_ANALYTIC = "gjk", "sat", "analytic"
 
@@ -36,6 +42,10 @@ class DistanceResult:
     the two surfaces with point_b - point_a = distance * normal, normal (3,) unit A -> B.
     Debug: simplex (k, 3) GJK's final simplex on B - A (world orientation), simplex_a / simplex_b
     its support points on A and B (world), method ("gjk", "sat" or "analytic"), core_overlap."""
+
+    distance: float
+    normal: np.ndarray
+    method: str
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
@@ -48,6 +58,9 @@ class DistanceResult:
 class ContactManifold:
     """normal (3,) unit A -> B; points (k, 3) world, midway between the surfaces; separations
     (k,) (< 0 penetration); ids (k,) int64 feature ids; k <= 4. Debug: axis_kind, axis_index."""
+
+    normal: np.ndarray
+    points: np.ndarray
 
     def __init__(self, **fields):
         self.__dict__.update(fields)
@@ -199,7 +212,8 @@ def _check_pose(pos, q, name):
         raise EngineError(f"{name} rotation must be a quaternion of 4 finite numbers (w, x, y, z), got {q!r}")
     norm = np.linalg.norm(qq)
     if norm < 1e-12:
-        raise EngineError(f"{name} rotation quaternion {q!r} has zero length; use (1, 0, 0, 0) for no rotation")
+        raise EngineError(f"{name} rotation quaternion {q!r} has zero length; "
+                          "use (1, 0, 0, 0) for no rotation")
     return p, qq / norm
 
 

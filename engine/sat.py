@@ -72,8 +72,21 @@ class SatResult:
     edge_index (M, 2), edge_axis (M, 3): best edge pair and its unit axis in A's frame.
     rot, trans: pose of B in A's frame (x_A = rot @ x_B + trans), reused by the clipper.
     """
-    __slots__ = ("separation", "kind", "index", "axis_separation", "normal", "local_normal",
-                 "face_a", "face_b", "edge", "edge_index", "edge_axis", "rot", "trans")
+    __slots__ = (
+        "axis_separation",
+        "edge",
+        "edge_axis",
+        "edge_index",
+        "face_a",
+        "face_b",
+        "index",
+        "kind",
+        "local_normal",
+        "normal",
+        "rot",
+        "separation",
+        "trans",
+    )
 
     def __init__(self, **kw):
         for k, v in kw.items():
@@ -195,7 +208,7 @@ def _covered_edges(table, ids, plane_sep, k_len, face_best, tol):
     return covered | (np.arange(ne)[None, :] >= table.nedges[ids][:, None])
 
 
-_ARCS = {}
+_ARCS: dict = {}
 
 
 def _edge_arcs(table):
@@ -473,7 +486,8 @@ def _box_queries(ha, hb, rot, trans):
     # Unit axis oriented A -> B, and the supporting edges (corner bits from its signs).
     col = rot[rows, :, ej]
     axis = np.cross(np.eye(3)[ei], col)
-    axis *= (np.where(tl[rows, ei, ej] < 0, -1.0, 1.0) / np.sqrt(np.maximum(len2[rows, ei, ej], 1e-300)))[:, None]
+    axis *= (np.where(tl[rows, ei, ej] < 0, -1.0, 1.0)
+             / np.sqrt(np.maximum(len2[rows, ei, ej], 1e-300)))[:, None]
     bits = (axis > 0).astype(np.int64) * np.array([1, 2, 4])
     va0 = bits.sum(axis=1) - bits[rows, ei]
     w = -np.matmul(rot.transpose(0, 2, 1), axis[:, :, None])[:, :, 0]  # B supports along -axis
@@ -509,7 +523,8 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
                  np.zeros(m), np.zeros(m, np.int64), np.zeros(m, np.int64), np.zeros((m, 3))]
         sel = np.nonzero(boxes)[0]
         if len(sel):
-            for whole, piece in zip(parts, _box_queries(half[ids_a[sel]], half[ids_b[sel]], rot[sel], trans[sel])):
+            pieces = _box_queries(half[ids_a[sel]], half[ids_b[sel]], rot[sel], trans[sel])
+            for whole, piece in zip(parts, pieces):
                 whole[sel] = piece
         # General pairs in chunks: the face queries hold (chunk, F, V) distance matrices.
         gen = np.nonzero(~boxes)[0]
@@ -518,7 +533,8 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
         step = max(int(FACE_CHUNK // max(int(size), 1)), 64)
         for start in range(0, len(gen), step):
             s = gen[start:start + step]
-            for whole, piece in zip(parts, _general_queries(table, ids_a[s], ids_b[s], rot[s], trans[s], margin[s])):
+            pieces = _general_queries(table, ids_a[s], ids_b[s], rot[s], trans[s], margin[s])
+            for whole, piece in zip(parts, pieces):
                 whole[s] = piece
     sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e = parts
 

@@ -13,7 +13,6 @@ from .errors import DegenerateShapeError
 from .kinds import ShapeKind
 
 
-
 def _finite_positive(value, what):
     arr = np.asarray(value, dtype=np.float64)
     if not np.all(np.isfinite(arr)):
@@ -25,10 +24,10 @@ def _finite_positive(value, what):
 
 
 class Shape:
-    """Base of every convex shape."""
-    kind = None
+    """Base of every convex shape. Subclasses set ``kind`` and ``core_points`` (V, 3) float64."""
+    kind: ShapeKind
     radius = 0.0
-    core_points = None  # (V, 3) float64
+    core_points: np.ndarray
 
     def local_aabb(self):
         lo = self.core_points.min(axis=0) - self.radius
@@ -79,7 +78,7 @@ def polytope_topology(vertices, faces):
     vertex_neighbors: list of int arrays, the vertices sharing an edge with each vertex.
     """
     planes = np.empty((len(faces), 4))
-    directed = {}
+    directed: dict[tuple[int, int], int] = {}
     for fi, loop in enumerate(faces):
         p = vertices[loop]
         q = np.roll(p, -1, axis=0)
@@ -94,24 +93,24 @@ def polytope_topology(vertices, faces):
         planes[fi, 3] = float(np.mean(p @ n))
         for a, b in zip(loop, np.roll(loop, -1)):
             directed[(int(a), int(b))] = fi
-    edges, edge_faces = [], []
+    pairs, sides = [], []
     for (a, b), f in directed.items():
         if a < b:
             other = directed.get((b, a))
             if other is None:
                 raise DegenerateShapeError("faces do not form a closed surface: "
                                            f"edge {a}-{b} has only one face")
-            edges.append((a, b))
-            edge_faces.append((f, other))
-    edges = np.array(edges, dtype=np.int64).reshape(-1, 2)
+            pairs.append((a, b))
+            sides.append((f, other))
+    edges = np.array(pairs, dtype=np.int64).reshape(-1, 2)
     order = np.lexsort((edges[:, 1], edges[:, 0]))
     edges = edges[order]
-    edge_faces = np.array(edge_faces, dtype=np.int64).reshape(-1, 2)[order]
-    neighbors = [[] for _ in range(len(vertices))]
+    edge_faces = np.array(sides, dtype=np.int64).reshape(-1, 2)[order]
+    adjacent: list[list[int]] = [[] for _ in range(len(vertices))]
     for a, b in edges:
-        neighbors[a].append(b)
-        neighbors[b].append(a)
-    neighbors = [np.array(sorted(n), dtype=np.int64) for n in neighbors]
+        adjacent[a].append(b)
+        adjacent[b].append(a)
+    neighbors = [np.array(sorted(n), dtype=np.int64) for n in adjacent]
     return planes, edges, edge_faces, neighbors
 
 
@@ -155,7 +154,8 @@ class Sphere(Shape):
 
 
 class Capsule(Shape):
-    """Capsule along local Z: a segment from (0, 0, -half_height) to (0, 0, half_height), swollen by radius."""
+    """Capsule along local Z: a segment from (0, 0, -half_height) to (0, 0, half_height),
+    swollen by radius."""
     kind = ShapeKind.CAPSULE
 
     def __init__(self, radius, half_height):

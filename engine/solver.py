@@ -288,11 +288,12 @@ class ContactSolver:
                 self._bias_spec = spec
                 self._bias_coef = (mscale, iscale, a_n, 1.0 - iscale,
                                    _normal_sweep_operator(a_n, self.kmat[:4, :4]))
+            assert self._bias_coef is not None
             mscale, iscale, a_n, keep, sweep_n = self._bias_coef
             skip = None
             ab = a_n * bias
         else:
-            mscale = iscale = keep = None
+            # mscale, iscale and keep belong to the biased pass only (never read by relax).
             # Relax solves touching points only: speculative ones (s > 0) keep their impulse
             # (see the module docstring). Their rows get a zero gain and skip the block step.
             skip = spec & (eff_n > 0.0)

@@ -25,7 +25,7 @@ import numpy as np
 from . import quat
 from .gjk import DEFAULT_TOL, gjk
 
-__all__ = ["TOIResult", "toi", "SEPARATED", "HIT", "OVERLAPPED", "MAX_ITERATIONS"]
+__all__ = ["HIT", "MAX_ITERATIONS", "OVERLAPPED", "SEPARATED", "TOIResult", "toi"]
 
 # status values
 SEPARATED = 0    # no hit in the step (t = 1)
@@ -35,6 +35,10 @@ MAX_ITERATIONS = 3  # iteration cap: t is a safe (early) time, the pair has not 
 
 
 class TOIResult:
+    """Arrays of a batched toi() call; see toi() for the fields."""
+
+    t: np.ndarray
+
     def __init__(self, **fields):
         self.__dict__.update(fields)
 
@@ -106,7 +110,7 @@ def toi(points_a, radius_a, pos_a, quat_a, lin_a, ang_a,
     distance = np.zeros(m)
     normal = np.zeros((m, 3))
     active = np.arange(m)
-    for it in range(max_iterations):
+    for _it in range(max_iterations):
         if active.size == 0:
             break
         a = active

@@ -427,9 +427,9 @@ class World:
         lo, hi = self._aabbs(rot, dt)
         moving = self._moving(kind, sleeping, vel)
         ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
-        if self.settings.sleeping and sleeping.any() and len(ia):
-            if self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt):
-                ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
+        if (self.settings.sleeping and sleeping.any() and len(ia)
+                and self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt)):
+            ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         awake = (kind == DYNAMIC) & ~sleeping
         keep = awake[ia] | awake[ib]
         ia, ib = ia[keep], ib[keep]
@@ -524,7 +524,7 @@ class World:
         while an awake body spins fast enough that its surface would sweep more than
         ``max_spin_travel`` in one pass (speculative contacts cannot see the new features a
         spinning hull turns into contact), at most 4x that."""
-        k = max(1, int(math.ceil(dt / self.settings.max_collision_step - 1e-9)))
+        k = max(1, math.ceil(dt / self.settings.max_collision_step - 1e-9))
         if self._n == 0:
             return k
         awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
@@ -532,7 +532,7 @@ class World:
             return k
         spin = np.linalg.norm(self._v("vel")[awake, 3:], axis=1)
         travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[awake]])) * dt
-        k_spin = int(math.ceil(travel / self.settings.max_spin_travel - 1e-9))
+        k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
         return min(max(k, k_spin), 4 * k)
 
     def substeps_for(self, dt):
@@ -540,8 +540,8 @@ class World:
         shared out over the passes, or ceil(pass / max_substep) per pass."""
         k = self.collision_steps_for(dt)
         if self.settings.substeps:
-            return k * max(1, int(math.ceil(self.settings.substeps / k - 1e-9)))
-        return k * max(1, int(math.ceil(dt / k / self.settings.max_substep - 1e-9)))
+            return k * max(1, math.ceil(self.settings.substeps / k - 1e-9))
+        return k * max(1, math.ceil(dt / k / self.settings.max_substep - 1e-9))
 
     # -- step helpers -----------------------------------------------------------------------
     def _kinematic_velocities(self, kin_t, dt):
@@ -563,7 +563,6 @@ class World:
 
     def _aabbs(self, rot, dt):
         """World AABBs of the shapes, swept by the motion over dt and fattened by the margin."""
-        a = self._a
         t = self.table
         sid = self._v("shape")
         pts = t.points[sid]  # (N, V, 3), padded by repetition
@@ -708,7 +707,6 @@ class World:
         return ok & passive[a] & passive[b] & (self._v("sleeping")[a] | self._v("sleeping")[b])
 
     def _update_sleep(self, dt, awake, ta, tb, moving):
-        a = self._a
         n = self._n
         vel = self._v("vel")
         kind = self._v("kind")

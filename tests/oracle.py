@@ -19,10 +19,22 @@ penetrating (s < 0) case. Import as ``from oracle import ...`` with tests/ on sy
 import numpy as np
 from scipy.spatial import ConvexHull
 
-__all__ = ["closest_point_triangle", "closest_point_segment", "segment_segment_closest",
-           "minkowski_difference", "signed_distance", "signed_distance_local", "random_rotation",
-           "random_rotations", "random_hull_points", "random_unit_vectors", "box_points",
-           "transform_points", "pad_points", "random_pair_batch"]
+__all__ = [
+    "box_points",
+    "closest_point_segment",
+    "closest_point_triangle",
+    "minkowski_difference",
+    "pad_points",
+    "random_hull_points",
+    "random_pair_batch",
+    "random_rotation",
+    "random_rotations",
+    "random_unit_vectors",
+    "segment_segment_closest",
+    "signed_distance",
+    "signed_distance_local",
+    "transform_points",
+]
 
 
 # --------------------------------------------------------------------------- exact primitives

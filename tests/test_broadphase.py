@@ -11,7 +11,6 @@ METHODS = [find_pairs, sweep_pairs]
 
 def brute_pairs(lo, hi, group=None, mask=None, static=None):
     """Every i < j whose boxes overlap (touching counts), filtered, in row-major order."""
-    n = len(lo)
     overlap = ((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :])).all(axis=2)
     keep = np.triu(overlap, 1)
     if group is not None:
@@ -221,7 +220,7 @@ def test_persistent_fat_boxes_over_a_random_walk(moving, dt):
     group = np.int64(1) << rng.integers(0, 3, n)
     mask = np.where(rng.random(n) < 0.7, -1, 3).astype(np.int64)
     bp = broadphase.Broadphase(margin=0.1)
-    for step in range(30):
+    for _step in range(30):
         vel = rng.normal(0.0, 1.0, (n, 3)) * (rng.random((n, 1)) < moving)
         vel[static] = 0.0
         disp = vel * dt
@@ -245,6 +244,7 @@ def test_fat_boxes_rebuilt_only_when_left(monkeypatch):
     bp.update(lo, hi)
     fat_lo, fat_hi = bp.fat_lo.copy(), bp.fat_hi.copy()
     np.testing.assert_allclose(fat_lo, lo - 0.5)
+    np.testing.assert_allclose(fat_hi, hi + 0.5)
     # moving inside the margin: same fat boxes, cached pairs, no new search
     bp.update(lo + 0.4, hi + 0.4)
     np.testing.assert_array_equal(bp.fat_lo, fat_lo)

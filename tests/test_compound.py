@@ -2,8 +2,8 @@
 union), expansion of compound/mesh body pairs into part and triangle pairs (vs the oracle)."""
 import numpy as np
 import pytest
-
 from oracle import random_hull_points, signed_distance
+
 from engine import quat
 from engine.compound import Compound
 from engine.errors import EngineError
@@ -141,7 +141,8 @@ def test_collide_bodies_mesh_both_orders_and_compound_on_mesh():
     # A moved plane (kinematic meshes move with their pose): lifted by 1 m and tilted.
     tilt = quat.from_axis_angle([1.0, 0, 0], 0.2)
     up = quat.rotate(tilt, [0, 0, 1.0])
-    r3 = collide_bodies(table, [1], [[0, 0, 1] + 0.499 * up], tilt[None], [0], [[0, 0, 1.0]], tilt[None], margin=0.01)
+    r3 = collide_bodies(table, [1], [[0, 0, 1] + 0.499 * up], tilt[None], [0], [[0, 0, 1.0]],
+                        tilt[None], margin=0.01)
     np.testing.assert_allclose(r3.manifolds.normal[0], -up, atol=1e-12)
     np.testing.assert_allclose(r3.manifolds.separation[0], -0.001, atol=1e-9)
     # Dumbbell resting on the plane: a box manifold (4 points) and a sphere manifold (1 point).

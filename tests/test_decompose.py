@@ -5,6 +5,7 @@ within budget, and the result is deterministic. Also the building blocks: the ex
 solid to a box and the ray-parity inside test, against analytic truth."""
 import numpy as np
 import pytest
+from oracle import closest_point_triangle as oracle_cpt
 from scipy.spatial import ConvexHull as QHull
 
 from engine.compound import Compound
@@ -12,7 +13,6 @@ from engine.decompose import clip_solid_to_box, closest_point_triangle, decompos
 from engine.errors import EngineError
 from engine.hull import ConvexHull
 from engine.trimesh import TriangleMesh
-from oracle import closest_point_triangle as oracle_cpt
 
 trimesh = pytest.importorskip("trimesh")  # test-only oracle (mass, torus mesh)
 
@@ -159,7 +159,7 @@ def test_bad_arguments():
         decompose(V, T, tolerance=-1.0)
     with pytest.raises(EngineError):
         decompose(V, T, resolution=2)
-    with pytest.raises(EngineError, match="no volume|degenerate"):
+    with pytest.raises(EngineError, match=r"no volume|degenerate"):
         decompose([[0, 0, 0], [1, 0, 0], [0, 1, 0]], [[0, 1, 2]])
 
 
@@ -191,8 +191,8 @@ def test_closest_point_triangle_matches_oracle():
 def test_ring_from_decomposed_torus_stays_on_a_peg(torus_parts):
     """Issue 6 evidence: the decomposed torus, scaled to a 30 cm ring, dropped tilted and off
     centre over a peg, slides down and stays threaded on it."""
-    from engine.world import World
     from engine.shapes import Box, Capsule
+    from engine.world import World
     parts, _ = torus_parts
     scale = 0.3
     hulls = [ConvexHull(p * scale, max_vertices=24) for p in parts]

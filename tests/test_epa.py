@@ -1,11 +1,19 @@
 """Batched EPA against independent truth: brute-force hull oracle, analytic boxes/spheres/capsules."""
 import numpy as np
 import pytest
+from oracle import (
+    box_points,
+    minkowski_difference,
+    pad_points,
+    random_hull_points,
+    random_pair_batch,
+    random_rotations,
+    signed_distance_local,
+    transform_points,
+)
 from scipy.spatial import ConvexHull
 
 from engine.epa import epa
-from oracle import (signed_distance_local, random_rotations, random_hull_points, box_points,
-                    transform_points, pad_points, random_pair_batch, minkowski_difference)
 
 I3 = np.eye(3)
 

@@ -1,12 +1,20 @@
 """Batched GJK against independent truth: the brute-force hull oracle and analytic distances."""
 import numpy as np
 import pytest
+from oracle import (
+    box_points,
+    closest_point_triangle,
+    pad_points,
+    random_hull_points,
+    random_pair_batch,
+    random_rotations,
+    segment_segment_closest,
+    signed_distance_local,
+    transform_points,
+)
 from scipy.spatial import ConvexHull
 
-from engine.gjk import gjk, gjk_intersect, closest_on_simplex
-from oracle import (signed_distance_local, random_hull_points, random_rotations, box_points,
-                    segment_segment_closest, closest_point_triangle, transform_points,
-                    pad_points, random_pair_batch)
+from engine.gjk import closest_on_simplex, gjk, gjk_intersect
 
 I3 = np.eye(3)
 

@@ -5,7 +5,6 @@ import pytest
 from engine.errors import EngineError
 from engine.graph import colour_constraints, islands
 
-
 # ----------------------------------------------------------------------------- references
 
 def check_colouring(a, b, is_static, res, max_colours=64):

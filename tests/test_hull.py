@@ -107,7 +107,7 @@ def test_tetrahedron_from_four_points():
 
 def test_dodecahedron_faces_merge_into_pentagons():
     phi = (1 + 5 ** 0.5) / 2
-    pts = [p for p in itertools.product((-1.0, 1.0), repeat=3)]
+    pts = list(itertools.product((-1.0, 1.0), repeat=3))
     for a, b in itertools.product((-1.0, 1.0), repeat=2):
         pts += [(0, a / phi, b * phi), (a / phi, b * phi, 0), (a * phi, 0, b / phi)]
     pts = np.array(pts)
@@ -357,8 +357,8 @@ def test_max_vertices_caps_and_converges():
         errors.append(outside_error(hull, pts))
         volumes.append(hull.volume)
     # Nested hulls (farthest-point insertion): error never grows, volume never shrinks.
-    assert all(b <= a for a, b in zip(errors, errors[1:]))
-    assert all(b >= a * (1 - 1e-12) for a, b in zip(volumes, volumes[1:]))
+    assert all(b <= a for a, b in itertools.pairwise(errors))
+    assert all(b >= a * (1 - 1e-12) for a, b in itertools.pairwise(volumes))
     assert errors[-1] < 0.1 * errors[0]
     assert volumes[-1] <= full.volume * (1 + 1e-12)
     assert (full.volume - volumes[-1]) / full.volume < 0.05

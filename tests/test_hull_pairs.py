@@ -2,9 +2,9 @@
 (Gauss-map caps + pruned face query, engine/sat.py) against the Qhull oracle, against the
 exhaustive route, and the manifolds it feeds (4-point face contacts, stable ids)."""
 import numpy as np
+import oracle
 import pytest
 
-import oracle
 from engine import quat, sat
 from engine.clip import ID_FALLBACK
 from engine.hull import ConvexHull

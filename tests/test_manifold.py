@@ -1,16 +1,16 @@
 """Contact manifolds from narrowphase.collide, checked against analytic geometry and a scalar
 Sutherland-Hodgman reference clipper written here independently of engine/clip.py."""
 import numpy as np
-import pytest
-
 import oracle
+import pytest
+from test_sat import make_hull, random_batch
+
 from engine import quat
 from engine.clip import ID_FALLBACK, SNAP
 from engine.narrowphase import collide
 from engine.sat import ABS_TOL, EDGE, REL_TOL
 from engine.shape_table import ShapeTable
 from engine.shapes import Box
-from test_sat import make_hull, random_batch
 
 EYE_Q = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -102,6 +102,7 @@ def test_rotated_box_octagon_reduced_to_four():
     assert sep.min() == pytest.approx(depths.min(), abs=2e-5)
     # Reduced quad: close to the largest quad on the octagon's vertices (brute force over subsets).
     from itertools import combinations
+
     from scipy.spatial import ConvexHull
     best = max(ConvexHull(octo[list(c)]).volume for c in combinations(range(8), 4))
     assert ConvexHull(pts[:, :2]).volume > 0.95 * best
@@ -230,8 +231,8 @@ def test_random_face_contacts_against_reference_clipper():
         assert sep.min() == pytest.approx(seps[seps <= margin].min(), abs=SNAP * scale)
         distinct = [p for i, p in enumerate(keep)
                     if all(np.linalg.norm(p - keep[j]) > 1e-4 for j in range(i))]
-        assert man.count[k] == min(4, len(distinct)) or man.count[k] < min(4, len(distinct)) and \
-            _collinear(np.array(distinct), n)
+        assert man.count[k] == min(4, len(distinct)) or (man.count[k] < min(4, len(distinct)) and \
+            _collinear(np.array(distinct), n))
         assert len(set(ids.tolist())) == len(ids)
         checked += 1
     assert checked > 150
@@ -249,8 +250,8 @@ def _collinear(pts, n):
 
 # --------------------------------------------------------------------------- spheres, capsules
 
-from engine.shapes import Capsule, Sphere  # noqa: E402
 from engine.narrowphase import AXIS_CORE_EDGE, AXIS_CORE_FACE  # noqa: E402
+from engine.shapes import Capsule, Sphere  # noqa: E402
 
 
 def test_sphere_sphere_and_sphere_capsule_analytic():

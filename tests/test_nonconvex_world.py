@@ -7,8 +7,8 @@ sleeping pairs left out of the narrowphase, speculative contacts against a mesh,
 bit-exact restore with several manifolds per body pair."""
 import numpy as np
 import pytest
-
 from oracle import closest_point_triangle
+
 from engine import quat
 from engine.compound import Compound
 from engine.contacts import PairTable, check_body_count, pair_keys
@@ -283,7 +283,7 @@ def test_moving_mesh_wakes_only_sleepers_near_its_triangles():
 def test_dynamic_triangle_mesh_is_refused():
     w = World()
     mesh = plane()
-    with pytest.raises(EngineError, match="cannot be a dynamic body.*convex hull"):
+    with pytest.raises(EngineError, match=r"cannot be a dynamic body.*convex hull"):
         w.add_body(mesh, position=(0, 0, 1))
     assert w.body_count == 0
     assert w.add_body(mesh, kind="static") == 0

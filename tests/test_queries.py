@@ -1,14 +1,14 @@
 """Public queries (distance, intersect, contact_manifold) against the Qhull oracle and geometry."""
 import numpy as np
-import pytest
-
 import oracle
+import pytest
+from test_sat import make_hull
+
 from engine import quat
 from engine.errors import EngineError
 from engine.hull import ConvexHull
 from engine.queries import contact_manifold, distance, intersect
 from engine.shapes import Box, Capsule, Sphere
-from test_sat import make_hull
 
 EYE = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -35,7 +35,7 @@ def test_distance_matches_oracle_all_kinds():
     rng = np.random.default_rng(31)
     zoo = shapes_zoo(rng)
     n_in = n_out = 0
-    for trial in range(500):
+    for _trial in range(500):
         sa, sb = zoo[rng.integers(len(zoo))], zoo[rng.integers(len(zoo))]
         pa = rng.uniform(-100, 100, 3)
         pb = pa + rng.normal(size=3) * 0.7
@@ -139,7 +139,8 @@ def test_nasty_cases():
     # 1 mm against 100 m: a small cube 0.1 mm into a huge slab, and 0.1 mm above it.
     tiny, slab = Box([5e-4, 5e-4, 5e-4]), Box([100.0, 100.0, 1.0])
     for gap in (-1e-4, 1e-4):
-        r = distance(slab, [0, 0, 0], EYE, tiny, [37.0, -12.0, 1.0 + 5e-4 + gap], quat.from_axis_angle([0, 0, 1], 0.7))
+        r = distance(slab, [0, 0, 0], EYE, tiny, [37.0, -12.0, 1.0 + 5e-4 + gap],
+                     quat.from_axis_angle([0, 0, 1], 0.7))
         assert r.distance == pytest.approx(gap, abs=1e-10)
         assert np.allclose(r.normal, [0, 0, 1])
     m = contact_manifold(slab, [0, 0, 0], EYE, tiny, [37.0, -12.0, 1.0 + 5e-4 - 1e-4], EYE)

@@ -1,9 +1,9 @@
 """Batched SAT against independent truth: analytic box cases and the Qhull oracle on random hulls."""
 import numpy as np
+import oracle
 import pytest
 from scipy.spatial import ConvexHull
 
-import oracle
 from engine import quat
 from engine.sat import EDGE, FACE_A, FACE_B, polytope_sat
 from engine.shape_table import ShapeTable
@@ -213,7 +213,8 @@ def test_box_fast_path_matches_general_path_and_oracle():
     ra = oracle.random_rotations(rng, m)
     rb = oracle.random_rotations(rng, m)
     # Some near-aligned pairs too (parallel edges, face ties).
-    rb[: m // 4] = ra[: m // 4] @ quat.to_matrix(quat.from_axis_angle(rng.normal(size=(m // 4, 3)), np.full(m // 4, 1e-7)))
+    tiny_turn = quat.from_axis_angle(rng.normal(size=(m // 4, 3)), np.full(m // 4, 1e-7))
+    rb[: m // 4] = ra[: m // 4] @ quat.to_matrix(tiny_turn)
     rot, trans = relative_pose(pa, ra, pb, rb)
     half = table.box_half
     fast = _box_queries(half[ia], half[ib], rot, trans)

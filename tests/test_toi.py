@@ -1,13 +1,18 @@
 """Time of impact by conservative advancement, against analytic and brute-force truth."""
 import numpy as np
 import pytest
+from oracle import (
+    box_points,
+    minkowski_difference,
+    pad_points,
+    random_hull_points,
+    signed_distance_local,
+)
 from scipy.spatial import ConvexHull
 
 from engine import quat
 from engine.gjk import gjk
-from engine.toi import toi, SEPARATED, HIT, OVERLAPPED
-from oracle import (box_points, random_hull_points, pad_points, minkowski_difference,
-                    random_rotations, signed_distance_local)
+from engine.toi import HIT, OVERLAPPED, SEPARATED, toi
 
 Q0 = np.array([1.0, 0.0, 0.0, 0.0])
 Z3 = np.zeros(3)
@@ -70,8 +75,10 @@ def _ray_toi(D, u):
 def test_translating_hulls_against_exact_ray_cast():
     rng = np.random.default_rng(17)
     m = 400
-    sa = [random_hull_points(rng, int(rng.integers(4, 16)), stretch=rng.uniform(0.2, 1.0, 3)) for _ in range(m)]
-    sb = [random_hull_points(rng, int(rng.integers(4, 16)), stretch=rng.uniform(0.2, 1.0, 3)) for _ in range(m)]
+    sa = [random_hull_points(rng, int(rng.integers(4, 16)), stretch=rng.uniform(0.2, 1.0, 3))
+          for _ in range(m)]
+    sb = [random_hull_points(rng, int(rng.integers(4, 16)), stretch=rng.uniform(0.2, 1.0, 3))
+          for _ in range(m)]
     pa = rng.uniform(-1, 1, (m, 3))
     pb = pa + rng.normal(size=(m, 3)) * 2.0
     qa = quat.normalize(rng.normal(size=(m, 4)))

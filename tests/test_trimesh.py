@@ -3,8 +3,8 @@ convex-vs-triangle contacts (vs the exact Minkowski-difference oracle), internal
 and the reduction of many triangle contacts into manifolds."""
 import numpy as np
 import pytest
-
 from oracle import random_hull_points, random_rotations, signed_distance
+
 from engine import quat
 from engine.errors import EngineError
 from engine.hull import ConvexHull
@@ -19,8 +19,8 @@ def grid_mesh(n, size=1.0, z=None, jitter=0.0, rng=None):
     xs = np.linspace(0.0, size, n + 1)
     X, Y = np.meshgrid(xs, xs, indexing="ij")
     if jitter:
-        X = X + rng.uniform(-jitter, jitter, X.shape) * (size / n) * ((X > 0) & (X < size))
-        Y = Y + rng.uniform(-jitter, jitter, Y.shape) * (size / n) * ((Y > 0) & (Y < size))
+        X = X + rng.uniform(-jitter, jitter, X.shape) * (size / n) * ((X > 0) & (size > X))
+        Y = Y + rng.uniform(-jitter, jitter, Y.shape) * (size / n) * ((Y > 0) & (size > Y))
     Z = np.zeros_like(X) if z is None else z(X, Y)
     V = np.stack([X.ravel(), Y.ravel(), Z.ravel()], axis=1)
     i, j = np.meshgrid(np.arange(n), np.arange(n), indexing="ij")
@@ -266,7 +266,8 @@ def test_internal_edges_give_no_ghost_normals_on_a_tessellated_floor():
         np.testing.assert_allclose(red.separation[0, :c], -0.001, atol=1e-9)
         if sid == 0:
             assert c == 4
-            corners = (quat.to_matrix(q) @ (np.array([[sx, sy, -1] for sx in (-1, 1) for sy in (-1, 1)]) * 0.5).T).T + pos
+            bottom = np.array([[sx, sy, -1] for sx in (-1, 1) for sy in (-1, 1)]) * 0.5
+            corners = (quat.to_matrix(q) @ bottom.T).T + pos
             for p in red.points[0, :4]:
                 assert np.min(np.linalg.norm(corners[:, :2] - p[:2], axis=1)) < 1e-9
         elif sid == 2:

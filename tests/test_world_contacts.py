@@ -25,7 +25,7 @@ def drop_ball(dt, e, height, seconds, **world):
     r = 0.1
     b = w.add_body(Sphere(r), position=(0, 0, r + height), restitution=e)
     z = []
-    for _ in range(int(round(seconds / dt))):
+    for _ in range(round(seconds / dt)):
         w.step(dt)
         z.append(w.positions[b, 2] - r)
     return np.array(z)

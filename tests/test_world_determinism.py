@@ -1,5 +1,4 @@
 """Determinism: bit-identical results in a fresh process and after get_state / set_state."""
-import hashlib
 import os
 import subprocess
 import sys

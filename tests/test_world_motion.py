@@ -61,7 +61,7 @@ def test_dzhanibekov_flip_and_angular_momentum(dt):
     i = w.add_body(Box([0.1, 0.4, 0.7]), angular_velocity=(1e-3, 6.0, 1e-3), mass=2.0)
     l0 = _angular_momentum(w, i)
     y_dots, l_err = [], 0.0
-    for _ in range(int(round(10.0 / dt))):
+    for _ in range(round(10.0 / dt)):
         w.step(dt)
         y_axis = quat.rotate(w.orientations[i], [0.0, 1.0, 0.0])
         y_dots.append(y_axis @ l0 / np.linalg.norm(l0))

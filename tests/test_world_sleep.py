@@ -1,6 +1,5 @@
 """Sleeping per island and waking."""
 import numpy as np
-import pytest
 
 from engine.shapes import Box, Sphere
 from engine.world import World

@@ -12,7 +12,7 @@ def ground(w):
 
 
 def run(w, dt, seconds):
-    for _ in range(int(round(seconds / dt))):
+    for _ in range(round(seconds / dt)):
         w.step(dt)
 
 

@@ -27,7 +27,7 @@ def find_blender_ext():
     if spec is None or not spec.submodule_search_locations:
         raise SystemExit("bpy is not installed: pip install bpy, or pass --blender-ext PATH "
                          "(Blender's scripts/addons_core/bl_pkg/cli/blender_ext.py)")
-    base = list(spec.submodule_search_locations)[0]
+    base = next(iter(spec.submodule_search_locations))
     hits = sorted(glob.glob(os.path.join(base, "*", "scripts", "addons_core", "bl_pkg", "cli",
                                          "blender_ext.py")))
     if not hits:
@@ -61,7 +61,8 @@ def check_contents(path):
     required = ["blender_manifest.toml", "__init__.py", "addon/__init__.py", "engine/__init__.py"]
     missing = [n for n in required if n not in names]
     banned = [n for n in names if n.split("/")[0] in
-              ("tests", "bench", "docs", "tools", ".ci", ".git", "scripts", "requirements", "dist", "out", "build") or n.startswith(".venv")
+              ("tests", "bench", "docs", "tools", ".ci", ".git", "scripts", "requirements", "dist",
+               "out", "build") or n.startswith(".venv")
               or "__pycache__" in n]
     if missing or banned:
         raise SystemExit(f"bad zip {path}: missing {missing}, should not contain {banned[:10]}")

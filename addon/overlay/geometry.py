@@ -36,7 +36,7 @@ _SIMPLEX_EDGES = np.array([[0, 1], [0, 2], [1, 2], [0, 3], [1, 3], [2, 3]], dtyp
 class Layer:
     """One batch: ``kind`` POINTS or LINES (consecutive vertex pairs), ``coords`` (n, 3) and
     ``colours`` (n, 4) float32, ``size`` in pixels (point diameter or line width)."""
-    __slots__ = ("name", "kind", "coords", "colours", "size")
+    __slots__ = ("colours", "coords", "kind", "name", "size")
 
     def __init__(self, name, kind, coords, colours, size=1.0):
         coords = np.ascontiguousarray(np.asarray(coords, dtype=np.float32).reshape(-1, 3))
@@ -256,7 +256,7 @@ def contact_layers(record, opts):
     0 = auto). Friction impulses come as world vectors (K, 3) or, as the engine records them,
     components (K, 2) along the solver's tangents of each normal (rebuilt here).
     """
-    out = []
+    out: list[Layer] = []
     pos = np.asarray(record.positions, dtype=np.float64).reshape(-1, 3)
     k = len(pos)
     if k == 0:
@@ -397,7 +397,7 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
     on A's origin marker: it lies inside the drawn difference exactly when the cores overlap.
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    out = []
+    out: list[Layer] = []
     if not len(pairs):
         return out
     table = ShapeTable(shapes)
@@ -532,8 +532,8 @@ def frame_layers(model, frame, opts, selected=None):
             lo, hi = rec.aabbs[:, 0], rec.aabbs[:, 1]  # the engine's fat, swept boxes
         else:
             lo, hi = world_aabbs(model.shapes, model.shape_index[:n], pos, rot)
-        col = np.where(sleeping[:, None], np.float32(SLEEP_COLOUR),
-                       np.float32(opts.get("aabb_colour", (0.9, 0.9, 0.3, 0.6))))
+        col = np.where(sleeping[:, None], np.asarray(SLEEP_COLOUR, np.float32),
+                       np.asarray(opts.get("aabb_colour", (0.9, 0.9, 0.3, 0.6)), np.float32))
         out.append(lines("aabbs", aabb_segments(lo, hi), np.repeat(col, 12, axis=0), 1.0))
     if opts.get("show_sleeping", True) and sleeping.any() and not opts.get("show_shapes", True):
         out.append(points("sleeping", pos[sleeping], SLEEP_COLOUR, opts.get("contact_size", 8)))

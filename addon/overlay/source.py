@@ -17,9 +17,8 @@ import dataclasses
 
 import numpy as np
 
-from ...engine import BodyKind, StepRecord
+from ...engine import BodyKind, StepRecord, quat
 from ...engine import mass as mass_mod
-from ...engine import quat
 from .. import cache, collect, transforms
 from . import geometry
 
@@ -182,7 +181,7 @@ def debug_frame(scene, context, frame=None):
     without writing keys, and keep the last state with the engine's full record of the step
     into it. Returns a short summary string. Raises simulate.BakeError on a scene that cannot
     be simulated."""
-    from ..simulate import BakeJob, BakeError
+    from ..simulate import BakeError, BakeJob
     frame = scene.frame_current if frame is None else int(frame)
     job = BakeJob(scene, _depsgraph(context), record=True)
     job.prepare()

@@ -1,14 +1,13 @@
 """Baking in real Blender: keys against analytic motion and against the engine run directly;
 every frame's evaluated matrix_world; parenting, rotation modes, deltas, scale; existing
 animation; clear bake; re-bake from a frame; cancel; undo."""
-import math
 
 import hb_blender as hb
 import numpy as np
 import pytest
 
 bpy = hb.bpy
-from mathutils import Euler, Matrix, Quaternion, Vector  # noqa: E402
+from mathutils import Matrix, Quaternion, Vector
 
 
 def rot_about(omega, t):
@@ -368,7 +367,7 @@ def test_mesh_scenery_and_compound_bodies_are_not_hulled():
     scene = hb.empty_scene(frame_end=40)
     hb.add_box("Ground", size=(40, 40, 1), location=(0, 0, -0.5), body_type='PASSIVE')
     v = [(x, y, z) for z in (0, 2) for y in (-2, 2) for x in (-2, 2)]
-    cup = hb.add_object("Cup", _mesh("cup", v, [(0, 2, 3, 1), (0, 1, 5, 4), (2, 6, 7, 3),
+    hb.add_object("Cup", _mesh("cup", v, [(0, 2, 3, 1), (0, 1, 5, 4), (2, 6, 7, 3),
                                                 (0, 4, 6, 2), (1, 3, 7, 5)]),
                         location=(10, 0, 0), body_type='PASSIVE', shape='MESH')
     pebble = hb.add_box("Pebble", size=(0.5, 0.5, 0.5), location=(10, 0, 1.5))

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import hb_blender as hb
-import pytest
 
 bpy = hb.bpy
 CLI = os.path.join(hb.ROOT, "hullabaloo_cli.py")
@@ -36,7 +35,7 @@ def test_demo_bake_saves_renders_and_summarises(tmp_path):
 
 
 def test_bakes_a_given_blend_and_reports_bad_files(tmp_path):
-    scene = hb.empty_scene(frame_end=6)
+    hb.empty_scene(frame_end=6)
     hb.add_box("Ground", size=(10, 10, 1), location=(0, 0, -0.5), body_type='PASSIVE')
     hb.add_box("Box", location=(0, 0, 3))
     src = tmp_path / "mine.blend"

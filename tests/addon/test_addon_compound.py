@@ -6,7 +6,6 @@ the notch of an L), so passing needs real compound parts in the right places."""
 import hb_blender as hb
 import numpy as np
 import pytest
-from mathutils import Euler
 
 bpy = hb.bpy
 

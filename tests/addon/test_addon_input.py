@@ -1,7 +1,6 @@
 """Bad input gets a clear message naming the object and saying what to do; the bad object
 is skipped or the bake stops before touching anything; never a traceback. Also: importing
 Blender Rigid Body settings."""
-import math
 
 import hb_blender as hb
 import numpy as np
@@ -44,10 +43,10 @@ def test_each_bad_object_is_skipped_with_a_message_and_the_rest_bakes():
     huge.scale = (1e6, 1e6, 1e6)
     tiny = hb.add_box("Tiny", location=(0, -9, 3))
     tiny.scale = (1e-6, 1e-6, 1e-6)
-    empty = hb.add_object("EmptyObj", None, location=(3, 3, 3))
-    curve = hb.add_object("CurveObj", bpy.data.curves.new("c", 'CURVE'), location=(3, -3, 3))
-    novert = hb.add_object("NoVerts", _mesh("nv", []), location=(-3, 3, 3))
-    line = hb.add_object("Line", _mesh("ln", [(0, 0, 0), (1, 0, 0)]), location=(-3, -3, 3),
+    hb.add_object("EmptyObj", None, location=(3, 3, 3))
+    hb.add_object("CurveObj", bpy.data.curves.new("c", 'CURVE'), location=(3, -3, 3))
+    hb.add_object("NoVerts", _mesh("nv", []), location=(-3, 3, 3))
+    hb.add_object("Line", _mesh("ln", [(0, 0, 0), (1, 0, 0)]), location=(-3, -3, 3),
                          shape='CONVEX_HULL')
     hb.bake()
     expect = {
@@ -174,6 +173,6 @@ def test_an_engine_failure_mid_bake_is_reported_and_changes_nothing(monkeypatch)
         return real_step(self, dt, record)
 
     monkeypatch.setattr(World, "step", failing_step)
-    with pytest.raises(RuntimeError, match="failed after frame 5.*solver diverged.*nothing was changed"):
+    with pytest.raises(RuntimeError, match=r"failed after frame 5.*solver diverged.*nothing was changed"):
         bpy.ops.hullabaloo.bake()
     hb.assert_same(before, hb.snapshot(scene))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 bpy = hb.bpy
-from mathutils import Euler, Matrix, Quaternion  # noqa: E402
+from mathutils import Euler, Matrix, Quaternion
 
 ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 

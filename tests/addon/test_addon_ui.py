@@ -128,7 +128,7 @@ def test_operators_have_tooltips_and_polls():
 
 
 def test_add_and_remove_on_the_selection():
-    scene = hb.empty_scene(frame_end=5)
+    hb.empty_scene(frame_end=5)
     a = hb.add_box("A", enabled=False)
     b = hb.add_box("B", enabled=False)
     e = hb.add_object("E", None, enabled=False)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 bpy = hb.bpy
-from bpy_extras.object_utils import world_to_camera_view  # noqa: E402
-from mathutils import Vector  # noqa: E402
+from bpy_extras.object_utils import world_to_camera_view
+from mathutils import Vector
 
 MAGENTA = (1.0, 0.0, 1.0, 1.0)
 W, H = 200, 150
@@ -168,11 +168,11 @@ def test_debug_frame_resimulates_the_same_contacts(baked):
     hb.bake()
     scene.frame_set(FRAME)
     _, data, src = ov.source.frame_data(scene, bpy.context)
-    assert src == "bake (no contacts)" and not data["record"]
+    assert src == "bake (no contacts)" and data["record"] is None
     assert bpy.ops.hullabaloo.debug_frame() == {'FINISHED'}
     _, data, src = ov.source.frame_data(scene, bpy.context)
     assert src == "debug frame"
-    got = np.asarray(data["record"]["positions"], dtype=np.float64)
+    got = np.asarray(data["record"].positions, dtype=np.float64)
     assert got.shape == ref.shape == (4, 3)
     order = lambda p: p[np.lexsort(p.T[::-1])]  # noqa: E731
     np.testing.assert_allclose(order(got), order(ref), atol=1e-6)
