@@ -2,6 +2,8 @@
 # Creates the project's environments (idempotent). Nothing else is needed on a fresh machine.
 #   .venv     Python 3.11 + numpy 1.26 + bpy 4.2 LTS (Blender as a module) + test oracles
 #   .venv313  Python 3.13 + numpy 2.x  + bpy 5.2 LTS          (skipped with HB_ONLY_311=1)
+#   .venv-dev Python 3.11 + ruff, mypy, fake-bpy-module        (skipped with HB_ONLY_311=1;
+#             kept apart: fake-bpy-module must never share an environment with the real bpy)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -37,4 +39,5 @@ make_env() {  # name python requirements-file
 make_env .venv "$py311" requirements/py311.txt
 if [ "${HB_ONLY_311:-0}" != 1 ]; then
   make_env .venv313 "$py313" requirements/py313.txt
+  make_env .venv-dev "$py311" requirements/dev.txt
 fi

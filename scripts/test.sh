@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets up the environments (scripts/setup.sh) and runs the whole test suite:
+# Sets up the environments (scripts/setup.sh), runs the lint and type check (scripts/lint.sh)
+# and the whole test suite:
 #   engine tests on numpy 1.26 (.venv) and numpy 2.x (.venv313),
 #   add-on tests in real Blender 4.2 LTS (.venv) and 5.2 LTS (.venv313).
 set -euo pipefail
@@ -7,6 +8,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 
 status=0
+bash scripts/lint.sh || status=1
 run() {  # label python pytest-args...
   local label=$1 py=$2; shift 2
   echo "=== $label ==="
