@@ -178,7 +178,7 @@ def _new_keys(frames, values):
 
 def _fill_fresh(fc, co):
     """Keys (n, 2) float32 into a curve that has none: one add() and two foreach_set calls
-    (each costs ~0.1 us per key, so only co and interpolation are set; the other attributes'
+    (each costs a pass over every key, so only co and interpolation are set; the other attributes'
     defaults are right, and handles_recalc() gives the auto handles; the frames are
     increasing, so no sort is needed)."""
     kp = fc.keyframe_points

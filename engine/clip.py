@@ -356,9 +356,9 @@ def segment_closest(p0, p1, q0, q1, eps=1e-12):
 # other face within EDGE_INC_DEG (so it is a well-conditioned height field along the axis).
 # Every clipped point has its true gap along the axis, so any threshold is safe; it only
 # decides where a lone edge point is enough. Beams tipping across each other meet edge axes
-# 2-8 deg off their faces (the demo's failing pair: 3.6 deg): 3-5 deg still let a beam end
-# sink 5-6 cm, 10 deg and anything up to 89 deg (Jolt clips whenever both faces exist)
-# measured the same on the tower demo and on crossed-beam drops. Above 10 deg the contact is
+# a few degrees off their faces: a threshold of 3-5 deg still let a beam end sink several cm,
+# while 10 deg and anything up to 89 deg (Jolt clips whenever both faces exist) behaved the
+# same on a beam tower and on crossed-beam drops. Above 10 deg the contact is
 # mostly a ridge crossing whose clipped points only cluster near the crossing: one point.
 EDGE_CLIP_DEG = 10.0
 EDGE_INC_DEG = 75.0

@@ -262,8 +262,8 @@ def _independent(reg_c, reg_f, ring_c, ring_f, rank, nfaces):
 
     Luby-style rounds: undecided eyes claim faces with their rank (0 = farthest); an eye wins if no
     better eye touches its region and no better eye's region covers its ring; eyes in conflict
-    with a winner drop out. A few rounds give a maximal set (one greedy pass keeps only ~3% of the
-    eyes on a dense sphere, because losers still block).
+    with a winner drop out. A few rounds give a maximal set (one greedy pass keeps only a few
+    eyes of a dense sphere, because losers still block).
     """
     ncand = len(rank)
     status = np.zeros(ncand, dtype=np.int8)      # 0 undecided, 1 accepted, 2 rejected

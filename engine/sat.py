@@ -19,7 +19,7 @@ Padding in the ShapeTable repeats element 0, so no masks are needed over faces, 
 edges (a padded edge pair is a copy of a real one).
 
 Two paths share the output format: box-box pairs use the analytic 15-axis OBB test (no vertex
-or edge arrays at all, ~1 us per pair); other pairs run the face queries, drop the edges that
+or edge arrays at all; bench/bench_narrowphase.py times it); other pairs run the face queries, drop the edges that
 provably cannot beat the best face axis, and test the remaining edge pairs in cost-sorted chunks.
 Both prunings are exact (the answer is the exhaustive one, bit for bit in the tests) and make
 big hulls cheap (bench/bench_hull_cap.py, 64-vertex rocks: 370 -> 48 us per touching pair):
@@ -36,11 +36,11 @@ The axis chosen for the manifold is biased towards faces (A's, then B's) as Box2
 do, so resting contacts keep multi-point manifolds; ``separation`` is always the exact max.
 An edge axis between nearly parallel faces still gets a multi-point manifold (clip.py clips
 the faces beside the two edges along the edge axis), so the bias need not be stronger: making
-faces win whenever they are within the speculative margin of the edge was measured worse on
-the 16-beam tower demo (worst beam-beam depth over 4 seeds 3.5 cm -> 4.7 cm mean) and neutral
-on crossed-beam drops (likely because such a face axis is farther from the direction of least
-penetration: its gaps overstate the depth or the clip drops the part outside the face); a 10%
-relative tolerance (Gregorius, Box2D v3) measured the same as 5% (differences within noise).
+faces win whenever they are within the speculative margin of the edge made a tower of tipping
+beams sink deeper and changed nothing on crossed-beam drops (likely because such a face axis is
+farther from the direction of least penetration: its gaps overstate the depth or the clip drops
+the part outside the face); a larger relative tolerance (Gregorius and Box2D v3 use 10 %)
+behaved the same as REL_TOL.
 SAT axis caching (trying last step's axis first) is not implemented: the box path costs about
 as much as one cached-axis test would, and for hulls it would only speed up pairs already
 farther apart than the margin, which the broadphase mostly filters out.
@@ -438,7 +438,8 @@ def _general_queries(table, ids_a, ids_b, rot, trans, margin):
 # --------------------------------------------------------------------------- boxes
 # Box-box: the classic 15-axis OBB test (Gottschalk et al. 1996) with exact support functions,
 # so every axis value is a true lower bound and the max over the 15 is exact like the general
-# path; about 10x cheaper because it needs neither vertices nor the Gauss-map pruning.
+# path; much cheaper because it needs neither vertices nor the Gauss-map pruning
+# (bench/bench_narrowphase.py compares the two on boxes).
 _I1 = np.array([1, 2, 0])
 _I2 = np.array([2, 0, 1])
 _BOX_EDGE_LUT = None

@@ -30,14 +30,15 @@ detection runs once per step.
 Softness (Box2D v3): contact hertz = min(contact_hertz, substep rate / 4), damping ratio 10,
 push-out speed capped at ``max_push``. A soft contact is a spring of that frequency on the
 contact's effective mass: its steady state is lambda = m_eff h w^2 (-s), so a stack compresses by
-load / (m_eff w^2) whatever the substep rate (at 30 Hz a 10-cube tower sinks 3 cm). The stiffness
-is bounded by the substep rate (above rate / 4 the 210-box pyramid walks sideways: 37-66 mm at
-60-80 Hz with 192-240 Hz substeps), so the substep rate is set by the sag a tall stack may show.
-Measured with bench/bench_world_quick.py --pyramid (largest drift, 1 cm allowed): 360 Hz/90 Hz
-3.9 mm; 240 Hz/60 Hz 8.7-9.5 mm of sag alone, plus 3-7 mm of sideways drift that changes from
-run to run with any change in round-off (too close to the limit to be the default); 192 Hz/48 Hz
-sags 14.6 mm. Leaking only the impulse gained within the substep (an integral term: no steady
-sag) makes the pyramid walk sideways by 17-66 cm.
+load / (m_eff w^2) whatever the substep rate. The stiffness is bounded by the substep rate (above
+rate / 4 the 210-box pyramid walks sideways by several cm), so the substep rate is set by the sag
+a tall stack may show. Measured with
+``bench/bench_world_quick.py --pyramid --hertz H --max-substep 1/R`` (largest drift, 1 cm
+allowed): R = 360 Hz, H = 90 Hz 3.9 mm; 240 Hz / 60 Hz 8.7-9.5 mm of sag alone, plus 3-7 mm of
+sideways drift that changes from run to run with any change in round-off (too close to the limit
+to be the default); 192 Hz / 48 Hz sags 14.6 mm; 192-240 Hz / 60-80 Hz walks 37-66 mm. Leaking
+only the impulse gained within the substep (an integral term: no steady sag) was tried and made
+the pyramid walk sideways.
 A point that is still apart (s > 0) is a speculative constraint with bias s/h: it lets the
 bodies close exactly the gap in this substep and no more, which is what stops fast bodies at
 the surface. The biased pass alone applies it, not relax: a relax sweep runs after the positions

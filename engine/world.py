@@ -380,8 +380,9 @@ class World:
         equal collision passes, each with its own broadphase, narrowphase and solver substeps:
         contact manifolds are only as good as the poses they were computed at, and over a whole
         1/24 s frame a spinning or sliding hull brings new features into contact that one pass
-        cannot see (measured on the demo scene: worst penetration 70 mm with one pass per
-        frame, 26 mm with two, at no extra cost since each pass needs half the substeps).
+        cannot see (two passes cut the demo scene's worst penetration to about a third, at no
+        extra cost since each pass needs half the substeps: compare ``bash scripts/demo.sh``'s
+        max penetration with WorldSettings(max_collision_step=1/24)).
         Kinematic targets are interpolated (lerp, slerp) across the passes.
         """
         dt = _scalar(dt, "dt")
