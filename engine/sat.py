@@ -19,8 +19,9 @@ Padding in the ShapeTable repeats element 0, so no masks are needed over faces, 
 edges (a padded edge pair is a copy of a real one).
 
 Two paths share the output format: box-box pairs use the analytic 15-axis OBB test (no vertex
-or edge arrays at all; bench/bench_narrowphase.py times it); other pairs run the face queries, drop the edges that
-provably cannot beat the best face axis, and test the remaining edge pairs in cost-sorted chunks.
+or edge arrays at all; bench/bench_narrowphase.py times it); other pairs run the face queries,
+drop the edges that provably cannot beat the best face axis, and test the remaining edge pairs
+in cost-sorted chunks.
 Both prunings are exact (the answer is the exhaustive one, bit for bit in the tests) and make
 big hulls cheap (bench/bench_hull_cap.py, 64-vertex rocks: 370 -> 48 us per touching pair):
 - face query (face_query_pruned): a few probe points of the other shape bound every face's
