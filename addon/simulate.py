@@ -31,10 +31,12 @@ def frame_range(scene):
 
 
 def world_settings(scene):
+    """The engine.WorldSettings of a scene: Scene > Hullabaloo and the scene's gravity; every
+    other tunable keeps the engine's default."""
     s = scene.hullabaloo
     gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
-    return dict(gravity=gravity, substeps=s.substeps or None, iterations=s.iterations,
-                sleeping=s.use_sleeping, ccd=s.use_ccd)
+    return engine.WorldSettings(gravity=gravity, substeps=s.substeps or None,
+                                iterations=s.iterations, sleeping=s.use_sleeping, ccd=s.use_ccd)
 
 
 def _obj_matrix(obj):
@@ -109,7 +111,7 @@ class BakeJob:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
             raise BakeError("Nothing to bake: no object has Hullabaloo enabled (Physics "
                             "properties)." if not errs else f"Nothing to bake: {errs}")
-        world = engine.World(**world_settings(scene))
+        world = engine.World(settings=world_settings(scene))
         kept = []
         for b in bodies:
             try:
