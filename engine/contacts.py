@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import EngineError
 
+# A pair key packs two body indices of 31 bits each into one int64 (sorted, searchsorted).
 MAX_BODIES = 1 << 31
 _KEY = np.dtype([("pair", np.int64), ("sub", np.int64)])
 _EMPTY_I = np.zeros(0, dtype=np.int64)

@@ -40,6 +40,8 @@ __all__ = [
     "support",
 ]
 
+# Relative convergence tolerance of the distance: a few hundred ulps, so GJK stops at the
+# round-off floor without cycling.
 DEFAULT_TOL = 1e-10
 
 # The 15 faces of a 4-slot simplex, smallest first (tie-breaking prefers earlier = smaller).

@@ -39,7 +39,11 @@ import numpy as np
 
 from .errors import EngineError
 
+# Colours before the rest go to one shared (Jacobi, scatter-add) overflow colour: each colour
+# costs a solver pass of numpy calls, and a 1000-cube pile needs 26.
 DEFAULT_MAX_COLOURS = 64
+# The input-order first fit is abandoned past this many times the rounds the hash order took
+# (a long chain of consecutive constraints takes one round per link in that order).
 INPUT_ORDER_ROUND_FACTOR = 3
 
 

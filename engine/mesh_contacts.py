@@ -40,6 +40,8 @@ ROUTE_INC, ROUTE_REF, ROUTE_CROSS, ROUTE_EDGE, ROUTE_ROUND_FACE, ROUTE_ROUND_EDG
 AXIS_TRI_FACE, AXIS_CONVEX_FACE, AXIS_EDGE = 0, 1, 2
 # Normals of contacts within this angle (cosine) merge into one manifold when reducing.
 CLUSTER_COS = float(np.cos(np.radians(2.0)))
+# At most this many manifolds per (body, mesh) pair: enough for a body in a corner of a
+# faceted bowl (floor, walls), bounded so one body cannot flood the solver.
 MAX_CLUSTERS = 6
 
 

@@ -35,7 +35,9 @@ from .gjk import gjk
 from .kinds import ShapeKind
 from .sat import ABS_TOL, EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, polytope_sat
 
+# Points per manifold: four span any contact polygon (Box2D, Bullet, Jolt keep four too).
 WIDTH = 4
+# Pairs per batch: keeps the per-pair temporaries in cache.
 CHUNK = 2048
 # Order used to normalise pairs: the rounder shape becomes A.
 _RANK = np.zeros(3, dtype=np.int64)

@@ -48,6 +48,7 @@ farther apart than the margin, which the broadphase mostly filters out.
 """
 import numpy as np
 
+# Axis kinds of a SAT answer (StepRecord.axis_kind); KIND_NONE for rows without one.
 FACE_A, FACE_B, EDGE = 0, 1, 2
 KIND_NONE = -1
 

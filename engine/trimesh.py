@@ -35,6 +35,7 @@ from .errors import DegenerateShapeError, EngineError
 from .kinds import BodyKind, ShapeKind
 from .shapes import Shape
 
+# Triangles per BVH leaf: small leaves keep the per-query candidate lists short.
 LEAF_SIZE = 4
 # An edge between two triangles whose normals are closer than this (cos of 5 degrees, Jolt's
 # default) is flat: never active. Sharper convex edges are real features.
