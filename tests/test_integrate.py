@@ -12,9 +12,17 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from engine import quat
-from engine.integrate import (cross, damping_factor, gyroscopic, integrate_orientations,
-                              integrate_positions, integrate_velocities, skew, solve3,
-                              world_inverse_inertia)
+from engine.integrate import (
+    cross,
+    damping_factor,
+    gyroscopic,
+    integrate_orientations,
+    integrate_positions,
+    integrate_velocities,
+    skew,
+    solve3,
+    world_inverse_inertia,
+)
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
 

@@ -6,7 +6,7 @@ up to sign (``same_rotation``) unless the engine promises a sign (from_matrix: w
 """
 import numpy as np
 import pytest
-from scipy.spatial.transform import Rotation
+from scipy.spatial.transform import Rotation, Slerp
 
 from engine import quat
 
@@ -224,10 +224,21 @@ def test_slerp_constant_angular_speed_the_shorter_way(rng):
         np.testing.assert_allclose(rotation_angle(quat.multiply(q1, quat.conjugate(qt))),
                                    (1.0 - t) * total, atol=1e-12)
     # Against scipy's Slerp on the same pair.
-    from scipy.spatial.transform import Slerp
     for i in range(5):
         ref = Slerp([0.0, 1.0], to_scipy(np.stack((q0[i], q1[i]))))(ts)
         same_rotation(quat.slerp(q0[i], q1[i], ts), from_scipy(ref), atol=1e-13)
+
+
+@pytest.mark.parametrize("angle", [1e-1, 1e-2, 1e-3, 1e-4])
+def test_slerp_small_angles_keep_constant_speed(angle):
+    """Small but not negligible angles still follow the arc (a normalised chord, nlerp,
+    is off by a relative ~angle^2 / 100 at t = 1/4)."""
+    q0 = quat.from_axis_angle([0.2, -0.5, 0.8], 1.1)
+    q1 = quat.multiply(quat.from_axis_angle([1.0, 1.0, 0.0], angle), q0)
+    for t in (0.1, 0.25, 0.5, 0.8):
+        qt = quat.slerp(q0, q1, t)
+        got = rotation_angle(quat.multiply(qt, quat.conjugate(q0)))
+        assert got == pytest.approx(t * angle, rel=1e-10)
 
 
 def test_slerp_takes_the_shorter_way_for_a_negated_end():

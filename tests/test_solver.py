@@ -382,7 +382,7 @@ def test_soft_contact_settles_at_the_closed_form_sag(hertz, h):
     s, vel = ground_scene([(0.0, 0.0, -0.5)], np.zeros(6), mass=m, sep=0.0, h=h,
                           settings=settings)
     dpose = np.zeros((2, 6))
-    for _ in range(int(round(3.0 / h))):
+    for _ in range(round(3.0 / h)):
         vel[1, 2] -= G * h
         s.warm_start(vel)
         s.solve(vel, dpose, True)
