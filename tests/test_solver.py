@@ -261,23 +261,24 @@ def test_warm_start_applies_exactly_the_stored_impulses():
     P = lambda_n n + (tangential part of the stored friction, clipped to the cone mu lambda_n)
     pushes b by +P and a by -P at the contact point. Three manifolds share body 2 (the
     contributions add up), body 0 is static and unused slots carry junk that must be
-    ignored."""
+    ignored. The colouring reorders the manifolds; impulses() answers in the caller's
+    order."""
     rng = np.random.default_rng(11)
-    nb = 4
+    nb = 6
     x_com = rng.normal(size=(nb, 3))
-    inv_mass = np.array([0.0, 0.5, 2.0, 1.25])
+    inv_mass = np.array([0.0, 0.5, 2.0, 1.25, 0.8, 3.0])
     rot = np.linalg.qr(rng.normal(size=(nb, 3, 3)))[0]
     inv_inertia = rot @ (rng.uniform(0.5, 3.0, size=(nb, 3))[:, :, None] * np.eye(3)) \
         @ np.swapaxes(rot, 1, 2)
     inv_inertia[0] = 0.0
-    ia, ib = np.array([0, 2, 1]), np.array([2, 3, 2])
-    m = 3
+    ia, ib = np.array([0, 2, 1, 4]), np.array([2, 3, 2, 5])
+    m = 4
     normal = rng.normal(size=(m, 3))
     normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-    count = np.array([4, 2, 3])
+    count = np.array([4, 2, 3, 1])
     points = 0.5 * (x_com[ia] + x_com[ib])[:, None, :] + rng.normal(size=(m, 4, 3)) * 0.3
     sep = np.where(np.arange(4) < count[:, None], -0.01, np.inf)
-    friction = np.array([0.5, 0.9, 0.3])
+    friction = np.array([0.5, 0.9, 0.3, 0.7])
     warm_n = rng.uniform(0.5, 2.0, size=(m, 4))
     warm_f = rng.normal(size=(m, 4, 3))  # with normal components and some outside the cone
     vel = rng.normal(size=(nb, 6))
@@ -285,6 +286,7 @@ def test_warm_start_applies_exactly_the_stored_impulses():
     before = vel.copy()
     s = build(ia, ib, normal, points, sep, count, friction, np.zeros(m), x_com, inv_mass,
               inv_inertia, vel, warm_n=warm_n, warm_f=warm_f)
+    assert (s.order != np.arange(m)).any()  # the solver's own order differs from ours
     s.warm_start(vel)
 
     expect = before.copy()
@@ -735,3 +737,58 @@ def test_one_product_sweeps_equal_the_sequential_sweeps(kind, chained, max_colou
         assert watch.fell_back["normal"] > 0 and watch.fell_back["friction"] > 0
     else:
         assert watch.accepted["normal"] > 0 and watch.accepted["friction"] > 0
+
+
+# ----------------------------------------------------------------------------- converged sweeps
+
+@BOTH_ROUTES
+@pytest.mark.parametrize("seed", [1, 2])
+def test_repeated_relax_sweeps_converge_to_signorini_coulomb(one_product, seed):
+    """Relax sweeps (rigid, no bias) repeated until nothing changes must satisfy the contact
+    conditions, checked on point velocities computed here from the bodies' motion
+    (v_b + w_b x r_b - v_a - w_a x r_a): no point approaches (u_n >= 0), impulse only where
+    the point is at rest along the normal (lambda u_n = 0), friction inside the cone
+    mu lambda, sticking points at rest tangentially, sliding points with friction on the cone
+    and opposing their slip (f . u_t < 0). Stacks of boxes thrown about at random."""
+    rng = np.random.default_rng(seed)
+    scene = stacked_scene(rng, columns=3, height=3)
+    n = len(scene["vel"])
+    scene["vel"][1:, :3] += rng.normal(size=(n - 1, 3)) * [0.5, 0.5, 1.0]
+    scene["vel"][1:, 3:] += rng.normal(size=(n - 1, 3)) * 0.5
+    scene["warm_n"] = np.zeros_like(scene["warm_n"])
+    vel = scene["vel"].copy()
+    s = build(**dict(scene, vel=vel), h=1.0 / 240.0, one_product=one_product)
+    dpose = np.zeros((n, 6))
+    for _ in range(400):
+        s.solve(vel, dpose, False)
+    last = vel.copy()
+    s.solve(vel, dpose, False)
+    assert np.abs(vel - last).max() < 1e-13  # converged: a further sweep changes nothing
+
+    ia, ib, nrm, pts, x = (scene[k] for k in ("ia", "ib", "normal", "points", "x_com"))
+    used = np.arange(4) < scene["count"][:, None]
+
+    def pv(body):
+        # Velocities (M, 4, 3) of the material points of bodies `body` at the contact points.
+        return vel[body, None, :3] + np.cross(vel[body, None, 3:], pts - x[body][:, None, :])
+
+    rel = pv(ib) - pv(ia)
+    un = np.einsum("mpi,mi->mp", rel, nrm)
+    ut = rel - un[..., None] * nrm[:, None, :]
+    lam, fworld = s.impulses()[:2]
+    cone = scene["friction"][:, None] * lam
+    fmag = np.linalg.norm(fworld, axis=2)
+    tol = 1e-9
+    assert (lam[used] >= 0.0).all()
+    assert (un[used] >= -tol).all()
+    assert (np.abs(lam * un)[used] <= tol).all()
+    assert (fmag[used] <= cone[used] + tol).all()
+    np.testing.assert_allclose(np.einsum("mpi,mi->mp", fworld, nrm), 0.0, atol=1e-15)
+    slip = np.linalg.norm(ut, axis=2)
+    stick = used & (fmag < cone - tol)
+    slide = used & (slip > 1e-6) & (lam > tol)  # slipping while pressed
+    assert (slip[stick] <= tol).all()
+    assert (np.abs(fmag - cone)[slide] <= tol).all()
+    assert (np.einsum("mpi,mpi->mp", fworld, ut)[slide] < 0.0).all()
+    # All three regimes occur: separating points, sticking and sliding contacts.
+    assert (used & (lam == 0.0)).any() and stick.any() and slide.any()
