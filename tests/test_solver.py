@@ -76,7 +76,7 @@ BOTH_ROUTES = pytest.mark.parametrize("one_product", [True, False],
                                       ids=["one-product", "sequential"])
 
 
-# ----------------------------------------------------------------------------- helpers
+# ------------------------------------------------------------------- soft_params, tangent_basis
 
 def test_soft_params_match_the_spring_damper_closed_form():
     """Catto's soft step from a spring k = m w^2 and damper c = 2 m zeta w on effective mass
