@@ -1,13 +1,5 @@
 """Registration of the viewport overlays (see this package's __init__ for its modules).
 
-geometry.py  pure numpy: a frame's data -> draw primitives (unit-tested without a GPU)
-source.py    a frame's data: bake cache, Debug Frame re-simulation, or the live scene
-draw.py      gpu batches and drawing (shaders created lazily, state restored)
-handler.py   the SpaceView3D POST_VIEW draw handler (batches rebuilt only on change)
-props.py     settings: Scene.hullabaloo_overlay
-ui.py        the Overlays popover section
-render.py    Render Debug Frame / Debug Frame operators and the headless command
-
 register() / unregister() add and remove everything: classes, the scene property, the draw
 handler, app handlers and the ``hullabaloo_debug_frame`` command-line command.
 """
