@@ -8,6 +8,7 @@ GJK/EPA for round shapes, ``nonconvex`` for compounds and triangle meshes) -> ``
 """
 from .broadphase import Broadphase, find_pairs
 from .compound import Compound
+from .curved import Cone, Cylinder
 from .decompose import decompose
 from .epa import epa
 from .errors import DegenerateShapeError, EngineError
@@ -32,7 +33,9 @@ __all__ = [
     "Broadphase",
     "Capsule",
     "Compound",
+    "Cone",
     "ConvexHull",
+    "Cylinder",
     "DegenerateShapeError",
     "EngineError",
     "MassProperties",

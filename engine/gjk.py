@@ -132,7 +132,10 @@ def closest_on_simplex(S, used):
 
 
 def support(points, d):
-    """Support points of padded point sets (k, V, 3) along directions d (k, 3), and their indices."""
+    """Support points of padded point sets (k, V, 3) along directions d (k, 3), and their indices.
+    A curved.SupportSet (cylinders/cones mixed with point sets) answers with its own support."""
+    if not isinstance(points, np.ndarray):
+        return points.support(d)
     idx = np.argmax(np.matmul(points, d[:, :, None])[:, :, 0], axis=1)
     return points[np.arange(len(points)), idx], idx
 

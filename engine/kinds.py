@@ -15,6 +15,8 @@ class ShapeKind(enum.IntEnum):
     CAPSULE = 2         # a Z segment core swollen by the radius
     COMPOUND = 3        # convex parts in a body frame (engine.compound)
     TRIANGLE_MESH = 4   # static or kinematic scenery (engine.trimesh)
+    CYLINDER = 5        # exact cylinder about Z (engine.curved)
+    CONE = 6            # exact cone about Z, apex up (engine.curved)
 
     @property
     def label(self):

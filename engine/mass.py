@@ -18,6 +18,7 @@ import numpy as np
 
 from .errors import EngineError
 from .kinds import ShapeKind
+from .curved import CURVED_KINDS, curved_moments
 from .quat import from_matrix, to_matrix
 
 
@@ -84,6 +85,8 @@ def mass_properties(shape, density=1000.0):
     elif kind == ShapeKind.CAPSULE:
         volume, second = _capsule_moments(shape.radius, shape.half_height)
         center = np.zeros(3)
+    elif kind in CURVED_KINDS:          # Cylinder, Cone: closed forms (curved.py)
+        volume, center, second = curved_moments(shape)
     else:
         raise EngineError(f"mass_properties needs an engine shape, got {type(shape).__name__}")
     return MassProperties(density * volume, center, _inertia(second) * density, volume)

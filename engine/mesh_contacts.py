@@ -29,6 +29,8 @@ Output: ``narrowphase.Manifolds`` rows, normal from the convex shape (A) to the 
 import numpy as np
 
 from .clip import SNAP, reduce4, segment_closest, tangent_basis
+from .curved import is_curved
+from .curved_contacts import curved_triangles
 from .gjk import gjk
 from .kinds import ShapeKind
 from .narrowphase import WIDTH, Manifolds
@@ -190,10 +192,12 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     live = np.asarray(two_sided, dtype=bool) | (h_c >= 0)
     n_out = nl * side[:, None]                 # triangle normal towards the shape (local)
     active = np.where((side > 0)[:, None], active_front, active_back)
+    curved = is_curved(table.kind[ids]) & live               # Cylinder, Cone
     poly = (table.kind[ids] == ShapeKind.POLYTOPE) & live
-    rnd = (table.kind[ids] != ShapeKind.POLYTOPE) & live
+    rnd = (table.kind[ids] != ShapeKind.POLYTOPE) & live & ~curved
     for sel, routine in ((np.flatnonzero(poly), _polytope_triangle),
-                         (np.flatnonzero(rnd), _round_triangle)):
+                         (np.flatnonzero(rnd), _round_triangle),
+                         (np.flatnonzero(curved), curved_triangles)):
         if len(sel):
             part = routine(table, ids[sel], t[sel], n_out[sel], active[sel], margin,
                            tri_index[sel])

@@ -30,6 +30,8 @@ from .clip import (
     segment_closest,
     tangent_basis,
 )
+from .curved import is_curved
+from .curved_contacts import collide_curved
 from .errors import EngineError
 from .gjk import gjk
 from .kinds import ShapeKind
@@ -40,8 +42,9 @@ WIDTH = 4
 # Pairs per batch: keeps the per-pair temporaries in cache.
 CHUNK = 2048
 # Order used to normalise pairs: the rounder shape becomes A.
-_RANK = np.zeros(3, dtype=np.int64)
+_RANK = np.zeros(8, dtype=np.int64)
 _RANK[ShapeKind.SPHERE], _RANK[ShapeKind.CAPSULE], _RANK[ShapeKind.POLYTOPE] = 0, 1, 2
+_RANK[ShapeKind.CYLINDER] = _RANK[ShapeKind.CONE] = 3   # curved pairs: curved_contacts, any order
 
 # Axis kinds reported for the debug overlays (SAT kinds 0-2 plus the analytic routes).
 AXIS_ROUND = 3       # closest points of the cores (sphere/capsule pairs, or GJK)
@@ -500,12 +503,15 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     ka = np.where(swap, kind_b, kind_a)
     kb = np.where(swap, kind_a, kind_b)
 
-    # Three groups after normalisation: round-round, round-polytope, polytope-polytope.
-    round_a = ka != ShapeKind.POLYTOPE
-    round_b = kb != ShapeKind.POLYTOPE
+    # Three groups after normalisation: round-round, round-polytope, polytope-polytope; and
+    # pairs with a cylinder or cone (curved_contacts.py).
+    curved = is_curved(ka) | is_curved(kb)
+    round_a = (ka != ShapeKind.POLYTOPE) & ~curved
+    round_b = (kb != ShapeKind.POLYTOPE) & ~curved
     groups = ((round_a & round_b, collide_round),
-              (round_a & ~round_b, collide_round_polytope),
-              (~round_a & ~round_b, collide_polytopes))
+              (round_a & ~round_b & ~curved, collide_round_polytope),
+              (~round_a & ~round_b & ~curved, collide_polytopes),
+              (curved, collide_curved))
     for mask, routine in groups:
         idx = np.nonzero(mask)[0]
         # Chunks of CHUNK pairs keep the temporaries in cache (10k pairs cost 10x 1k, not more).

@@ -17,6 +17,8 @@ import numpy as np
 
 from . import quat as quatlib
 from .clip import segment_closest
+from .curved import is_curved
+from .curved_contacts import curved_pair_distance
 from .errors import EngineError
 from .gjk import gjk, gjk_intersect
 from .kinds import ShapeKind
@@ -169,7 +171,17 @@ def pair_distance(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b):
                point_b=g.point_b.copy(), method=np.full(m, METHOD_GJK, dtype=object),
                core_overlap=g.overlap.copy(), simplex=g.simplex, simplex_a=g.simplex_a,
                simplex_b=g.simplex_b, simplex_size=g.simplex_size)
-    over = np.nonzero(g.overlap)[0]
+    # Cylinders and cones: GJK/EPA through their analytic supports (curved_contacts.py).
+    curved = is_curved(table.kind[ids_a]) | is_curved(table.kind[ids_b])
+    if curved.any():
+        c = np.flatnonzero(curved)
+        d, n, p_a, p_b, ov = curved_pair_distance(table, ids_a[c], pos_a[c], rot_a[c], ids_b[c],
+                                                  pos_b[c], rot_b[c])
+        out["distance"][c], out["normal"][c], out["point_a"][c], out["point_b"][c] = d, n, p_a, p_b
+        out["core_overlap"][c] = ov
+        out["method"][c] = np.where(ov, "epa", METHOD_GJK)
+        out["simplex_size"][c] = 0
+    over = np.nonzero(g.overlap & ~curved)[0]
     if not len(over):
         return out
     # Overlapping cores: order each pair rounder-first, as collide() does.
@@ -244,6 +256,8 @@ def distance(shape_a, pos_a, quat_a, shape_b, pos_b, quat_b):
 def intersect(shape_a, pos_a, quat_a, shape_b, pos_b, quat_b):
     """True if the shapes overlap or touch (GJK's boolean mode, early out on a separating plane)."""
     table, ia, pa, qa, ib, pb, qb = _one(shape_a, pos_a, quat_a, shape_b, pos_b, quat_b)
+    if is_curved(table.kind[ia[0]]) or is_curved(table.kind[ib[0]]):   # Cylinder, Cone
+        return distance(shape_a, pos_a, quat_a, shape_b, pos_b, quat_b).distance <= 0.0
     r = gjk_intersect(table.points[ia], table.radius[ia], pa, quatlib.to_matrix(qa),
                       table.points[ib], table.radius[ib], pb, quatlib.to_matrix(qb))
     return bool(r.overlap[0])

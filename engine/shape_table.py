@@ -15,6 +15,7 @@ import types
 
 import numpy as np
 
+from .curved import CURVED_KINDS
 from .kinds import ShapeKind
 from .shapes import Box
 
@@ -63,7 +64,8 @@ class ShapeTable:
         pmax = max([len(f) for sh in polys for f in sh.faces] + [3])
 
         out.kind = np.array([sh.kind for sh in shapes], dtype=np.int8).reshape(s)
-        out.radius = np.array([sh.radius for sh in shapes], dtype=np.float64).reshape(s)
+        # Swelling radius (curved.Cylinder/Cone use .radius for their own size and swell by 0).
+        out.radius = np.array([getattr(sh, "swell_radius", sh.radius) for sh in shapes], dtype=np.float64).reshape(s)
         out.npoints = np.array([len(sh.core_points) for sh in shapes], dtype=np.int64).reshape(s)
         out.points = np.zeros((s, vmax, 3))
         out.nfaces = np.zeros(s, dtype=np.int64)
@@ -79,6 +81,12 @@ class ShapeTable:
         out.is_box = np.array([isinstance(sh, Box) for sh in shapes], dtype=bool).reshape(s)
         out.box_half = np.array([sh.half_extents if isinstance(sh, Box) else np.zeros(3)
                                  for sh in shapes], dtype=np.float64).reshape(s, 3)
+        # Cylinder/Cone size (curved.py); 0 for other shapes.
+        curved = [sh.kind in CURVED_KINDS for sh in shapes]
+        out.curved_radius = np.array([sh.radius if c else 0.0 for sh, c in zip(shapes, curved)],
+                                     dtype=np.float64).reshape(s)
+        out.half_height = np.array([sh.half_height if c else 0.0 for sh, c in zip(shapes, curved)],
+                                   dtype=np.float64).reshape(s)
         # Bounding radius about the local origin, for cheap culling and CCD.
         out.bound_radius = np.array([sh.bounding_radius() for sh in shapes]).reshape(s)
         for i, sh in enumerate(shapes):

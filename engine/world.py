@@ -42,6 +42,7 @@ import numpy as np
 from . import quat
 from .broadphase import Broadphase
 from .contacts import PairTable, check_body_count, key_bodies, pair_keys
+from .curved import curved_aabbs
 from .errors import EngineError
 from .graph import colour_constraints, islands
 from .integrate import damping_factor, integrate_positions, integrate_velocities
@@ -571,6 +572,7 @@ class World:
         r = t.radius[sid][:, None]
         lo = world.min(axis=1) - r + self._v("pos")
         hi = world.max(axis=1) + r + self._v("pos")
+        lo, hi = curved_aabbs(t, sid, rot, self._v("pos"), lo, hi)   # Cylinder, Cone: exact
         vel = self._v("vel")
         kind = self._v("kind")
         # Sweep: linear displacement plus what rotation can add (|w| dt * bounding radius).
