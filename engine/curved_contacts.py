@@ -478,7 +478,7 @@ def curved_triangles(table, ids, t, N, active, margin, tri_index):
     # Mesh id layout (triangle in bits 28-58): the low 28 bits carry code and route (0-15),
     # the reference side (16) and the shape's feature code (17-26).
     low = (cid & np.int64(0xFFFF)) | (((cid >> 37) & 1) << 16) | (((cid >> 48) & 0x3FF) << 17)
-    out.ids[:] = np.where(used, tri_ids(tri_index, 0, 0, 0, 0) | low, 0)
+    out.ids[:] = np.where(used, tri_ids(tri_index, 0, 0, 0, 0)[:, None] | low, 0)
     out.count[:] = count
     out.distance[:] = dist
     out.axis_kind[:] = AXIS_ROUND
