@@ -171,7 +171,7 @@ def build_shape(kind, points):
     half = 0.5 * (hi - lo)
     centre = 0.5 * (hi + lo)
     size = float(np.max(hi - lo))
-    if kind in ("BOX", "SPHERE", "CAPSULE"):
+    if kind in ("BOX", "SPHERE", "CAPSULE", "CYLINDER", "CONE"):
         if kind == "BOX":
             if np.allclose(centre, 0.0, atol=1e-6 * max(size, 1e-9)):
                 return engine.Box(np.maximum(half, 1e-3 * size)), notes
@@ -181,6 +181,9 @@ def build_shape(kind, points):
                           "mesh (set the origin to the geometry to centre it)"))
         if kind == "SPHERE":
             return engine.Sphere(float(half.max())), notes
+        if kind in ("CYLINDER", "CONE"):   # Blender: radius max(x, y) / 2, height the z size
+            cls = engine.Cylinder if kind == "CYLINDER" else engine.Cone
+            return cls(float(max(half[0], half[1])), float(2.0 * half[2])), notes
         r = float(max(half[0], half[1]))
         return engine.Capsule(r, float(max(half[2] - r, 0.0))), notes
     return _hull(points), notes

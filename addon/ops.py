@@ -21,7 +21,7 @@ MAX_REPORTS = 8
 
 RB_SHAPES = {"BOX": "BOX", "SPHERE": "SPHERE", "CAPSULE": "CAPSULE",
              "CONVEX_HULL": "CONVEX_HULL", "MESH": "MESH", "COMPOUND": "COMPOUND",
-             "CYLINDER": "CONVEX_HULL", "CONE": "CONVEX_HULL"}
+             "CYLINDER": "CYLINDER", "CONE": "CONE"}
 
 
 def _package():

@@ -36,6 +36,13 @@ SHAPES = [
     ("COMPOUND", "Compound", "Several convex parts moving as one body (from the mesh's loose "
      "parts, from child objects, or by automatic decomposition)",
      "OUTLINER_OB_GROUP_INSTANCE", 5),
+    # Issue 14: exact curved shapes, sized from the bounding box as Blender's own are.
+    ("CYLINDER", "Cylinder", "An exact cylinder along the local Z axis: radius the larger "
+     "half size in X/Y, height the Z size of the bounding box (as Blender's Cylinder)",
+     "MESH_CYLINDER", 6),
+    ("CONE", "Cone", "An exact cone along the local Z axis, apex up: base radius the larger "
+     "half size in X/Y, height the Z size of the bounding box (as Blender's Cone)",
+     "MESH_CONE", 7),
 ]
 
 COMPOUND_SOURCES = [

@@ -14,6 +14,7 @@ the distinct *shapes* (few: 1000 cubes share one Box) and a fixed number of circ
 import numpy as np
 
 from ...engine import narrowphase, quat
+from ...engine.curved import curved_aabb
 from ...engine.epa import epa
 from ...engine.gjk import gjk
 from ...engine.kinds import BodyKind, ShapeKind
@@ -176,12 +177,26 @@ def local_wireframe(shape, segments=24):
             circle(r, top, ex, ey, segments), circle(r, bot, ex, ey, segments), side,
             _arc(r, top, ex, ez, 0.0, np.pi, half), _arc(r, top, ey, ez, 0.0, np.pi, half),
             _arc(r, bot, ex, -ez, 0.0, np.pi, half), _arc(r, bot, ey, -ez, 0.0, np.pi, half)))
+    if kind in (ShapeKind.CYLINDER, ShapeKind.CONE):
+        return curved_wireframe(kind, r, float(shape.half_height), segments)
     verts = np.asarray(shape.vertices if hasattr(shape, "vertices") else shape.core_points,
                        dtype=np.float64)
     edges = getattr(shape, "edges", None)
     if edges is None:  # a bare point set: its points only (degenerate segments)
         return np.stack((verts, verts), axis=1)
     return verts[np.asarray(edges, dtype=np.int64)]
+
+
+def curved_wireframe(kind, r, hh, segments=24):
+    """Cylinder: both rims and four side lines. Cone: the base rim and four lines to the apex
+    (base at -hh, apex at +hh on local Z, as engine/curved.py)."""
+    ex, ey, ez = np.eye(3)
+    bot = -hh * ez
+    top = hh * ez
+    cyl = kind == ShapeKind.CYLINDER
+    rims = [circle(r, bot, ex, ey, segments)] + ([circle(r, top, ex, ey, segments)] if cyl else [])
+    ends = [(bot + r * d, (top + r * d) if cyl else top) for d in (ex, -ex, ey, -ey)]
+    return np.concatenate([*rims, np.array(ends)])
 
 
 def posed_segments(local, shape_index, positions, rotations):
@@ -221,6 +236,12 @@ def world_aabbs(shapes, shape_index, positions, rotations):
     lo, hi = np.zeros((n, 3)), np.zeros((n, 3))
     for s in np.unique(shape_index):
         b = np.flatnonzero(shape_index == s)
+        sh = shapes[s]
+        if getattr(sh, "kind", None) in (ShapeKind.CYLINDER, ShapeKind.CONE):  # exact
+            k = len(b)
+            lo[b], hi[b] = curved_aabb(np.full(k, sh.kind), np.full(k, sh.radius),
+                                       np.full(k, sh.half_height), rotations[b], positions[b])
+            continue
         core = np.asarray(shapes[s].core_points, dtype=np.float64)
         w = np.einsum("nij,vj->nvi", rotations[b], core) + positions[b, None]
         r = float(shapes[s].radius)

@@ -141,7 +141,7 @@ def test_import_rigid_body_copies_settings_and_world():
     assert [s[k].body_type for k in ("Act", "Pas", "Kin", "Cyl", "Off")] == \
         ['DYNAMIC', 'PASSIVE', 'ANIMATED', 'DYNAMIC', 'ANIMATED']
     assert [s[k].shape for k in ("Act", "Pas", "Kin", "Cyl", "Off")] == \
-        ['SPHERE', 'MESH', 'BOX', 'CONVEX_HULL', 'CONVEX_HULL']
+        ['SPHERE', 'MESH', 'BOX', 'CYLINDER', 'CONE']   # exact shapes since issue 14
     for v in s.values():
         assert v.enabled
         assert (v.mass, v.friction, v.restitution) == pytest.approx((3.5, 0.25, 0.6))
