@@ -45,9 +45,13 @@ TRIANGLE = 99                    # feature source for mesh triangles (explicit p
 FLAT_DEG = 2.0
 COS_FLAT = float(np.cos(np.radians(FLAT_DEG)))
 SIN_FLAT = float(np.sin(np.radians(FLAT_DEG)))
-GJK_TOL = 1e-10
-EPA_TOL = 1e-7                   # curved Minkowski differences: EPA refines a curved surface
-EPA_VERTICES = 96
+GJK_TOL = 1e-9
+# EPA refines a curved Minkowski difference towards a tolerance (relative to the pair's size).
+# Queries (distance) ask for 1e-7; contacts need less: a face feature then sets the normal and
+# every separation exactly, and elsewhere 1e-5 of the size is a few hundredths of a millimetre.
+# Two curved shapes (no face to snap to: side on side, rim on rim) keep the fine tolerance.
+EPA_TOL, EPA_VERTICES = 1e-7, 96
+CONTACT_EPA_TOL, CONTACT_EPA_VERTICES = 1e-5, 40
 # Feature codes (10 bits): curved 1 top cap, 2 bottom cap / base, 3 side line, 4 point;
 # point sets 5 edge, 6 vertex, 7 sphere/capsule point, 8 capsule line, 16 + f polytope face f.
 F_TOP, F_BOTTOM, F_SIDE, F_POINT, F_EDGE, F_VERTEX, F_ROUND, F_LINE, F_FACE = 1, 2, 3, 4, 5, 6, 7, 8, 16
@@ -241,9 +245,10 @@ def features(side, d, width):
     return feat
 
 
-def signed_distance(sa, sb, swell_a, swell_b, scale):
+def signed_distance(sa, sb, swell_a, swell_b, scale, coarse=None):
     """GJK (EPA where the cores overlap) on SupportSets in one frame. Returns signed distance
-    (M,), unit normal A -> B (M, 3), surface witnesses on A and B (M, 3), core overlap (M,)."""
+    (M,), unit normal A -> B (M, 3), surface witnesses on A and B (M, 3), core overlap (M,).
+    coarse (M,) bool: rows whose EPA may stop at CONTACT_EPA_TOL (see the constants)."""
     m = len(swell_a)
     d0 = sb.off - sa.off
     d0 = np.where((_dot(d0, d0) > 0)[:, None], d0, np.array([1.0, 0.0, 0.0]))
@@ -253,14 +258,18 @@ def signed_distance(sa, sb, swell_a, swell_b, scale):
     core = np.where(g.overlap, 0.0, np.sqrt(g.vv))
     ca = np.einsum("mk,mki->mi", g.lam, g.SA)
     cb = np.einsum("mk,mki->mi", g.lam, g.SB)
-    idx = np.flatnonzero(g.overlap)
-    if len(idx):
+    coarse = np.zeros(m, dtype=bool) if coarse is None else coarse
+    for rough, tol, nv in ((False, EPA_TOL, EPA_VERTICES),
+                           (True, CONTACT_EPA_TOL, CONTACT_EPA_VERTICES)):
+        idx = np.flatnonzero(g.overlap & (coarse == rough))
+        if not len(idx):
+            continue
         order = np.argsort(~g.used[idx], axis=1, kind="stable")
         r = np.arange(len(idx))[:, None]
         S, SA, SB = g.S[idx][r, order], g.SA[idx][r, order], g.SB[idx][r, order]
         size = g.used[idx].sum(axis=1)
         depth, ne, ea, eb, touch, _, _ = _run_epa(sa[idx], sb[idx], scale[idx], S, SA, SB, size,
-                                                  EPA_TOL, EPA_VERTICES)
+                                                  tol, nv)
         core[idx] = -depth
         n[idx] = ne
         ca[idx] = np.where(touch[:, None], ca[idx], ea)
@@ -293,7 +302,9 @@ def manifolds(side_a, side_b, margin, force_face=None, pre=None):
                        np.sqrt(np.max(_dot(side_b.tri - side_b.tri.mean(axis=1, keepdims=True),
                                            side_b.tri - side_b.tri.mean(axis=1, keepdims=True)), axis=1)))
     if pre is None:
-        pre = signed_distance(sa, sb, side_a.swell, side_b.swell, scale)
+        # Coarse EPA where a face can set the normal: not two curved shapes.
+        coarse = ~(is_curved(side_a.kind) & is_curved(side_b.kind))
+        pre = signed_distance(sa, sb, side_a.swell, side_b.swell, scale, coarse)
     dist, n, wa, wb, _ = pre
     dist = dist.copy()
     normal = n.copy()
@@ -465,7 +476,7 @@ def curved_triangles(table, ids, t, N, active, margin, tri_index):
     side_b = Side(table, ids, np.full(m, TRIANGLE), eye, np.zeros((m, 3)), np.zeros(m), t, N)
     sa, sb = side_a.support_set(), side_b.support_set()
     scale = table.bound_radius[ids]
-    pre = signed_distance(sa, sb, np.zeros(m), np.zeros(m), scale)
+    pre = signed_distance(sa, sb, np.zeros(m), np.zeros(m), scale, np.ones(m, dtype=bool))
     n = pre[1]
     face = -_dot(n, N) >= COS_FLAT
     ok = _feature_active(t, n, active, SNAP * scale)
