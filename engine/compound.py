@@ -15,6 +15,7 @@ padding every shape in the table to the parts' total vertex count.
 import numpy as np
 
 from . import quat
+from .curved import CONE, CYLINDER, curved_aabb
 from .errors import EngineError
 from .kinds import ShapeKind
 from .shapes import Shape
@@ -44,10 +45,10 @@ class Compound(Shape):
                 raise EngineError(f"Compound part {i} must be (shape, position, quaternion), "
                                   f"got {part!r}") from None
             if getattr(shape, "kind", None) not in (ShapeKind.POLYTOPE, ShapeKind.SPHERE,
-                                                     ShapeKind.CAPSULE):
+                                                     ShapeKind.CAPSULE, CYLINDER, CONE):
                 raise EngineError(f"Compound part {i} must be a convex shape (Box, Sphere, "
-                                  f"Capsule, ConvexHull), got {shape!r}; nest compounds by "
-                                  "listing their parts, hull meshes first")
+                                  f"Capsule, Cylinder, Cone, ConvexHull), got {shape!r}; nest "
+                                  "compounds by listing their parts, hull meshes first")
             p = np.asarray(p, dtype=np.float64).reshape(-1)
             q = np.asarray(q, dtype=np.float64).reshape(-1)
             if p.shape != (3,) or q.shape != (4,) or not (np.all(np.isfinite(p))
@@ -79,6 +80,12 @@ class Compound(Shape):
         """Body-frame boxes (lo, hi) of the parts, each (P, 3)."""
         lo, hi = [], []
         for s, p, r in zip(self.shapes, self.positions, self.rotations):
+            if s.kind in (CYLINDER, CONE):       # exact box (curved.py)
+                a, b = curved_aabb(np.array([s.kind]), np.array([s.radius]),
+                                   np.array([s.half_height]), r[None], p[None])
+                lo.append(a[0])
+                hi.append(b[0])
+                continue
             w = s.core_points @ r.T + p
             lo.append(w.min(axis=0) - s.radius)
             hi.append(w.max(axis=0) + s.radius)

@@ -298,6 +298,7 @@ def test_separated_distance_agrees_with_fcl():
     # larger answers are its error (the brute-force test above pins ours to 1e-8).
     err = r["distance"] - ref
     assert np.abs(err).max() < 3e-4 and np.median(np.abs(err)) < 1e-5
+    assert err.max() < 1e-8                   # fcl is never below ours
 
 
 # --------------------------------------------------------------------------- manifolds
@@ -519,3 +520,20 @@ def test_deterministic():
     a, b = sim(), sim()
     assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
     assert np.all(np.isfinite(a[0]))
+
+
+def test_compound_with_cylinder_wheels_rests_on_them():
+    """A dumbbell (two cylinder wheels on a box bar) lying on the ground rests on its wheels;
+    its mass properties combine the exact parts."""
+    wheel, bar = engine.Cylinder(0.2, 0.1), engine.Box((0.05, 0.05, 0.3))
+    c = engine.Compound([(wheel, (0, 0, -0.3), (1, 0, 0, 0)), (bar, (0, 0, 0), (1, 0, 0, 0)),
+                         (wheel, (0, 0, 0.3), (1, 0, 0, 0))])
+    mp = c.mass_properties(density=1.0)
+    assert mp.volume == pytest.approx(2 * np.pi * 0.04 * 0.1 + 0.1 * 0.1 * 0.6, rel=1e-12)
+    lo, hi = c.part_aabbs()
+    np.testing.assert_allclose(lo[0], [-0.2, -0.2, -0.35]) and np.testing.assert_allclose(hi[2], [0.2, 0.2, 0.35])
+    w = flat_world()
+    b = w.add_body(c, position=(0, 0, 0.3), orientation=qaxis((1, 0, 0), np.pi / 2), mass=2.0)
+    p, q = run(w, b, 2.0, 1 / 60)
+    assert p[2] == pytest.approx(0.2, abs=5e-4)
+    assert abs(axis_tilt_deg(q) - 90) < 0.1
