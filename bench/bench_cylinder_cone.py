@@ -17,11 +17,12 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-import engine  # noqa: E402
-from engine import quat  # noqa: E402
-from engine.queries import pair_distance  # noqa: E402
-from engine.shape_table import ShapeTable  # noqa: E402
-import test_cylinder_cone as T  # noqa: E402  (the tests' oracles and scenes)
+import test_cylinder_cone as T
+
+import engine
+from engine import quat
+from engine.queries import pair_distance
+from engine.shape_table import ShapeTable
 
 
 def rolling(dt, ground):
@@ -31,7 +32,7 @@ def rolling(dt, ground):
     b = w.add_body(engine.Cylinder(r, 0.4), position=start,
                    orientation=T.qaxis((1, 0, 0), np.pi / 2), mass=2.0, friction=0.8)
     s, lift = [], []
-    n = int(round(2.0 / dt))
+    n = round(2.0 / dt)
     for _ in range(n):
         w.step(dt)
         p = w.positions[b]

@@ -56,6 +56,9 @@ class CurvedShape(Shape):
         self.core_points = self._bounding_points(ring)
         self.core_points.setflags(write=False)
 
+    def _bounding_points(self, ring):
+        raise NotImplementedError
+
     def local_aabb(self):
         lo, hi = curved_aabb(np.array([self.kind]), np.array([self.radius]),
                              np.array([self.half_height]), np.eye(3)[None], np.zeros((1, 3)))
@@ -164,7 +167,7 @@ class SupportSet:
     """Batched convex cores for GJK/EPA (gjk.support dispatches on this type): per row either
     a padded point set already in the common frame (code 0) or a cylinder/cone posed by rot
     (k, 3, 3, local -> frame) and off (k, 3). Indexing with a row selection gives a subset."""
-    __slots__ = ("pts", "code", "radius", "hh", "rot", "off")
+    __slots__ = ("code", "hh", "off", "pts", "radius", "rot")
 
     def __init__(self, pts, code, radius, hh, rot, off):
         self.pts, self.code, self.radius, self.hh, self.rot, self.off = (
@@ -178,7 +181,7 @@ class SupportSet:
         return len(self.code)
 
     def __getitem__(self, sel):
-        return SupportSet(*(getattr(self, f)[sel] for f in self.__slots__))
+        return SupportSet(**{f: getattr(self, f)[sel] for f in self.__slots__})
 
     def support(self, d):
         k = len(self.code)

@@ -31,8 +31,8 @@ line keeps its two end ids.
 """
 import numpy as np
 
-from .clip import SNAP, reduce4, segment_closest
-from .curved import CAP_DIRS, CAP_N, CONE, CYLINDER, SupportSet, is_curved, local_support
+from .clip import SNAP, reduce4
+from .curved import CAP_DIRS, CAP_N, CONE, SupportSet, is_curved, local_support
 from .epa import _run_epa
 from .gjk import run_gjk
 from .kinds import ShapeKind
@@ -202,12 +202,13 @@ def _curved_feature(feat, side, rows, d):
                      np.stack((rad * ux, rad * uy, hh), axis=1))
     line = to_frame(np.stack((rim, upper), axis=1))
     sup = to_frame(local_support(kind, rad, hh, dl)[:, None])
+    k = len(rows)
     for sel, pts, dim, code in ((top | bottom, cap, 2, np.where(top, F_TOP, F_BOTTOM)),
-                                (side_line, line, 1, F_SIDE), (point, sup, 0, F_POINT)):
+                                (side_line, line, 1, np.full(k, F_SIDE)),
+                                (point, sup, 0, np.full(k, F_POINT))):
         s = np.flatnonzero(sel)
         if len(s):
-            c = code[s] if np.ndim(code) else code
-            feat.set(rows[s], pts[s], dim, c, cap_n[s] if dim == 2 else None)
+            feat.set(rows[s], pts[s], dim, code[s], cap_n[s] if dim == 2 else None)
 
 
 def features(side, d, width):
@@ -293,7 +294,7 @@ def manifolds(side_a, side_b, margin, force_face=None, pre=None):
 
     Returns (normal (M,3), points (M,4,3), separation (M,4), ids (M,4), count (M,), distance (M,)).
     """
-    from .mesh_contacts import _clip           # mesh_contacts imports narrowphase, which imports us
+    from .mesh_contacts import _clip  # mesh_contacts imports narrowphase, which imports us
     m = len(side_a.ids)
     sa, sb = side_a.support_set(), side_b.support_set()
     t = side_a.table
@@ -466,7 +467,8 @@ def curved_triangles(table, ids, t, N, active, margin, tri_index):
     """mesh_contacts routine: cylinder/cone (local frame) vs one-sided triangles t (M, 3, 3)
     facing it with normal N. A normal from an inactive triangle edge or vertex (flat or concave
     shared edge) is replaced by the face normal, as for the other shapes."""
-    from .mesh_contacts import _feature_active, _ids as tri_ids
+    from .mesh_contacts import _feature_active
+    from .mesh_contacts import _ids as tri_ids
     from .narrowphase import Manifolds
     m = len(ids)
     out = Manifolds(m)

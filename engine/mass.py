@@ -16,9 +16,9 @@ Inertia is about the centre of mass, I = trace(C) * Id - C for the second moment
 """
 import numpy as np
 
+from .curved import CURVED_KINDS, curved_moments
 from .errors import EngineError
 from .kinds import ShapeKind
-from .curved import CURVED_KINDS, curved_moments
 from .quat import from_matrix, to_matrix
 
 

@@ -65,7 +65,8 @@ class ShapeTable:
 
         out.kind = np.array([sh.kind for sh in shapes], dtype=np.int8).reshape(s)
         # Swelling radius (curved.Cylinder/Cone use .radius for their own size and swell by 0).
-        out.radius = np.array([getattr(sh, "swell_radius", sh.radius) for sh in shapes], dtype=np.float64).reshape(s)
+        out.radius = np.array([getattr(sh, "swell_radius", sh.radius)
+                               for sh in shapes], dtype=np.float64).reshape(s)
         out.npoints = np.array([len(sh.core_points) for sh in shapes], dtype=np.int64).reshape(s)
         out.points = np.zeros((s, vmax, 3))
         out.nfaces = np.zeros(s, dtype=np.int64)

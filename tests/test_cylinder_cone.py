@@ -124,7 +124,7 @@ def axis_tilt_deg(q):
 
 
 def run(w, body, seconds, dt):
-    for _ in range(int(round(seconds / dt))):
+    for _ in range(round(seconds / dt)):
         w.step(dt)
     return w.positions[body].copy(), w.orientations[body].copy()
 
@@ -406,7 +406,7 @@ def test_solid_cylinder_rolls_down_10_degree_slope(dt):
     b = w.add_body(engine.Cylinder(r, 0.4), position=start, orientation=qaxis((1, 0, 0), np.pi / 2),
                    mass=2.0, friction=0.8)
     s, lift = [], []
-    for _ in range(int(round(2.0 / dt))):
+    for _ in range(round(2.0 / dt)):
         w.step(dt)
         p = w.positions[b]
         s.append(np.dot(p - start, down))
@@ -471,7 +471,7 @@ def test_cylinder_cylinder_and_cone_box_stacks():
     w = flat_world()
     base = w.add_body(engine.Cylinder(0.3, 0.4), position=(0, 0, 0.201), mass=2.0)
     top = w.add_body(engine.Cylinder(0.2, 0.3), position=(0.05, 0, 0.552), mass=1.0)
-    box = w.add_body(engine.Box((0.3, 0.3, 0.1)), position=(1, 0, 0.101), mass=1.0)
+    box = w.add_body(engine.Box((0.3, 0.3, 0.1)), position=(1, 0, 0.101), mass=1.0)  # under the cone
     cone = w.add_body(engine.Cone(0.2, 0.4), position=(1, 0, 0.402), mass=0.5)
     ball = w.add_body(engine.Sphere(0.1), position=(-0.97, 0, 0.5), mass=0.2)
     lying = w.add_body(engine.Cylinder(0.2, 1.0), position=(-1, 0, 0.2),
@@ -480,6 +480,7 @@ def test_cylinder_cylinder_and_cone_box_stacks():
     assert w.positions[base][2] == pytest.approx(0.2, abs=5e-4)
     assert w.positions[top][2] == pytest.approx(0.55, abs=1e-3)
     assert axis_tilt_deg(w.orientations[top]) < 0.2
+    assert w.positions[box][2] == pytest.approx(0.1, abs=5e-4)
     assert w.positions[cone][2] == pytest.approx(0.4, abs=1e-3)
     assert axis_tilt_deg(w.orientations[cone]) < 0.2
     # A ball set just off the top of a static lying cylinder (axis along y) rolls off its side
@@ -531,9 +532,43 @@ def test_compound_with_cylinder_wheels_rests_on_them():
     mp = c.mass_properties(density=1.0)
     assert mp.volume == pytest.approx(2 * np.pi * 0.04 * 0.1 + 0.1 * 0.1 * 0.6, rel=1e-12)
     lo, hi = c.part_aabbs()
-    np.testing.assert_allclose(lo[0], [-0.2, -0.2, -0.35]) and np.testing.assert_allclose(hi[2], [0.2, 0.2, 0.35])
+    np.testing.assert_allclose(lo[0], [-0.2, -0.2, -0.35])
+    np.testing.assert_allclose(hi[2], [0.2, 0.2, 0.35])
     w = flat_world()
     b = w.add_body(c, position=(0, 0, 0.3), orientation=qaxis((1, 0, 0), np.pi / 2), mass=2.0)
     p, q = run(w, b, 2.0, 1 / 60)
     assert p[2] == pytest.approx(0.2, abs=5e-4)
     assert abs(axis_tilt_deg(q) - 90) < 0.1
+
+
+# --------------------------------------------------------------------------- add-on overlays
+
+def test_overlay_wireframes_and_boxes_of_curved_shapes():
+    """addon/overlay/geometry.py (Blender-free) outlines them on their surfaces and boxes them
+    exactly."""
+    from hullabaloo.addon.overlay import geometry as geo
+    eng = engine
+    cyl, cone = eng.Cylinder(0.3, 0.8), eng.Cone(0.5, 1.0)
+    seg = geo.local_wireframe(cyl, segments=24).reshape(-1, 3)
+    assert len(seg) == 2 * (2 * 24 + 4)
+    np.testing.assert_allclose(np.hypot(seg[:, 0], seg[:, 1]), 0.3, atol=1e-12)
+    assert set(np.round(seg[:, 2], 12)) == {-0.4, 0.4}
+    seg = geo.local_wireframe(cone, segments=24).reshape(-1, 3)
+    base = np.isclose(seg[:, 2], -0.5)
+    np.testing.assert_allclose(np.hypot(seg[base, 0], seg[base, 1]), 0.5, atol=1e-12)
+    np.testing.assert_allclose(seg[~base], [[0, 0, 0.5]] * int((~base).sum()), atol=1e-12)
+    # Posed AABBs: exact (from dense rim samples).
+    rng = np.random.default_rng(1)
+    q = rng.normal(size=(5, 4))
+    q /= np.linalg.norm(q, axis=1, keepdims=True)
+    rot = eng.quat.to_matrix(q)
+    pos = rng.normal(size=(5, 3))
+    lo, hi = geo.world_aabbs([cyl, cone], np.array([0, 1, 0, 1, 0]), pos, rot)
+    phi = np.linspace(0, 2 * np.pi, 4001)
+    for i, sh in enumerate([cyl, cone, cyl, cone, cyl]):
+        ring = np.stack((sh.radius * np.cos(phi), sh.radius * np.sin(phi), 0 * phi), 1)
+        hh = sh.half_height
+        pts = np.concatenate((ring - [0, 0, hh], ring + [0, 0, hh] if sh is cyl else [[0, 0, hh]]))
+        w = pts @ rot[i].T + pos[i]
+        np.testing.assert_allclose(lo[i], w.min(axis=0), atol=1e-6)
+        np.testing.assert_allclose(hi[i], w.max(axis=0), atol=1e-6)
