@@ -572,3 +572,15 @@ def test_overlay_wireframes_and_boxes_of_curved_shapes():
         w = pts @ rot[i].T + pos[i]
         np.testing.assert_allclose(lo[i], w.min(axis=0), atol=1e-6)
         np.testing.assert_allclose(hi[i], w.max(axis=0), atol=1e-6)
+
+
+def test_overlay_query_layers_use_exact_witnesses_for_curved_pairs():
+    from hullabaloo.addon.overlay import geometry as geo
+    cyl, box = engine.Cylinder(0.3, 0.8), engine.Box((1.0, 1.0, 0.5))
+    pos = np.array([[0.0, 0.0, 0.5 + 0.4 + 0.05], [0.0, 0.0, 0.0]])
+    rot = quat.to_matrix(np.array([[1.0, 0, 0, 0], [1.0, 0, 0, 0]]))
+    layers = geo.query_layers([cyl, box], [0, 1], pos, rot, [[0, 1]], {})
+    by = {ly.name: ly for ly in layers}
+    wit = by["witness"].coords.reshape(-1, 2, 3)[0]
+    assert wit[0][2] == pytest.approx(0.5 + 0.05) and wit[1][2] == pytest.approx(0.5)
+    assert "simplex" not in by and "epa" not in by          # no bounding-prism pictures

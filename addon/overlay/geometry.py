@@ -14,11 +14,12 @@ the distinct *shapes* (few: 1000 cubes share one Box) and a fixed number of circ
 import numpy as np
 
 from ...engine import narrowphase, quat
-from ...engine.curved import curved_aabb
+from ...engine.curved import curved_aabb, is_curved
 from ...engine.epa import epa
 from ...engine.gjk import gjk
 from ...engine.kinds import BodyKind, ShapeKind
 from ...engine.narrowphase import AXIS_CORE_EDGE, AXIS_CORE_FACE, AXIS_ROUND  # noqa: F401
+from ...engine.queries import pair_distance
 from ...engine.sat import EDGE, FACE_A, FACE_B
 from ...engine.shape_table import ShapeTable
 from ...engine.solver import tangent_basis
@@ -429,9 +430,18 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
     ra, rb = table.radius[sa], table.radius[sb]
     anchor = positions[ia]
     width = opts.get("line_width", 2.0)
+    # Cylinders and cones have no point core: their pairs get the exact witnesses only (their
+    # table points are a bounding prism, whose simplex / EPA polytope would mislead).
+    curved = is_curved(table.kind[sa]) | is_curved(table.kind[sb])
     if opts.get("show_simplex", True):
         g = gjk(pa, ra, positions[ia], rotations[ia], pb, rb,
                                      positions[ib], rotations[ib])
+        if curved.any():
+            c = np.flatnonzero(curved)
+            exact = pair_distance(table, sa[c], positions[ia[c]], rotations[ia[c]], sb[c],
+                                  positions[ib[c]], rotations[ib[c]])
+            g.point_a[c], g.point_b[c] = exact["point_a"], exact["point_b"]
+            g.simplex_size[c] = 0
         seg, _ = simplex_segments(g.simplex, g.simplex_size, anchor)
         out.append(lines("simplex", seg, opts.get("simplex_colour", (1.0, 0.2, 1.0, 1.0)),
                          width + 1.0))
@@ -446,6 +456,8 @@ def query_layers(shapes, shape_index, positions, rotations, pairs, opts):
     if opts.get("show_epa", True):
         e = epa(pa, ra, positions[ia], rotations[ia], pb, rb,
                                      positions[ib], rotations[ib])
+        e.polytope_faces[curved] = -1
+        e.overlap[curved] = False
         if e.overlap.any():
             seg, _ = polytope_segments(e.polytope_vertices, e.polytope_faces, anchor)
             out.append(lines("epa", seg, opts.get("epa_colour", (0.3, 0.8, 1.0, 1.0)), width))
