@@ -26,9 +26,13 @@ from .shapes import Shape
 CYLINDER, CONE = ShapeKind.CYLINDER, ShapeKind.CONE
 CURVED_KINDS = (CYLINDER, CONE)
 # The core points of a curved shape in the ShapeTable are a circumscribed prism/pyramid of this
-# many sides: conservative for any code that only needs a bounding set (mesh queries, sides).
+# many sides. Only bounding uses read them (a compound's or mesh query's candidate box, the
+# triangle side test): 8 sides make those boxes at most 1/cos(pi/8) - 1 = 8 % too wide, and
+# keep the padded point arrays of a mixed table small (16 points for a cylinder).
 RING = 8
-# Cap polygons used for face contacts: points exactly on the rim circle.
+# Cap polygons used for face contacts: CAP_N points exactly on the rim circle. 16 puts a point
+# within 11.25 deg of any rim direction, so a cap clipped by a face edge loses at most
+# r (1 - cos(pi/16)) = 1.9 % of r of its true outline; clip.reduce4 keeps 4 of them.
 CAP_N = 16
 
 

@@ -38,7 +38,8 @@ def test_installed_into_the_sandbox_and_enabled():
         assert name in props
     assert {i.identifier for i in props["body_type"].enum_items} == {"DYNAMIC", "PASSIVE", "ANIMATED"}
     assert {i.identifier for i in props["shape"].enum_items} == {
-        "CONVEX_HULL", "BOX", "SPHERE", "CAPSULE", "MESH", "COMPOUND"}
+        "CONVEX_HULL", "BOX", "SPHERE", "CAPSULE", "MESH", "COMPOUND",
+        "CYLINDER", "CONE"}   # exact curved shapes since issue 14
     for op in ("bake", "clear_bake", "import_rigid_body", "rebake_from_frame"):
         assert hasattr(bpy.types, "HULLABALOO_OT_" + op), op
 
