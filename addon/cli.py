@@ -422,7 +422,7 @@ def preview_command(args):
         return 2
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    paths, strip, thumb = _render(scene, out, args, args.label)
+    _, strip, thumb = _render(scene, out, args, args.label)
     for p in ([strip] if strip else []) + ([thumb] if thumb else []):
         print(p)
     return 0

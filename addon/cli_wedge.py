@@ -81,6 +81,7 @@ def check_plan(args, variants):
     """Open the scene once here and check every --set and --vary value against it, so an
     unknown object or property is one clear message before any process starts."""
     import bpy
+
     from . import overrides
     path = os.path.abspath(args.scene)
     if not os.path.isfile(path):
@@ -93,7 +94,7 @@ def check_plan(args, variants):
             continue
         seen.add(text)
         p, value = overrides.split_assignment(text)
-        group, rna, label = overrides.resolve(p, scene, bpy.data.objects)
+        _, rna, label = overrides.resolve(p, scene, bpy.data.objects)
         overrides.coerce(rna, overrides.parse_value(value), f"{p!r} ({label})")
 
 
@@ -105,7 +106,7 @@ def run_variant(cmd, vdir, timeout=None):
             os.remove(os.path.join(vdir, stale))
     t0 = time.perf_counter()
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+        done = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as exc:

@@ -37,6 +37,7 @@ def apply(scene, seed, amount):
     bodies are first put back to their pre-bake pose (as Clear Bake does), so a re-bake
     perturbs the original start. Returns (names perturbed, warnings)."""
     from mathutils import Matrix
+
     from . import animation
     done, warnings = [], []
     if amount < 0:

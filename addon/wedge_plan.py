@@ -7,7 +7,13 @@ seeds innermost, and name variant i ``v{i:03d}_{prop}-{value}..._seed{K}``.
 import itertools
 import re
 
-from .overrides import OverrideError, parse_value, split_assignment, split_values, to_json
+from .overrides import (
+    OverrideError,
+    parse_value,
+    split_assignment,
+    split_values,
+    to_json,
+)
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
