@@ -45,7 +45,9 @@ def check_path(path):
 def split_values(text):
     """'V1,V2,...' split at the commas outside brackets, so tuples stay whole:
     '(8,0,0),(12,0,0)' -> ['(8,0,0)', '(12,0,0)']."""
-    items, depth, cur = [], 0, []
+    items: list[str] = []
+    cur: list[str] = []
+    depth = 0
     for ch in text:
         if ch in "([{":
             depth += 1
@@ -165,6 +167,6 @@ def apply(assignments, scene, objects):
         group, rna, label = resolve(path, scene, objects)
         value = coerce(rna, parse_value(text), f"{path!r} ({label})")
         planned.append((path, group, rna.identifier, value))
-    for path, group, prop, value in planned:
+    for _, group, prop, value in planned:
         setattr(group, prop, value)
     return [(path, to_json(value)) for path, _, _, value in planned]
