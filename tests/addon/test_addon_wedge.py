@@ -227,6 +227,13 @@ def test_wedge_reports_failed_variants_and_bad_input(tmp_path):
                                     cwd=tmp_path)
         assert code == 2 and message in err and "Traceback" not in err, (vary, err)
         assert not bad.exists()
+    # bake with a bad --set: exit code 2, the message, and summary.json says so too.
+    code, _, err = run_cli("bake", scene, "--out", str(tmp_path / "b"), "--no-render",
+                           "--set", "Ball.hullabaloo.friction=(1,2)", cwd=tmp_path)
+    assert code == 2 and "expected one value" in err and "Traceback" not in err
+    failed = read_json(tmp_path / "b" / "summary.json")
+    assert failed["ok"] is False and "expected one value" in failed["error"]
+    assert not (tmp_path / "b" / "baked.blend").exists()
 
 
 def test_a_crashed_worker_is_reported_and_the_others_finish(tmp_path):
