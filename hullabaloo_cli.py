@@ -1,6 +1,9 @@
 """Hullabaloo from plain Python with the ``bpy`` wheel (Blender as a Python module).
 
-    python hullabaloo_cli.py bake [SCENE.blend] --out OUT_DIR [--frames N] [--preview K]
+    python hullabaloo_cli.py bake [SCENE.blend] --out OUT_DIR [--frames N] [--set PATH=VALUE]
+                                  [--seed K] [--preview K] ...
+    python hullabaloo_cli.py wedge SCENE.blend --out DIR --vary PATH=V1,V2 [--seeds K]
+                                   [--workers N] ...
 
 Loads this checkout as the package ``hullabaloo`` (so the add-on's relative imports work as
 they do inside Blender), registers it, and runs the same command as

@@ -9,6 +9,7 @@ arrays all have the same shape is stacked (F, ...); one whose length varies per 
 pair table, contacts) is concatenated with an offsets array.
 """
 import os
+import shutil
 import tempfile
 
 import numpy as np
@@ -162,17 +163,28 @@ def clear_memory():
 
 
 def persist_all(package, blend_path):
-    """Write every dirty in-memory cache beside the .blend being saved (save_pre handler,
-    so the scene's cache_file setting is stored in that same save)."""
+    """Write every scene's cache beside the .blend being saved (save_pre handler, so the
+    scene's cache_file setting is stored in that same save), as a path relative to it: the
+    folder of a .blend and its cache can be moved or copied to a farm node together. A cache
+    that is already on disk for another file (Save As) is copied, so it travels too."""
     import bpy
     if not blend_path:
         return
     folder = default_dir(blend_path, package)
     for scene in bpy.data.scenes:
-        c = _MEMORY.get(scene_key(scene))
-        if c is None or not c.dirty:
-            continue
         safe = "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in scene.name)
         path = os.path.join(folder, f"{safe}.npz")
-        save(c, path)
+        old = bpy_abspath(scene.hullabaloo.cache_file)  # still relative to the old file
+        c = _MEMORY.get(scene_key(scene))
+        if c is not None and (c.dirty or not _same_file(old, path)):
+            save(c, path)
+        elif c is None and old and os.path.isfile(old) and not _same_file(old, path):
+            os.makedirs(folder, exist_ok=True)
+            shutil.copyfile(old, path)
+        else:
+            continue
         scene.hullabaloo.cache_file = bpy.path.relpath(path, start=os.path.dirname(blend_path))
+
+
+def _same_file(a, b):
+    return bool(a) and os.path.abspath(a) == os.path.abspath(b)

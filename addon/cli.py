@@ -1,12 +1,20 @@
 """Headless baking: ``blender -b --command hullabaloo bake ...`` and plain Python with bpy.
 
-    hullabaloo bake [SCENE.blend] [--out DIR] [--frames N] [--preview K] [--size WxH]
-                    [--no-render] [--record]
+    hullabaloo bake [SCENE.blend] [--out DIR] [--frames N] [--frame-start S] [--frame-end E]
+                    [--set PATH=VALUE ...] [--seed K [--jitter M]] [--preview K] [--size WxH]
+                    [--no-render] [--no-record] [--from-frame F]
+    hullabaloo wedge SCENE.blend --out DIR --vary PATH=V1,V2,... [--seeds K] [--workers N]
+                    [every bake option]   (see addon/cli_wedge.py)
+    hullabaloo preview BAKED.blend --out DIR [--preview K] [--size WxH] [--label TEXT]
 
 Bakes the given .blend (or the file Blender already has open, or, with neither, a demo scene:
-a tower and a pile of convex-hull rocks hit by a heavy ball), saves ``DIR/baked.blend``,
-renders K frames with Workbench to ``DIR/preview_####.png`` plus ``DIR/preview_strip.png``,
-and prints a summary (objects, frames, time, max penetration). Exit code 0 on success.
+a tower and a pile of convex-hull rocks hit by a heavy ball) after applying the --set
+overrides (addon/overrides.py), the frame range and the --seed start-pose jitter
+(addon/jitter.py); saves ``DIR/baked.blend`` (its re-bake cache beside it, relative path),
+writes ``DIR/summary.json`` (always; addon/summary.py), renders K frames with Workbench to
+``DIR/preview_####.png`` plus ``DIR/preview_strip.png`` and the last frame to
+``DIR/thumbnail.png``, and prints a summary. Exit code 0 on success, 1 when the bake fails,
+2 for bad options.
 """
 import argparse
 import math
@@ -18,21 +26,69 @@ import bpy
 import numpy as np
 
 
+def add_bake_options(p, wedge=False):
+    """The options of ``bake``; ``wedge`` takes them all and passes them to every variant."""
+    p.add_argument("--out", required=wedge, default=None if wedge else "hullabaloo_out",
+                   help="output folder" + ("" if wedge else " (default: ./hullabaloo_out)"))
+    p.add_argument("--frames", type=int, default=None, help="bake frames start..start+N-1 "
+                   "(default: the scene's range; the demo uses 120)")
+    p.add_argument("--frame-start", type=int, default=None, help="first frame of the bake")
+    p.add_argument("--frame-end", type=int, default=None, help="last frame of the bake")
+    p.add_argument("--set", action="append", default=[], metavar="PATH=VALUE",
+                   help="override a setting before baking, e.g. "
+                   "'Ball.hullabaloo.initial_linear_velocity=(12,0,0)' or "
+                   "'Scene.hullabaloo.substeps=8' (repeatable, applied in order)")
+    p.add_argument("--seed", type=int, default=None, help="perturb the dynamic bodies' start "
+                   "poses reproducibly with this seed (see --jitter)")
+    p.add_argument("--jitter", type=float, default=0.005, help="with --seed: at most this many "
+                   "metres of start-pose perturbation (and a matching small angle); "
+                   "default 0.005")
+    p.add_argument("--preview", type=int, default=0 if wedge else 6,
+                   help="number of preview frames to render (besides the thumbnail)")
+    p.add_argument("--size", default="320x180", help="preview size WxH (default 320x180)")
+    p.add_argument("--no-render", action="store_true", help="skip the preview renders")
+    p.add_argument("--no-record", dest="record", action="store_false",
+                   help="do not keep per-frame contact records (then no max penetration)")
+
+
+def common_bake_args(ns):
+    """The bake options of a parsed namespace as argv words (for the wedge's variants)."""
+    out = []
+    for flag in ("frames", "frame_start", "frame_end"):
+        v = getattr(ns, flag)
+        if v is not None:
+            out += ["--" + flag.replace("_", "-"), str(v)]
+    for s in ns.set:
+        out += ["--set", s]
+    if ns.seed is not None:
+        out += ["--seed", str(ns.seed)]
+    out += ["--jitter", repr(float(ns.jitter)), "--preview", str(ns.preview), "--size", ns.size]
+    if ns.no_render:
+        out.append("--no-render")
+    if not ns.record:
+        out.append("--no-record")
+    return out
+
+
 def parser():
+    from . import cli_wedge
     ap = argparse.ArgumentParser(prog="hullabaloo", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     b = sub.add_parser("bake", help="bake a scene (or the demo scene) and render a preview")
     b.add_argument("blend", nargs="?", default=None, help=".blend file to bake (default: the "
                    "open file, else the built-in demo scene)")
-    b.add_argument("--out", default="hullabaloo_out", help="output folder (default: "
-                   "./hullabaloo_out)")
-    b.add_argument("--frames", type=int, default=None, help="bake frames start..start+N-1 "
-                   "(default: the scene's range; the demo uses 120)")
-    b.add_argument("--preview", type=int, default=6, help="number of preview frames to render")
-    b.add_argument("--size", default="320x180", help="preview size WxH (default 320x180)")
-    b.add_argument("--no-render", action="store_true", help="skip the preview renders")
-    b.add_argument("--no-record", dest="record", action="store_false",
-                   help="do not keep per-frame contact records (then no max penetration)")
+    add_bake_options(b)
+    b.add_argument("--from-frame", type=int, default=None, help="re-bake from this frame on, "
+                   "continuing from the simulation state stored with the file")
+    b.add_argument("--label", default="", help="text stamped on the thumbnail")
+    pv = sub.add_parser("preview", help="render the preview frames and thumbnail of a baked "
+                        ".blend (the farm's render task)")
+    pv.add_argument("blend")
+    pv.add_argument("--out", required=True)
+    pv.add_argument("--preview", type=int, default=0)
+    pv.add_argument("--size", default="320x180")
+    pv.add_argument("--label", default="")
+    cli_wedge.add_parser(sub, add_bake_options)
     sub.add_parser("demo", help="only build and save the demo scene").add_argument(
         "--out", default="hullabaloo_out")
     return ap
@@ -209,35 +265,133 @@ def _strip(paths, out, w, h):
 
 # -- commands --------------------------------------------------------------------------------
 
+class UsageError(Exception):
+    """Bad command-line input (exit code 2), reported in one line."""
+
+
+def _open_scene(args):
+    if args.blend:
+        path = os.path.abspath(args.blend)
+        if not os.path.isfile(path):
+            raise UsageError(f"no such .blend file: {path}")
+        try:
+            bpy.ops.wm.open_mainfile(filepath=path)
+        except RuntimeError as exc:
+            raise UsageError(f"cannot open {path}: {str(exc).strip()}") from None
+        return bpy.context.scene, path
+    if bpy.data.filepath:
+        return bpy.context.scene, bpy.data.filepath
+    return build_demo_scene(args.frames or 120), "built-in demo scene"
+
+
+def _set_frame_range(scene, args):
+    """--frame-start/--frame-end/--frames on whichever range the bake uses."""
+    if args.frames is not None and args.frame_end is not None:
+        raise UsageError("give --frames or --frame-end, not both")
+    if args.frames is not None and args.frames < 2:
+        raise UsageError(f"--frames {args.frames}: bake at least 2 frames")
+    s = scene.hullabaloo
+    use_scene = s.use_scene_frame_range
+    start = args.frame_start if args.frame_start is not None else \
+        (scene.frame_start if use_scene else s.frame_start)
+    end = args.frame_end if args.frame_end is not None else \
+        (scene.frame_end if use_scene else s.frame_end)
+    if args.frames is not None:
+        end = start + args.frames - 1
+    if use_scene:
+        scene.frame_start, scene.frame_end = start, end  # order: end may be < old start
+        scene.frame_start, scene.frame_end = start, end
+    else:
+        s.frame_start, s.frame_end = start, end
+
+
+def apply_bake_options(scene, args):
+    """--set, the frame range, then --seed/--jitter (at the first frame); returns the
+    settings dict recorded in summary.json."""
+    from . import jitter, overrides, simulate
+    try:
+        pairs = [overrides.split_assignment(a) for a in args.set]
+        applied = overrides.apply(pairs, scene, bpy.data.objects)
+    except overrides.OverrideError as exc:
+        raise UsageError(f"--set {exc}") from None
+    _set_frame_range(scene, args)
+    settings = {"set": list(args.set), "applied": applied, "seed": args.seed,
+                "jitter": float(args.jitter) if args.seed is not None else 0.0,
+                "jittered": [], "warnings": []}
+    if args.seed is not None:
+        if not 0 <= args.jitter <= 1:
+            raise UsageError(f"--jitter {args.jitter}: give metres between 0 and 1")
+        scene.frame_set(simulate.frame_range(scene)[0])
+        settings["jittered"], settings["warnings"] = jitter.apply(scene, args.seed, args.jitter)
+    return settings
+
+
+def _render(scene, out, args, label):
+    from . import contact_sheet, simulate
+    paths, strip = [], None
+    if args.preview > 0:
+        paths, strip = render_preview(scene, out, args.preview, args.size)
+    thumb = contact_sheet.render_thumbnail(scene, out, args.size,
+                                           simulate.frame_range(scene)[1], label)
+    return paths, strip, thumb
+
+
 def bake_command(args):
-    from . import ops
+    from . import contact_sheet, ops, summary
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    if args.blend:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
-        scene = bpy.context.scene
-    elif bpy.data.filepath:
-        scene = bpy.context.scene
-    else:
-        scene = build_demo_scene(args.frames or 120)
-    if args.frames:
-        scene.hullabaloo.use_scene_frame_range = True
-        scene.frame_end = scene.frame_start + args.frames - 1
+    stale = os.path.join(out, "summary.json")
+    if os.path.exists(stale):
+        os.remove(stale)
+    settings = {"set": list(args.set), "seed": args.seed}
+    t_start = time.perf_counter()
+    source = args.blend or bpy.data.filepath or "built-in demo scene"
+    try:
+        contact_sheet.parse_size(args.size)
+        scene, source = _open_scene(args)
+        t_open = time.perf_counter()
+        settings = apply_bake_options(scene, args)
+    except (UsageError, ValueError) as exc:
+        print(f"hullabaloo: {exc}", file=sys.stderr)
+        summary.write(summary.failure(exc, settings, source), out)
+        return 2
     scene.hullabaloo.keep_debug_records = bool(args.record)
     t0 = time.perf_counter()
     try:
-        bpy.ops.hullabaloo.bake()
-    except RuntimeError as exc:  # the operator's own ERROR report
-        print(f"hullabaloo: bake failed: {str(exc).strip()}", file=sys.stderr)
+        if args.from_frame is not None:
+            scene.frame_set(args.from_frame)
+            bpy.ops.hullabaloo.rebake_from_frame()
+        else:
+            bpy.ops.hullabaloo.bake()
+    except RuntimeError as exc:  # the operator's own ERROR report (or its poll message)
+        msg = str(exc).strip().removeprefix("Error: ").strip()
+        print(f"hullabaloo: bake failed: {msg}", file=sys.stderr)
+        summary.write(summary.failure(f"bake failed: {msg}", settings, source), out)
         return 1
     wall = time.perf_counter() - t0
     s = ops.LAST["summary"]
-    label = args.blend or bpy.data.filepath or "built-in demo scene"
     blend = os.path.join(out, "baked.blend")
+    t1 = time.perf_counter()
     bpy.ops.wm.save_as_mainfile(filepath=blend, check_existing=False)
-    paths, strip = ([], None)
+    t2 = time.perf_counter()
+    final = summary.final_poses(scene, s["frame_end"])
+    paths, strip, thumb = [], None, None
+    t3 = time.perf_counter()
     if not args.no_render:
-        paths, strip = render_preview(scene, out, args.preview, args.size)
+        paths, strip, thumb = _render(scene, out, args, args.label)
+    t4 = time.perf_counter()
+    phases = {"simulate": s["simulation_seconds"], "write_keys": s["write_seconds"],
+              "refresh": s["refresh_seconds"]}
+    seconds = {"load": t_open - t_start, "setup": t0 - t_open,
+               "prepare": max(0.0, wall - sum(phases.values())), **phases,
+               "save": t2 - t1, "render": t4 - t3, "total": t4 - t_start}
+    data = summary.build(s, seconds, final, settings, source, scene.name)
+    spath = summary.write(data, out)
+    _print_summary(scene, source, s, wall, blend, spath, paths, strip, thumb)
+    return 0
+
+
+def _print_summary(scene, label, s, wall, blend, spath, paths, strip, thumb):
     pen = s["max_penetration"]
     print("Hullabaloo bake summary")
     print(f"  scene:            {scene.name} ({label})")
@@ -250,15 +404,39 @@ def bake_command(args):
     for p in s["problems"]:
         print(f"  note: {p}")
     print(f"  saved:            {blend}")
+    print(f"  summary:          {spath}")
     if strip:
         print(f"  preview:          {strip} ({len(paths)} frames)")
+    if thumb:
+        print(f"  thumbnail:        {thumb}")
+
+
+def preview_command(args):
+    """Render the previews and the thumbnail of an already baked file (no bake)."""
+    from . import contact_sheet
+    try:
+        contact_sheet.parse_size(args.size)
+        scene, _ = _open_scene(args)
+    except (UsageError, ValueError) as exc:
+        print(f"hullabaloo: {exc}", file=sys.stderr)
+        return 2
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    _, strip, thumb = _render(scene, out, args, args.label)
+    for p in ([strip] if strip else []) + ([thumb] if thumb else []):
+        print(p)
     return 0
 
 
 def run(argv):
+    from . import cli_wedge
     args = parser().parse_args(list(argv))
     if args.command == "bake":
         return bake_command(args)
+    if args.command == "preview":
+        return preview_command(args)
+    if args.command == "wedge":
+        return cli_wedge.wedge_command(args)
     if args.command == "demo":
         build_demo_scene()
         os.makedirs(args.out, exist_ok=True)
