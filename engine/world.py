@@ -44,6 +44,7 @@ from .broadphase import Broadphase
 from .contacts import PairTable, check_body_count, key_bodies, pair_keys
 from .curved import curved_aabbs
 from .errors import EngineError
+from .fields import FieldTable, field_forces
 from .graph import colour_constraints, islands
 from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .kinds import BodyKind, ShapeKind
@@ -151,6 +152,8 @@ class World:
         self._a = {}
         self._grow(8)
         self._collide = None  # narrowphase function; see _narrowphase
+        self.fields = None    # force fields (engine.fields.FieldTable); see set_fields
+        self._field_exempt = np.zeros(0, dtype=np.int64)
 
     @property
     def settings(self):
@@ -354,6 +357,56 @@ class World:
         self._a["target_q"][i] = q / np.linalg.norm(q)
         self._a["has_target"][i] = True
 
+    # -- force fields (engine.fields) -------------------------------------------------------
+    def set_fields(self, fields, exempt=()):
+        """Force fields acting on the dynamic bodies from the next step on, until replaced:
+        an engine.fields.FieldTable (or None / empty to clear). ``exempt``: indices of bodies
+        the fields leave alone (Blender: a rigid body that is itself a field).
+
+        The fields are evaluated before every solver substep from the bodies' current
+        centre-of-mass positions and velocities (Wind's flow, Drag, Magnetic and Harmonic
+        damping depend on velocity; Blender too evaluates them per Bullet substep) and the
+        sum is applied at the centre of mass (no torque, as Blender's central force). A
+        body with a non-zero field force does not fall asleep, and a sleeping one wakes."""
+        if fields is not None and not isinstance(fields, FieldTable):
+            raise EngineError(f"fields must be an engine.fields.FieldTable or None, got "
+                              f"{fields!r}")
+        ex = np.unique(np.asarray(exempt, dtype=np.int64).reshape(-1))
+        if len(ex) and (ex[0] < 0 or ex[-1] >= self._n):
+            raise EngineError(f"exempt body indices {exempt!r} out of range (the world has "
+                              f"{self._n} bodies)")
+        self.fields = fields if fields is not None and len(fields) else None
+        self._field_exempt = ex
+
+    def _field_targets(self, index):
+        return index[~np.isin(index, self._field_exempt)] if len(self._field_exempt) else index
+
+    def _field_kick(self, vel, act, h):
+        """Velocity change h F / m of the fields' forces on the awake dynamic bodies act."""
+        if self.fields is None or not len(act):
+            return
+        idx = self._field_targets(act)
+        force = field_forces(self.fields, self._a["x"][idx], vel[idx, :3])
+        vel[idx, :3] += (h * self._a["inv_mass"][idx])[:, None] * force
+        self._a["sleep_time"][idx[np.any(force != 0.0, axis=1)]] = 0.0
+
+    def _field_wake(self):
+        """Wake the islands of sleeping dynamic bodies that a field pushes."""
+        if self.fields is None:
+            return
+        idx = self._field_targets(np.flatnonzero(self._v("sleeping")
+                                                 & (self._v("kind") == DYNAMIC)))
+        if not len(idx):
+            return
+        force = field_forces(self.fields, self._a["x"][idx], self._a["vel"][idx, :3])
+        pushed = idx[np.any(force != 0.0, axis=1)]
+        if len(pushed):
+            sleeping, isl = self._v("sleeping"), self._v("island")
+            wake = sleeping & np.isin(isl, isl[pushed])
+            wake[pushed] = True
+            sleeping[wake] = False
+            self._v("sleep_time")[wake] = 0.0
+
     # -- state ------------------------------------------------------------------------------
     def get_state(self):
         """The full simulation state as a dict of numpy arrays (copies)."""
@@ -389,6 +442,7 @@ class World:
         dt = _scalar(dt, "dt")
         if dt <= 0:
             raise EngineError(f"dt must be positive, got {dt!r}")
+        self._field_wake()
         k = self.collision_steps_for(dt)
         nsub = self.substeps_for(dt) // k
         if k == 1 or self._n == 0:
@@ -457,6 +511,7 @@ class World:
             # 5-6. No contact this pass: integration alone (what the solver passes would leave
             # unchanged, minus their preparation and call overhead).
             for _ in range(nsub):
+                self._field_kick(vel, act, h)
                 integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
                                      gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
                 integrate_positions(x, q, vel, movers, h)
@@ -508,6 +563,7 @@ class World:
                                overflow=col.overflow > 0)
         dpose = np.zeros((self._n, 6))
         for _ in range(nsub):
+            self._field_kick(vel, act, h)
             integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
                                  gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
             solver.warm_start(vel)
