@@ -12,6 +12,7 @@ from .curved import Cone, Cylinder
 from .decompose import decompose
 from .epa import epa
 from .errors import DegenerateShapeError, EngineError
+from .fields import FieldKind, FieldTable, ForceField, field_forces
 from .gjk import gjk, gjk_intersect
 from .graph import colour_constraints, islands
 from .hull import ConvexHull
@@ -38,6 +39,9 @@ __all__ = [
     "Cylinder",
     "DegenerateShapeError",
     "EngineError",
+    "FieldKind",
+    "FieldTable",
+    "ForceField",
     "MassProperties",
     "Polytope",
     "Shape",
@@ -55,6 +59,7 @@ __all__ = [
     "decompose",
     "distance",
     "epa",
+    "field_forces",
     "find_pairs",
     "gjk",
     "gjk_intersect",

@@ -219,7 +219,8 @@ def _noise_term(rng, amount):
 def _fall(x, use_min, lo, use_max, hi, power):
     """Blender's falloff law on (F, N) distances with per-field (F, 1) settings."""
     base = np.where(use_min, lo, 0.0)
-    val = np.power(np.maximum(1.0 + x - base, 1e-300), -power)
+    # 1 + x - base < 1 only where x < base, which the minimum branch replaces below.
+    val = np.power(np.maximum(1.0 + x - base, 1e-9), -power)
     val = np.where(use_min & (x < lo), 1.0, val)
     return np.where(use_max & (x > hi), 0.0, val)
 
@@ -276,8 +277,9 @@ def field_forces(table, positions, velocities):
 
     vb = np.broadcast_to(v[None], r.shape)
     put(kind == FieldKind.WIND, sf[..., None] * n)
-    grav = np.where(c["gravity_falloff"], np.where(d > 1.1920929e-07,
-                                                   1.0 / np.maximum(d, 1e-300) ** 2, 0.0), 1.0)
+    far = d > 1.1920929e-07                         # Blender: no force closer than FLT_EPSILON
+    grav = np.where(c["gravity_falloff"], np.where(far, 1.0 / np.where(far, d, 1.0) ** 2, 0.0),
+                    1.0)
     put(kind == FieldKind.FORCE, (sf * grav)[..., None] * _unit(r))
     spin = _cross(n, r2) * sf[..., None]
     put((kind == FieldKind.VORTEX) & (shape == FieldShape.POINT),
