@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import engine
 from ..engine import quat
-from . import animation, cache, channels, transforms
+from . import animation, cache, channels, fields, transforms
 from .collect import SceneReader
 
 
@@ -31,10 +31,13 @@ def frame_range(scene):
 
 
 def world_settings(scene):
-    """The engine.WorldSettings of a scene: Scene > Hullabaloo and the scene's gravity; every
-    other tunable keeps the engine's default."""
+    """The engine.WorldSettings of a scene: Scene > Hullabaloo and the scene's gravity (times
+    the effector weights, see fields.gravity_weight); every other tunable keeps the engine's
+    default."""
     s = scene.hullabaloo
-    gravity = tuple(scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
+    # Gravity scaled by the rigid-body world's effector weights (Gravity x All), as Blender.
+    w = fields.gravity_weight(scene)
+    gravity = tuple(float(g) * w for g in scene.gravity) if scene.use_gravity else (0.0, 0.0, 0.0)
     return engine.WorldSettings(gravity=gravity, substeps=s.substeps or None,
                                 iterations=s.iterations, sleeping=s.use_sleeping, ccd=s.use_ccd)
 
@@ -136,6 +139,12 @@ class BakeJob:
         if prev_cache is not None:
             self._resume_from(prev_cache, first)
         self._plan_parents()
+        # Force fields: poses and settings of the frame each step ends on (fields.py).
+        from .collect import Problem
+        self.fields = fields.SceneFields(scene, self.depsgraph, self.dynamic, self.problems,
+                                         Problem)
+        self.fields.apply(world, first)
+        self.sample = self.sample or self.fields.animated
         n_frames = end - first + 1
         nd = len(self.dynamic)
         self.dyn_idx = np.array([b.index for b in self.dynamic], dtype=np.int64)
@@ -236,6 +245,8 @@ class BakeJob:
                 f = self.frame + 1
                 if self.sample:
                     self._sample(f)
+                if self.fields.per_frame:
+                    self.fields.apply(world, f)
                 world.step(self.dt, record=self.record)
                 k = f - self.first
                 self.positions[k] = world.positions[self.dyn_idx]
@@ -343,6 +354,7 @@ class BakeJob:
         return {
             "objects": len(self.dynamic),
             "bodies": len(self.bodies),
+            "fields": len(self.fields.objects),
             "frames": self.frame - self.first + 1,
             "frame_start": self.first,
             "frame_end": self.frame,

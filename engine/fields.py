@@ -94,8 +94,9 @@ class ForceField:
     and ``z_direction`` take the enum or its name.
 
     position, axis: the field object's world origin and Z axis (any length, normalised here).
-    strength (strength; Drag: quadratic_drag), flow (flow), damping (Harmonic:
-    harmonic_damping; Drag: linear_drag), rest_length (Harmonic rest_length), size
+    strength (strength; Drag: the UI's "Linear", linear_drag, which Blender's maths
+    multiplies by |v|^2), flow (flow), damping (Harmonic: harmonic_damping; Drag: the UI's
+    "Quadratic", quadratic_drag, multiplied by |v|: the same field), rest_length (Harmonic rest_length), size
     (Turbulence size), power / min_distance / max_distance (falloff_power, distance_min /
     distance_max, used when use_min / use_max), radial_* the same for Tube and Cone,
     gravity_falloff (use_gravity_falloff: Force times 1/d^2), global_coords (Turbulence in
