@@ -164,6 +164,7 @@ class FieldTable:
         self.rate = rate
         self.frame = int(frame)
         n = len(fields)
+        self._groups = None
         for name, (shape, dtype) in _COLUMNS.items():
             setattr(self, name, np.zeros((n,) + shape, dtype=dtype))
         for i, fd in enumerate(fields):
@@ -173,6 +174,26 @@ class FieldTable:
 
     def __len__(self):
         return len(self.kind)
+
+    def _derived(self):
+        """Row groups field_forces needs (built once; columns are not to change after)."""
+        if getattr(self, "_groups", None) is None:
+            kind, shape = self.kind, self.shape
+            line = (shape == FieldShape.LINE) | ((kind == FieldKind.VORTEX)
+                                                 & (shape == FieldShape.PLANE))
+            plane = (shape == FieldShape.PLANE) & ~line
+            self._groups = {
+                "line": np.flatnonzero(line), "plane": np.flatnonzero(plane),
+                "rest": np.flatnonzero((kind == FieldKind.HARMONIC) & (self.rest_length != 0)),
+                # (law, rows, whether the flow term applies): no flow for Harmonic and Drag.
+                "kinds": [(_CORE[FieldKind(u)], np.flatnonzero(kind == u),
+                           u not in (FieldKind.HARMONIC, FieldKind.DRAG))
+                          for u in np.unique(kind)],
+                "zcut": bool(np.any(self.z_direction != ZDirection.BOTH)),
+                "falloffs": [(Falloff(u), np.flatnonzero(self.falloff == u))
+                             for u in np.unique(self.falloff)],
+            }
+        return self._groups
 
     def _set_row(self, i, fd):
         self.kind[i] = _enum(FieldKind, fd.kind, "field kind")
@@ -219,6 +240,8 @@ def _noise_term(rng, amount):
 
 def _fall(x, use_min, lo, use_max, hi, power):
     """Blender's falloff law on (F, N) distances with per-field (F, 1) settings."""
+    if not (use_min.any() or use_max.any() or power.any()):
+        return np.ones(x.shape)                     # the default: no falloff
     base = np.where(use_min, lo, 0.0)
     # 1 + x - base < 1 only where x < base, which the minimum branch replaces below.
     val = np.power(np.maximum(1.0 + x - base, 1e-9), -power)
@@ -237,93 +260,126 @@ def _unit(a):
     return np.where(n > 0, a / np.where(n > 0, n, 1.0), 0.0)
 
 
-def _dot(a, b):
-    return np.einsum("...i,...i->...", a, b)
-
-
 def field_forces(table, positions, velocities):
     """Forces (N, 3) of all fields of ``table`` on N bodies at centre-of-mass positions
     (N, 3) with linear velocities (N, 3): the sum over fields of Blender's effector force
-    (see the module notes). Applied at the centre of mass, so there is no torque."""
+    (see the module notes). Applied at the centre of mass, so there is no torque.
+
+    Batched over fields x bodies; the only loop is over the field kinds present (each kind's
+    rows at once), since each kind has its own law."""
     p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
     v = np.asarray(velocities, dtype=np.float64).reshape(-1, 3)
     if len(table) == 0 or len(p) == 0:
         return np.zeros((len(p), 3))
     t = table
-    c = {name: getattr(t, name)[:, None] for name in _COLUMNS if name not in ("position",
-                                                                               "axis")}
-    kind, shape = c["kind"], c["shape"]
-    o = t.position[:, None, :]                      # (F, 1, 3)
-    n = np.broadcast_to(t.axis[:, None, :], (len(t), len(p), 3))
-    r2 = p[None] - o                                # (F, N, 3) from the field origin
-    h = _dot(r2, n)                                 # height above the XY plane
-    along = h[..., None] * n
-    # Effector point: origin, foot on the Z line, or foot on the XY plane.
-    on_line = (shape == FieldShape.LINE) | ((kind == FieldKind.VORTEX)
-                                            & (shape == FieldShape.PLANE))
-    on_plane = (shape == FieldShape.PLANE) & ~on_line
-    r = np.where(on_line[..., None], r2 - along, np.where(on_plane[..., None], along, r2))
-    d = np.linalg.norm(r, axis=-1)
-    harm = (kind == FieldKind.HARMONIC) & (c["rest_length"] != 0)
-    scale = np.where(d > 0, (d - c["rest_length"]) / np.where(d > 0, d, 1.0), 0.0)
-    r = np.where(harm[..., None], r * scale[..., None], r)
+    g = t._derived()
+    n = t.axis[:, None, :]                          # (F, 1, 3)
+    r2 = p[None] - t.position[:, None, :]           # (F, N, 3) from the field origin
+    h = np.sum(r2 * n, axis=-1)                     # height above the field's XY plane
+    # Effector point: origin, foot on the Z line, or foot on the XY plane; r = p - point.
+    r = r2.copy()
+    if len(g["line"]):
+        r[g["line"]] -= h[g["line"], :, None] * n[g["line"]]
+    if len(g["plane"]):
+        r[g["plane"]] = h[g["plane"], :, None] * n[g["plane"]]
+    d = np.sqrt(np.sum(r * r, axis=-1))
+    f = _falloff(t, g, r2, h, n, d)
+    if len(g["rest"]):                              # Harmonic rest length
+        rows = g["rest"]
+        dr = d[rows]
+        scale = np.where(dr > 0, (dr - t.rest_length[rows, None]) / np.where(dr > 0, dr, 1.0),
+                         0.0)
+        r[rows] *= scale[..., None]
+    k = t.rate
+    total = np.zeros(p.shape)
+    for law, rows, flows in g["kinds"]:
+        fr = f[rows]
+        sf = t.strength[rows, None] * fr            # (R, N)
+        force = law(t, rows, n[rows], r[rows], r2[rows], d[rows], sf, fr, p, v, k) / k
+        if flows:
+            force -= (t.flow[rows, None] * fr)[..., None] * v[None]
+        total += np.sum(np.where((fr > 0)[..., None], force, 0.0), axis=0)
+    return total
 
-    f = _falloff(c, r2, h, n, d)
-    s, k, sf = c["strength"], t.rate, c["strength"] * f
-    core = np.zeros(r.shape)
 
-    def put(mask, value):
-        nonlocal core
-        core = np.where(mask[..., None], value, core)
+# Core forces per kind, before the division by the rate (Blender's do_physical_effector):
+# (table, rows, n (R,1,3), r, r2 (R,N,3), d, sf = strength * falloff, f (R,N), p, v, k).
+def _wind(t, rows, n, r, r2, d, sf, f, p, v, k):
+    return sf[..., None] * n
 
-    vb = np.broadcast_to(v[None], r.shape)
-    put(kind == FieldKind.WIND, sf[..., None] * n)
+
+def _force(t, rows, n, r, r2, d, sf, f, p, v, k):
     far = d > 1.1920929e-07                         # Blender: no force closer than FLT_EPSILON
-    grav = np.where(c["gravity_falloff"], np.where(far, 1.0 / np.where(far, d, 1.0) ** 2, 0.0),
-                    1.0)
-    put(kind == FieldKind.FORCE, (sf * grav)[..., None] * _unit(r))
+    grav = np.where(t.gravity_falloff[rows, None],
+                    np.where(far, 1.0 / np.where(far, d, 1.0) ** 2, 0.0), 1.0)
+    return (sf * grav)[..., None] * _unit(r)
+
+
+def _vortex(t, rows, n, r, r2, d, sf, f, p, v, k):
+    point = (t.shape[rows] == FieldShape.POINT)[:, None, None]
+    old = (sf * d)[..., None] * _unit(_cross(n, r))          # Point shape: Blender's old vortex
     spin = _cross(n, r2) * sf[..., None]
-    put((kind == FieldKind.VORTEX) & (shape == FieldShape.POINT),
-        (sf * d)[..., None] * _unit(_cross(n, r)))
-    put((kind == FieldKind.VORTEX) & (shape != FieldShape.POINT),
-        spin + sf[..., None] * _cross(n, spin) - k * vb)
-    around = (shape == FieldShape.POINT) | (shape == FieldShape.LINE)
-    u = _unit(np.where(around[..., None], _cross(n, r), n)) * sf[..., None]
-    put(kind == FieldKind.MAGNET, k * _cross(vb, u))
-    put(kind == FieldKind.HARMONIC, -sf[..., None] * r
-        - (c["damping"] * 2.0 * np.sqrt(np.abs(s)) * k)[..., None] * vb)
-    if (kind == FieldKind.TURBULENCE).any():       # the noise is the costly part
-        put(kind == FieldKind.TURBULENCE, sf[..., None] * _turbulence(c, r2, n, p))
-    speed = np.linalg.norm(v, axis=1)[None] * k     # (1, N) in Blender's units
-    drag = f * speed * (np.minimum(s, 2.0) * speed + np.minimum(c["damping"], 2.0))
-    put(kind == FieldKind.DRAG, -drag[..., None] * _unit(vb))
-    # Charge and Lennard-Jones keep core = 0 (see the module notes).
-    total = core / k
-    flows = (kind != FieldKind.HARMONIC) & (kind != FieldKind.DRAG)
-    total = total - np.where(flows, c["flow"] * f, 0.0)[..., None] * vb
-    total = np.where((f > 0)[..., None], total, 0.0)
-    return total.sum(axis=0)
+    new = spin + sf[..., None] * _cross(n, spin) - k * v[None]
+    return np.where(point, old, new)
 
 
-def _falloff(c, r2, h, n, d):
+def _magnet(t, rows, n, r, r2, d, sf, f, p, v, k):
+    sh = t.shape[rows]
+    around = ((sh == FieldShape.POINT) | (sh == FieldShape.LINE))[:, None, None]
+    u = _unit(np.where(around, _cross(n, r), n)) * sf[..., None]
+    return k * _cross(np.broadcast_to(v[None], u.shape), u)
+
+
+def _harmonic(t, rows, n, r, r2, d, sf, f, p, v, k):
+    c = 2.0 * t.damping[rows] * np.sqrt(np.abs(t.strength[rows])) * k
+    return -sf[..., None] * r - c[:, None, None] * v[None]
+
+
+def _zero(t, rows, n, r, r2, d, sf, f, p, v, k):
+    return np.zeros(r.shape)         # Charge, Lennard-Jones: see the module notes
+
+
+def _turbulent(t, rows, n, r, r2, d, sf, f, p, v, k):
+    return sf[..., None] * _turbulence(t, rows, r2, n, p)
+
+
+def _drag(t, rows, n, r, r2, d, sf, f, p, v, k):
+    speed = np.sqrt(np.sum(v * v, axis=1))[None] * k          # (1, N) in Blender's units
+    s = np.minimum(t.strength[rows], 2.0)[:, None]
+    c = np.minimum(t.damping[rows], 2.0)[:, None]
+    return -(f * speed * (s * speed + c))[..., None] * _unit(v)[None]
+
+
+_CORE = {FieldKind.WIND: _wind, FieldKind.FORCE: _force, FieldKind.VORTEX: _vortex,
+         FieldKind.MAGNET: _magnet, FieldKind.HARMONIC: _harmonic, FieldKind.CHARGE: _zero,
+         FieldKind.LENNARDJ: _zero, FieldKind.TURBULENCE: _turbulent, FieldKind.DRAG: _drag}
+
+
+def _falloff(t, g, r2, h, n, d):
     """(F, N) falloff: weight times the shape falloff, zero on the excluded Z side."""
-    dist = _fall(d, c["use_min"], c["min_distance"], c["use_max"], c["max_distance"],
-                 c["power"])
-    axial = _fall(np.abs(h), c["use_min"], c["min_distance"], c["use_max"],
-                  c["max_distance"], c["power"])
-    radial = np.linalg.norm(r2 - h[..., None] * n, axis=-1)
-    r2n = np.linalg.norm(r2, axis=-1)
-    cosang = np.clip(h / np.where(r2n > 0, r2n, 1.0), -1.0, 1.0)
-    angle = np.degrees(np.arccos(np.where(r2n > 0, cosang, 1.0)))
-    rad_args = (c["use_radial_min"], c["radial_min"], c["use_radial_max"], c["radial_max"],
-                c["radial_power"])
-    tube = axial * _fall(radial, *rad_args)
-    cone = axial * _fall(angle, *rad_args)
-    fo = c["falloff"]
-    shape_f = np.where(fo == Falloff.TUBE, tube, np.where(fo == Falloff.CONE, cone, dist))
-    zd = c["z_direction"]
+    out = np.empty(d.shape)
+    for fo, rows in g["falloffs"]:
+        lim = (t.use_min[rows, None], t.min_distance[rows, None], t.use_max[rows, None],
+               t.max_distance[rows, None], t.power[rows, None])
+        if fo == Falloff.SPHERE:
+            out[rows] = _fall(d[rows], *lim)
+            continue
+        hr, r2r = h[rows], r2[rows]
+        rad = (t.use_radial_min[rows, None], t.radial_min[rows, None],
+               t.use_radial_max[rows, None], t.radial_max[rows, None],
+               t.radial_power[rows, None])
+        if fo == Falloff.TUBE:
+            x = np.sqrt(np.sum((r2r - hr[..., None] * n[rows]) ** 2, axis=-1))
+        else:                                       # Cone: the angle from the axis, degrees
+            r2n = np.sqrt(np.sum(r2r * r2r, axis=-1))
+            cosang = np.clip(hr / np.where(r2n > 0, r2n, 1.0), -1.0, 1.0)
+            x = np.degrees(np.arccos(np.where(r2n > 0, cosang, 1.0)))
+        out[rows] = _fall(np.abs(hr), *lim) * _fall(x, *rad)
+    if not g["zcut"]:
+        return t.weight[:, None] * out
+    zd = t.z_direction[:, None]
     cut = ((zd == ZDirection.POSITIVE) & (h < 0)) | ((zd == ZDirection.NEGATIVE) & (h > 0))
-    return np.where(cut, 0.0, c["weight"] * shape_f)
+    return np.where(cut, 0.0, t.weight[:, None] * out)
 
 
 # -- turbulence -----------------------------------------------------------------------------
@@ -347,18 +403,18 @@ def gradient_noise(x):
         off = np.array([(corner >> a) & 1 for a in range(3)])
         ix, iy, iz = (i0[..., a] + off[a] for a in range(3))
         g = _GRAD[_PERM[_PERM[_PERM[ix] + iy] + iz] % 12]
-        dot = _dot(g, fr - off)
+        dot = np.sum(g * (fr - off), axis=-1)
         w = np.prod(np.where(off == 1, fade, 1.0 - fade), axis=-1)
         out = out + w * dot
     return np.clip(out, -1.0, 1.0)
 
 
-def _turbulence(c, r2, n, p):
+def _turbulence(t, rows, r2, n, p):
     """(F, N, 3) turbulence direction in [-1, 1]^3: two octaves of gradient noise at the
     field size (Blender's turbulence depth 2), sampled at the body's offset from the field
     (plus the axis, as Blender does) or at its world position (global coordinates)."""
-    q = np.where(c["global_coords"][..., None], np.broadcast_to(p[None], r2.shape), r2 + n)
-    size = c["size"][..., None]
+    q = np.where(t.global_coords[rows, None, None], np.broadcast_to(p[None], r2.shape), r2 + n)
+    size = t.size[rows, None, None]
     q = q / np.where(size != 0, size, 1.0)
     out = []
     for perm in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):

@@ -128,6 +128,21 @@ def test_vortex_and_harmonic_fields_match_blender():
     compare("Vortex + Harmonic", blender, mine)
 
 
+def test_magnetic_and_a_line_force_with_tube_falloff_match_blender():
+    # A falling cube bent by a Magnetic field about the Z axis through the origin, pushed by
+    # a Force field with a Line shape, Tube falloff and min/max distances, off to one side.
+    scene = make_scene(gravity=True)
+    rb, ours = add_cubes((2.0, 0.0, 10.0))
+    add_field("MAGNET", strength=1.0)
+    add_field("FORCE", location=(2.0, -3.0, 0.0), strength=500.0, shape="LINE",
+              falloff_type="TUBE", falloff_power=1.0, radial_falloff=2.0,
+              use_min_distance=True, distance_min=2.0, use_radial_max=True, radial_max=6.0)
+    blender, mine, _ = paths(scene, rb, ours)
+    d = blender[-1] - blender[0]
+    assert abs(d[1]) > 0.05 and abs(d[0]) > 0.01, d
+    compare("Magnetic + Line Force (Tube)", blender, mine)
+
+
 def test_effector_collection_limits_the_fields():
     scene = make_scene()
     rb, ours = add_cubes((0.0, 0.0, 2.0))
