@@ -143,6 +143,24 @@ def test_magnetic_and_a_line_force_with_tube_falloff_match_blender():
     compare("Magnetic + Line Force (Tube)", blender, mine)
 
 
+def test_cone_falloff_z_direction_keyed_strength_and_linear_drag_match_blender():
+    # A Force field with a Cone falloff acting on its positive side only, its strength keyed
+    # from 0 to 3000; a Drag field whose "Linear" setting is Blender's |v|^2 term; gravity.
+    scene = make_scene(gravity=True)
+    rb, ours = add_cubes((4.0, 0.0, 8.0))
+    cone = add_field("FORCE", location=(0.0, 0.0, -20.0), strength=0.0, falloff_type="CONE",
+                     z_direction="POSITIVE", falloff_power=0.5, radial_falloff=1.0,
+                     use_radial_max=True, radial_max=60.0)
+    cone.keyframe_insert("field.strength", frame=1)
+    cone.field.strength = 3000.0
+    cone.keyframe_insert("field.strength", frame=FRAMES + 1)
+    add_field("DRAG", linear_drag=0.02, quadratic_drag=0.0)
+    blender, mine, _ = paths(scene, rb, ours)
+    d = blender[-1] - blender[0]
+    assert d[0] > 0.05 and d[2] < -1.0, d
+    compare("Cone Force (keyed strength) + Drag", blender, mine)
+
+
 def test_effector_collection_limits_the_fields():
     scene = make_scene()
     rb, ours = add_cubes((0.0, 0.0, 2.0))
