@@ -77,6 +77,7 @@ class SceneFields:
         self._problem = lambda level, obj, msg: problems.append(
             problem_type(level, obj.name, msg))
         self.objects = []
+        self._bad = set()          # field objects already reported for a bad transform
         body_names = {b.name for b in bodies}
         for obj in self._candidates(scene, depsgraph):
             if self._check(obj, body_names):
@@ -133,8 +134,17 @@ class SceneFields:
         return True
 
     def _field(self, obj):
+        """The engine's ForceField of a field object now, or None (reported once) when its
+        transform is not finite."""
         fd = obj.field
         m = np.array(obj.matrix_world, dtype=np.float64)
+        if not np.isfinite(m).all():
+            if obj.name not in self._bad:
+                self._bad.add(obj.name)
+                self._problem("WARNING", obj, "has a non-finite transform (NaN or infinity "
+                              "in its location, rotation or scale); its force field is ignored "
+                              "at those frames. Reset the transform (Object > Clear).")
+            return None
         shape = fd.shape if fd.shape in ('POINT', 'LINE', 'PLANE') else 'POINT'
         common = dict(kind=fd.type, position=m[:3, 3], axis=m[:3, 2], shape=shape,
                       falloff=fd.falloff_type, z_direction=fd.z_direction,
@@ -157,7 +167,8 @@ class SceneFields:
     def table(self, frame):
         """The engine's FieldTable from the fields' current poses and settings (the scene
         must be at ``frame``)."""
-        return efields.FieldTable([self._field(o) for o in self.objects], rate=self.rate,
+        rows = [self._field(o) for o in self.objects]
+        return efields.FieldTable([r for r in rows if r is not None], rate=self.rate,
                                   frame=frame)
 
     def apply(self, world, frame):

@@ -206,12 +206,13 @@ class FieldTable:
             raise EngineError(f"field position and axis must be 3 numbers, got "
                               f"{fd.position!r}, {fd.axis!r}")
         length = np.linalg.norm(axis)
-        if not (np.all(np.isfinite(pos)) and np.isfinite(length) and length > 0):
+        if not (np.all(np.isfinite(pos)) and np.isfinite(length)):
             raise EngineError(f"field position {fd.position!r} and axis {fd.axis!r} must be "
-                              "finite with a non-zero axis (a field object scaled to zero "
-                              "along Z has no direction)")
+                              "finite (check the field object's transform for NaN/inf)")
         self.position[i] = pos
-        self.axis[i] = axis / length
+        # A zero axis (a field object scaled to zero along Z) stays zero, as Blender's
+        # normalisation leaves it: Wind then does nothing, a Point-shaped Force still pulls.
+        self.axis[i] = axis / length if length > 0 else 0.0
         for name in ("strength", "flow", "damping", "power", "min_distance", "max_distance",
                      "radial_power", "radial_min", "radial_max", "rest_length", "size",
                      "weight"):

@@ -287,8 +287,13 @@ def test_fields_are_deterministic_and_batched_bodies_match_single_ones():
 def test_bad_field_input_is_refused_with_a_clear_message():
     with pytest.raises(EngineError, match="field kind must be one of"):
         FieldTable([ForceField("TEXTURE")])
-    with pytest.raises(EngineError, match="non-zero axis"):
-        FieldTable([ForceField("WIND", axis=(0, 0, 0))])
+    with pytest.raises(EngineError, match="finite"):
+        FieldTable([ForceField("WIND", axis=(0, float("inf"), 0))])
+    # A zero axis (zero Z scale) is Blender's zero direction: no wind, a Force still pulls.
+    p = [[0.0, 3.0, 0.0]]
+    np.testing.assert_array_equal(force_at(ForceField("WIND", axis=(0, 0, 0)), p), 0.0)
+    np.testing.assert_allclose(force_at(ForceField("FORCE", strength=-24.0, axis=(0, 0, 0)),
+                                        p), [[0.0, -1.0, 0.0]])
     with pytest.raises(EngineError, match="finite"):
         FieldTable([ForceField("WIND", strength=float("nan"))])
     with pytest.raises(EngineError, match="rate"):

@@ -186,15 +186,21 @@ def test_unsupported_fields_are_reported_by_name_and_the_bake_goes_on():
     # A body that is itself a field: it pushes others, fields leave it alone (as Blender).
     mesh_field = hb.add_box("SelfField", location=(10.0, 0.0, 2.0), shape="BOX")
     give_field(mesh_field, "FORCE", strength=50.0)
+    flat = add_field("WIND", strength=50.0)
+    flat.scale = (1.0, 1.0, 0.0)          # no Z direction: Blender's wind does nothing
+    add_field("FORCE", strength=50.0).location = (float("nan"), 0.0, 0.0)
+    bpy.context.object.name = "NanField"
     summary = hb.bake()
     problems = [str(p) for p in summary["problems"]]
     text = "\n".join(problems)
     print("\n" + text)
     for name, words in (("TexField", "Texture force field"), ("ChargeField", "Charge force"),
                         ("OddWind", "Surface shape"), ("OddWind", "Absorption"),
-                        ("SelfField", "both a simulated body")):
+                        ("SelfField", "both a simulated body"),
+                        ("NanField", "non-finite transform")):
         assert any(p.startswith(name + ":") and words in p for p in problems), (name, words)
-    assert summary["summary"]["fields"] == 2      # the wind and the mesh's Force field
+    # The wind, the flat wind, the NaN field (counted, ignored) and the mesh's Force field.
+    assert summary["summary"]["fields"] == 4
     scene.frame_set(FRAMES + 1)
     assert ours.matrix_world.translation.z > 2.1     # the wind pushed it (Surface -> Point)
     assert ours.matrix_world.translation.x < -0.5    # and the Force field pushed it away
