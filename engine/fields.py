@@ -155,6 +155,32 @@ class FieldTable:
     (seed, frame)). Columns are attributes named as ForceField's fields; strength and damping
     already hold the frame's noise."""
 
+    # Columns (F rows; see _COLUMNS), set in __init__.
+    kind: np.ndarray
+    shape: np.ndarray
+    falloff: np.ndarray
+    z_direction: np.ndarray
+    position: np.ndarray
+    axis: np.ndarray
+    strength: np.ndarray
+    flow: np.ndarray
+    damping: np.ndarray
+    power: np.ndarray
+    use_min: np.ndarray
+    min_distance: np.ndarray
+    use_max: np.ndarray
+    max_distance: np.ndarray
+    radial_power: np.ndarray
+    use_radial_min: np.ndarray
+    radial_min: np.ndarray
+    use_radial_max: np.ndarray
+    radial_max: np.ndarray
+    rest_length: np.ndarray
+    size: np.ndarray
+    gravity_falloff: np.ndarray
+    global_coords: np.ndarray
+    weight: np.ndarray
+
     def __init__(self, fields=(), rate=24.0, frame=0):
         fields = list(fields)
         rate = float(rate)

@@ -27,7 +27,7 @@ def free_world(field, position=(0.0, 0.0, 0.0), velocity=(0.0, 0.0, 0.0), mass=1
 
 def run(w, seconds, dt=1 / 24):
     """Positions and velocities of body 0 at each step (times dt, 2 dt, ...)."""
-    n = int(round(seconds / dt))
+    n = round(seconds / dt)
     pos, vel = np.empty((n, 3)), np.empty((n, 3))
     for k in range(n):
         w.step(dt)

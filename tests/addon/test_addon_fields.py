@@ -11,7 +11,6 @@ import math
 
 import hb_blender as hb
 import numpy as np
-import pytest
 
 bpy = hb.bpy
 
