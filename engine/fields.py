@@ -216,6 +216,10 @@ class FieldTable:
                            u not in (FieldKind.HARMONIC, FieldKind.DRAG))
                           for u in np.unique(kind)],
                 "zcut": bool(np.any(self.z_direction != ZDirection.BOTH)),
+                # No distance law anywhere (the default): the falloff is the weight alone.
+                "flat": not (np.any(self.power) or np.any(self.radial_power)
+                             or np.any(self.use_min) or np.any(self.use_max)
+                             or np.any(self.use_radial_min) or np.any(self.use_radial_max)),
                 "falloffs": [(Falloff(u), np.flatnonzero(self.falloff == u))
                              for u in np.unique(self.falloff)],
             }
@@ -384,8 +388,8 @@ _CORE = {FieldKind.WIND: _wind, FieldKind.FORCE: _force, FieldKind.VORTEX: _vort
 
 def _falloff(t, g, r2, h, n, d):
     """(F, N) falloff: weight times the shape falloff, zero on the excluded Z side."""
-    out = np.empty(d.shape)
-    for fo, rows in g["falloffs"]:
+    out = np.ones(d.shape)
+    for fo, rows in ([] if g["flat"] else g["falloffs"]):
         lim = (t.use_min[rows, None], t.min_distance[rows, None], t.use_max[rows, None],
                t.max_distance[rows, None], t.power[rows, None])
         if fo == Falloff.SPHERE:
