@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from . import quat
+from .body_control import BodyControl
 from .broadphase import Broadphase
 from .contacts import PairTable, check_body_count, key_bodies, pair_keys
 from .curved import curved_aabbs
@@ -81,10 +82,19 @@ _FIELDS = {
     "has_target": ((), bool, False),
     "target_pos": ((3,), np.float64, 0.0),
     "target_q": ((4,), np.float64, 0.0),
+    # Hand-off and deactivation (engine.body_control): the mass to switch back to dynamic
+    # with, whether the body may sleep, its own sleep tolerances (< 0: the world's).
+    "mass": ((), np.float64, 0.0),
+    "can_sleep": ((), bool, True),
+    "sleep_lin": ((), np.float64, -1.0),
+    "sleep_ang": ((), np.float64, -1.0),
 }
 # Arrays that make up the simulation state (get_state / set_state); the rest is set-up.
 _STATE_FIELDS = ("x", "pos", "q", "vel", "sleep_time", "sleeping", "island", "has_target",
                  "target_pos", "target_q")
+# Restored by set_state when present (a body's kind may change mid-simulation, with its
+# inverse mass and inertia: engine.body_control).
+_KIND_FIELD = "kind"
 
 
 def _vec(value, n, what):
@@ -108,7 +118,7 @@ def _scalar(value, what, lo=0.0, hi=None):
     return v
 
 
-class World:
+class World(BodyControl):
     """A rigid-body world.
 
     ``World(settings=WorldSettings(...))``, or ``World(**overrides)`` as a shorthand for
@@ -292,6 +302,7 @@ class World:
         a["vel"][i, :3] = lv
         a["vel"][i, 3:] = av
         a["inv_mass"][i] = inv_mass
+        a["mass"][i] = m if k == DYNAMIC else 0.0
         a["inertia"][i] = inertia
         a["inv_inertia"][i] = inv_inertia
         a["isotropic"][i] = iso
@@ -303,7 +314,8 @@ class World:
         a["ang_damp"][i] = ad
         a["group"][i] = int(group)
         a["mask"][i] = int(mask)
-        for name in ("sleep_time", "sleeping", "island", "has_target"):
+        for name in ("sleep_time", "sleeping", "island", "has_target", "can_sleep", "sleep_lin",
+                     "sleep_ang"):
             a[name][i] = _FIELDS[name][2]
         return i
 
@@ -410,7 +422,7 @@ class World:
     # -- state ------------------------------------------------------------------------------
     def get_state(self):
         """The full simulation state as a dict of numpy arrays (copies)."""
-        state = {name: self._v(name).copy() for name in _STATE_FIELDS}
+        state = {name: self._v(name).copy() for name in _STATE_FIELDS + (_KIND_FIELD,)}
         state.update(self.pairs.get_state())
         state["time"] = np.array(self.time)
         state["body_count"] = np.array(self._n)
@@ -421,6 +433,7 @@ class World:
         if int(state["body_count"]) != self._n:
             raise EngineError(f"state has {int(state['body_count'])} bodies, the world {self._n}; "
                               "restore a state into the world it came from")
+        self._restore_kinds(state.get(_KIND_FIELD))
         for name in _STATE_FIELDS:
             self._v(name)[...] = state[name]
         self.pairs.set_state(state)
@@ -483,7 +496,8 @@ class World:
         lo, hi = self._aabbs(rot, dt)
         moving = self._moving(kind, sleeping, vel)
         ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
-        if (self.settings.sleeping and sleeping.any() and len(ia)
+        # (sleeping off: bodies may still start asleep, engine.body_control)
+        if (sleeping.any() and len(ia)
                 and self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt)):
             ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         awake = (kind == DYNAMIC) & ~sleeping
@@ -648,7 +662,8 @@ class World:
         """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones."""
         lin = np.linalg.norm(vel[:, :3], axis=1)
         ang = np.linalg.norm(vel[:, 3:], axis=1)
-        fast = (lin > self.settings.linear_sleep_tolerance) | (ang > self.settings.angular_sleep_tolerance)
+        lin_tol, ang_tol = self._sleep_tolerances()
+        fast = (lin > lin_tol) | (ang > ang_tol)
         # Called after step 1, so a kinematic body's velocity already says whether its target
         # moves it: one keyed every frame but standing still lets its neighbours sleep.
         kin_moving = (kind == KINEMATIC) & ((lin > 0) | (ang > 0))
@@ -772,7 +787,8 @@ class World:
         timer = self._v("sleep_time")
         lin = np.linalg.norm(vel[:, :3], axis=1)
         ang = np.linalg.norm(vel[:, 3:], axis=1)
-        calm = (lin < self.settings.linear_sleep_tolerance) & (ang < self.settings.angular_sleep_tolerance)
+        lin_tol, ang_tol = self._sleep_tolerances()
+        calm = (lin < lin_tol) & (ang < ang_tol) & self._v("can_sleep")
         timer[:] = np.where(awake & calm, timer + dt, 0.0)
         # A body touching a moving kinematic body must stay awake.
         kin_mov = (kind == KINEMATIC) & moving
