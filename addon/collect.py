@@ -49,6 +49,7 @@ class BodySpec:
     """One object's body: engine shape and parameters plus what is needed to key it back."""
     __slots__ = (
         "body_type",
+        "deactivation",
         "index",
         "kind",
         "name",
@@ -377,12 +378,21 @@ class SceneReader:
             params.update(linear_damping=s.linear_damping, angular_damping=s.angular_damping,
                           linear_velocity=tuple(s.initial_linear_velocity),
                           angular_velocity=tuple(s.initial_angular_velocity))
+        deactivation = None
+        if s.body_type == "DYNAMIC":
+            deactivation = dict(enabled=s.use_deactivation,
+                                linear=s.deactivate_linear_velocity,
+                                angular=s.deactivate_angular_velocity,
+                                start_asleep=s.use_deactivation and s.use_start_deactivated)
+        if s.import_notes:
+            self.problem("INFO", obj, "was imported from Blender's Rigid Body; not carried: "
+                         + s.import_notes)
         if params["group"] == 0:
             self.problem("WARNING", obj, "is in no collision collection, so it collides with "
                          "nothing; tick at least one (Physics > Hullabaloo > Collisions).")
         return BodySpec(obj=obj, name=obj.name, body_type=s.body_type, kind=KIND[s.body_type],
                         shape=shape, position=mw[:3, 3].copy(), rotation=R, shape_matrix=K,
-                        params=params)
+                        params=params, deactivation=deactivation)
 
     def _check_animation_conflicts(self, obj):
         if any(c.enabled and c.influence > 0 for c in obj.constraints):
@@ -525,13 +535,15 @@ class SceneReader:
             report.close()
 
     def _children_compound(self, obj, mw, R, K):
-        """Compound of the child objects marked as collision parts, each hulled and placed at
-        its pose relative to this body's frame (position mw[:3, 3], rotation R), its scale
-        (and any shear relative to the parent) baked into its points; plus this object's own
-        mesh as one more part when it has volume (an empty mesh adds nothing)."""
+        """Compound of the child objects marked as collision parts (hidden ones too, as
+        Blender's Compound Parent), each with its own shape setting (Box, Sphere, Capsule,
+        else its convex hull) placed at its pose relative to this body's frame (position
+        mw[:3, 3], rotation R), its scale (and any shear relative to the parent) baked into
+        its points; plus this object's own mesh as one more part only when asked
+        (compound_include_self: Blender's Compound Parent uses the children only)."""
         parts = []
         identity = (1.0, 0.0, 0.0, 0.0)
-        own = mesh_points(obj, self.depsgraph)
+        own = mesh_points(obj, self.depsgraph) if obj.hullabaloo.compound_include_self else None
         if own is not None and len(own) >= 4 and np.all(np.isfinite(own)):
             pts = own @ K.T
             _, span = _extent_axes(pts)
@@ -572,8 +584,14 @@ class SceneReader:
                 self.problem("WARNING", obj, f"{where} is flat, tiny or huge "
                              f"({span[0]:.3g} m); it is left out. Give it some volume.")
                 continue
+            kind = child.hullabaloo.shape
             try:
-                hull = _hull(pts)
+                if kind in ("BOX", "SPHERE", "CAPSULE"):
+                    hull, notes = build_shape(kind, pts)
+                    for level, msg in notes:
+                        self.problem(level, obj, f"{where}: {msg}")
+                else:  # Convex Hull (Mesh and Compound parts are hulled too)
+                    hull = _hull(pts)
             except engine.EngineError as exc:
                 self.problem("WARNING", obj, f"{where} cannot be hulled ({exc}); it is left "
                              "out.")

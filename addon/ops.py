@@ -11,7 +11,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty
 
 from ..engine import EngineError
-from . import animation, cache
+from . import animation, cache, rb_import
 from .props import BODY_TYPES
 from .simulate import BakeError, BakeJob
 
@@ -19,9 +19,9 @@ from .simulate import BakeError, BakeJob
 LAST = {"summary": None, "problems": [], "cancelled": False}
 MAX_REPORTS = 8
 
-RB_SHAPES = {"BOX": "BOX", "SPHERE": "SPHERE", "CAPSULE": "CAPSULE",
-             "CONVEX_HULL": "CONVEX_HULL", "MESH": "MESH", "COMPOUND": "COMPOUND",
-             "CYLINDER": "CYLINDER", "CONE": "CONE"}
+RB_SHAPES = rb_import.RB_SHAPES
+# The last import's notes, for scripts and tests: {"objects": {name: [str]}, "general": [str]}.
+LAST_IMPORT = {"objects": {}, "general": []}
 
 
 def _package():
@@ -250,8 +250,10 @@ they were before the first bake"""
 
 
 class HULLABALOO_OT_import_rigid_body(bpy.types.Operator):
-    """Copy Blender Rigid Body settings (type, shape, mass, friction, bounciness, damping, \
-collision collections and the world's frame range) to Hullabaloo and enable it"""
+    """Copy Blender Rigid Body settings (type, shape, Compound Parent parts, mass, friction, \
+bounciness, damping, deactivation, collision collections, keyed Animated and Dynamic, and the \
+world's frame range, speed, gravity and solver hints) to Hullabaloo and enable it; lists what \
+cannot be carried"""
     bl_idname = "hullabaloo.import_rigid_body"
     bl_label = "Import Blender Rigid Body"
     bl_options = {'REGISTER', 'UNDO'}
@@ -281,50 +283,32 @@ collision collections and the world's frame range) to Hullabaloo and enable it""
             self.report({'ERROR'}, "None of the " + ("scene's" if self.all else "selected")
                         + " objects has a Blender Rigid Body (Physics > Rigid Body)")
             return {'CANCELLED'}
-        for o in objs:
-            import_rigid_body(o)
-        notes = []
-        rbw = scene.rigidbody_world
-        if rbw is not None:
-            hs = scene.hullabaloo
-            pc = rbw.point_cache
-            if (pc.frame_start, pc.frame_end) != (scene.frame_start, scene.frame_end):
-                hs.use_scene_frame_range = False
-                hs.frame_start, hs.frame_end = pc.frame_start, pc.frame_end
-            # Blender's substeps are Bullet steps, each with its own collision pass; ours are
-            # solver substeps between collision passes, picked for contact stiffness. Copying
-            # Blender's count (10 by default) would make ours too few and stacks soft, so the
-            # import leaves ours automatic.
-            hs.substeps = 0
-            if self.disable_blender_world and rbw.enabled:
-                rbw.enabled = False
-                notes.append("Blender's Rigid Body World turned off")
-        self.report({'INFO'}, f"Imported Rigid Body settings of {len(objs)} object(s)"
-                    + (f"; {', '.join(notes)}" if notes else ""))
+        done, per_object, general = rb_import.import_scene(scene, objs,
+                                                           self.disable_blender_world)
+        LAST_IMPORT.update(objects=per_object, general=general)
+        if not done:
+            self.report({'ERROR'}, "; ".join(general) or "Nothing imported")
+            return {'CANCELLED'}
+        self.report({'INFO'}, f"Imported Rigid Body settings of {len(done)} object(s)"
+                    + (f"; {'; '.join(general)}" if general else ""))
+        # Nothing dropped silently: what each object's import could not carry.
+        lines = [f"{name}: not carried: {'; '.join(n)}" for name, n in per_object.items()]
+        for k, line in enumerate(lines):
+            if k == MAX_REPORTS:
+                self.report({'INFO'}, f"... and {len(lines) - k} more object(s) with settings "
+                            "not carried; see the console and each object's bake summary")
+            if k >= MAX_REPORTS:
+                print(f"Hullabaloo: {line}")
+            else:
+                self.report({'INFO'}, line)
         return {'FINISHED'}
 
 
 def import_rigid_body(obj):
-    """Copy one object's Blender Rigid Body settings to obj.hullabaloo and enable it."""
-    rb = obj.rigid_body
-    s = obj.hullabaloo
-    if rb.type == 'ACTIVE' and rb.enabled and not rb.kinematic:
-        s.body_type = 'DYNAMIC'
-    elif rb.kinematic or rb.type == 'ACTIVE':
-        # "Animated", or an active body with "Dynamic" off: follows its own animation and
-        # pushes the others (Blender simulates it once Dynamic is keyed on; we do not).
-        s.body_type = 'ANIMATED'
-    else:
-        s.body_type = 'PASSIVE'
-    s.shape = RB_SHAPES.get(rb.collision_shape, 'CONVEX_HULL')
-    s.mass_mode = 'MASS'
-    s.mass = rb.mass
-    s.friction = rb.friction
-    s.restitution = rb.restitution
-    s.linear_damping = rb.linear_damping
-    s.angular_damping = rb.angular_damping
-    s.collision_collections = tuple(rb.collision_collections)
-    s.enabled = True
+    """Copy one object's Blender Rigid Body settings to obj.hullabaloo and enable it
+    (addon.rb_import.import_object); returns what could not be carried."""
+    return rb_import.import_object(obj, rb_import.world_objects(obj.users_scene[0])
+                                   if obj.users_scene else None)
 
 
 class HULLABALOO_OT_add_selected(bpy.types.Operator):

@@ -98,6 +98,10 @@ class HULLABALOO_PG_object(bpy.types.PropertyGroup):
         name="Tolerance", default=0.0, min=0.0, soft_max=1.0, unit='LENGTH', precision=4,
         description="How far a part may stick out of the mesh; 0 picks it automatically "
         "(2% of the mesh's longest side)")
+    compound_include_self: BoolProperty(
+        name="Include This Mesh", default=False,
+        description="Also use this object's own mesh as a part of the Compound built from "
+        "child objects (Blender's Compound Parent uses the children only)")
     collision_part: BoolProperty(
         name="Collision Part", default=False,
         description="Use this child as a convex collision part of its parent's Compound "
@@ -135,6 +139,33 @@ class HULLABALOO_PG_object(bpy.types.PropertyGroup):
         name="Collision Collections", size=20, subtype='LAYER',
         default=[True] + [False] * 19,
         description="Bodies collide only if they share at least one collision collection")
+    # -- hand-off and deactivation (issue 14; Blender's keyable Animated and Dynamic) -------
+    animated: BoolProperty(
+        name="Animated", default=False,
+        description="Follow the object's own animation, pushing dynamic bodies as it goes. "
+        "Keyable (as Blender's): key it off to release the body into the simulation with "
+        "the velocity of its keyed motion, on again to take it back")
+    simulated: BoolProperty(
+        name="Dynamic", default=True,
+        description="Take part in the simulation (Blender's Dynamic). Keyable: keyed off, "
+        "the body is held where it is until keyed on again, then starts from rest")
+    use_deactivation: BoolProperty(
+        name="Enable Deactivation", default=True,
+        description="Let the body fall asleep once at rest (slower than the deactivation "
+        "velocities below); off keeps it, and what it touches, always simulated")
+    use_start_deactivated: BoolProperty(
+        name="Start Deactivated", default=False,
+        description="Start asleep: the body stays exactly where it is (even in mid-air) "
+        "until another body touches it or an animated body moves into it")
+    deactivate_linear_velocity: FloatProperty(
+        name="Linear Velocity", default=0.05, min=0.0, soft_max=10.0, unit='VELOCITY',
+        description="Below this speed the body counts as resting (and may fall asleep)")
+    deactivate_angular_velocity: FloatProperty(
+        name="Angular Velocity", default=0.05, min=0.0, soft_max=10.0, subtype='ANGLE',
+        description="Below this spin (per second) the body counts as resting")
+    import_notes: StringProperty(
+        default="", options={'HIDDEN'},
+        description="Blender Rigid Body settings the last import could not carry")
     bake: PointerProperty(type=HULLABALOO_PG_bake_state, options={'HIDDEN'})
 
 
@@ -157,6 +188,10 @@ class HULLABALOO_PG_scene(bpy.types.PropertyGroup):
         name="Solver Iterations", default=1, min=1, max=50,
         description="Solver sweeps per substep; raise for tall stacks and heavy-on-light "
         "contacts")
+    time_scale: FloatProperty(
+        name="Speed", default=1.0, min=1e-4, soft_min=0.01, soft_max=10.0, precision=3,
+        description="Simulated seconds per second of animation (Blender's Rigid Body World "
+        "Speed): below 1 is slow motion")
     use_sleeping: BoolProperty(
         name="Sleeping", default=True,
         description="Let bodies at rest stop being simulated until something touches them "

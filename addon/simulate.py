@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import engine
 from ..engine import quat
-from . import animation, cache, channels, fields, transforms
+from . import animation, cache, channels, fields, handoff, transforms
 from .collect import SceneReader
 
 
@@ -120,6 +120,8 @@ class BakeJob:
             try:
                 b.index = world.add_body(b.shape, position=b.position,
                                          orientation=b.orientation, kind=b.kind, **b.params)
+                if b.deactivation:
+                    world.set_deactivation(b.index, **b.deactivation)
             except engine.EngineError as exc:
                 from .collect import Problem
                 self.problems.append(Problem("ERROR", b.name, f"{exc}. Skipped."))
@@ -138,6 +140,7 @@ class BakeJob:
         self.names = [b.name for b in bodies]
         if prev_cache is not None:
             self._resume_from(prev_cache, first)
+        self._start_handoff(first, end)
         self._plan_parents()
         # Force fields: poses and settings of the frame each step ends on (fields.py).
         from .collect import Problem
@@ -145,6 +148,7 @@ class BakeJob:
                                          Problem)
         self.fields.apply(world, first)
         self.sample = self.sample or self.fields.animated
+        self.sample = self.sample or self.handoff.samples
         n_frames = end - first + 1
         nd = len(self.dynamic)
         self.dyn_idx = np.array([b.index for b in self.dynamic], dtype=np.int64)
@@ -156,7 +160,8 @@ class BakeJob:
         # One engine.StepRecord per frame (None for the first: no step led into it).
         self.records = [None] if self.record else None
         self.frame = first
-        self.dt = scene.render.fps_base / scene.render.fps
+        # Blender's Rigid Body World Speed: simulated seconds per frame, scaled.
+        self.dt = scene.render.fps_base / scene.render.fps * scene.hullabaloo.time_scale
         self._start_channels()
         return self.problems
 
@@ -176,6 +181,23 @@ class BakeJob:
             self.world.set_pose(b.index, position=state["pos"][j], orientation=state["q"][j])
             self.world.set_velocity(b.index, linear=state["vel"][j, :3],
                                     angular=state["vel"][j, 3:])
+
+    def _start_handoff(self, first, end):
+        """Animated / Dynamic keyed on dynamic bodies (addon.handoff): kinds at the first
+        frame, and the frames where they switch."""
+        from .collect import Problem
+        self.handoff = handoff.Schedule(self.dynamic, first, end)
+        for name, message in self.handoff.notes:
+            self.problems.append(Problem("WARNING", name, message))
+        self.handoff_index = np.array([self.dynamic[j].index for j in self.handoff.rows],
+                                      dtype=np.int64)
+        self.handoff.start(self.world, self.handoff_index)
+
+    def _handoff_pose(self, c):
+        """Pose (position, quaternion) of hand-off column c's object at the current frame."""
+        m = _obj_matrix(self.dynamic[self.handoff.rows[c]].obj)
+        R, _ = transforms.polar_decompose(m[None, :3, :3])
+        return m[:3, 3], quat.from_matrix(R)[0]
 
     def _plan_parents(self):
         """Parent spaces of the keyed bodies: P = parent_world(f) @ C with C constant.
@@ -247,6 +269,8 @@ class BakeJob:
                     self._sample(f)
                 if self.fields.per_frame:
                     self.fields.apply(world, f)
+                if self.handoff.any:
+                    self.handoff.step(world, f, self.handoff_index, self._handoff_pose)
                 world.step(self.dt, record=self.record)
                 k = f - self.first
                 self.positions[k] = world.positions[self.dyn_idx]

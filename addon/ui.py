@@ -46,9 +46,15 @@ class HULLABALOO_PT_physics(bpy.types.Panel):
             layout = layout.column()
         layout.active = s.enabled
         layout.prop(s, "body_type")
+        if s.body_type == 'DYNAMIC':  # keyable, as Blender's Animated / Dynamic checkboxes
+            row = layout.row(heading="Settings")
+            row.prop(s, "simulated")
+            row.prop(s, "animated")
         layout.prop(s, "shape")
         if s.shape == 'COMPOUND':
             layout.prop(s, "compound_source")
+            if s.compound_source == 'CHILDREN':
+                layout.prop(s, "compound_include_self")
             if s.compound_source == 'DECOMPOSE':
                 col = layout.column(align=True)
                 col.prop(s, "decompose_max_parts")
@@ -121,6 +127,28 @@ class HULLABALOO_PT_dynamics(_Sub, bpy.types.Panel):
         layout.prop(s, "initial_angular_velocity")
 
 
+class HULLABALOO_PT_deactivation(_Sub, bpy.types.Panel):
+    bl_label = "Deactivation"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    @classmethod
+    def poll(cls, context):
+        return super().poll(context) and context.object.hullabaloo.body_type == 'DYNAMIC'
+
+    def draw_header(self, context):
+        self.layout.prop(_settings(context), "use_deactivation", text="")
+
+    def draw(self, context):
+        s = _settings(context)
+        layout = self.layout
+        layout.use_property_split = True
+        layout.active = s.enabled and s.use_deactivation
+        layout.prop(s, "use_start_deactivated")
+        col = layout.column(align=True)
+        col.prop(s, "deactivate_linear_velocity", text="Velocity Linear")
+        col.prop(s, "deactivate_angular_velocity", text="Angular")
+
+
 class HULLABALOO_PT_collisions(_Sub, bpy.types.Panel):
     bl_label = "Collisions"
     bl_options = {'DEFAULT_CLOSED'}
@@ -159,6 +187,7 @@ class HULLABALOO_PT_scene(bpy.types.Panel):
         sub.active = scene.use_gravity
         sub.prop(scene, "gravity", text="")
         col = layout.column()
+        col.prop(s, "time_scale")
         col.prop(s, "substeps")
         col.prop(s, "iterations")
         col.prop(s, "use_sleeping")
@@ -199,7 +228,8 @@ def object_menu(self, context):
 
 
 CLASSES = (HULLABALOO_PT_physics, HULLABALOO_PT_mass, HULLABALOO_PT_surface,
-           HULLABALOO_PT_dynamics, HULLABALOO_PT_collisions, HULLABALOO_PT_scene,
+           HULLABALOO_PT_dynamics, HULLABALOO_PT_deactivation, HULLABALOO_PT_collisions,
+           HULLABALOO_PT_scene,
            HULLABALOO_MT_object)
 
 

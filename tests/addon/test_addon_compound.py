@@ -105,8 +105,12 @@ def test_parent_without_marked_children_is_reported():
     assert "has no child objects marked as collision parts" in msgs[0].message
     assert "Loose Parts" in msgs[0].message
     assert not hb.keys_of(lonely)
-    # Marking the child fixes it: a compound of one part, the parent's own cube plus the child.
+    # Marking the child fixes it: a compound of the child alone (as Blender's Compound
+    # Parent), or, when asked (Include This Mesh), the parent's own cube plus the child.
     child.hullabaloo.collision_part = True
+    body = next(x for x in read_scene(scene).bodies if x.name == "Lonely")
+    assert len(body.shape.shapes) == 1
+    lonely.hullabaloo.compound_include_self = True
     body = next(x for x in read_scene(scene).bodies if x.name == "Lonely")
     assert len(body.shape.shapes) == 2
 
