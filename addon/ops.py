@@ -83,6 +83,7 @@ class _BakeOperator:
     def _done(self, context, job):
         summary = job.finish()
         LAST["summary"] = summary
+        LAST["problems"] = list(job.problems)  # with those found while finishing
         _report_problems(self, job.problems)
         seconds = summary["simulation_seconds"] + summary["write_seconds"] + \
             summary["refresh_seconds"]

@@ -19,6 +19,11 @@ from . import animation, cache, channels, fields, handoff, transforms
 from .collect import SceneReader
 
 
+# How far below the lowest point of all passive / animated bodies a dynamic body must end to
+# be reported as fallen out of the world.
+FALLEN_DEPTH = 2.0
+
+
 class BakeError(Exception):
     """A problem that stops the bake before anything is changed (message for the user)."""
 
@@ -322,6 +327,7 @@ class BakeJob:
     def finish(self):
         """Write the keys of every dynamic body (one pass, in bulk) and keep the cache."""
         t0 = time.perf_counter()
+        self._report_fallen()
         frames = np.arange(self.first, self.frame + 1, dtype=np.float64)
         values = self.channel_values()
         for b in self.dynamic:
@@ -357,6 +363,23 @@ class BakeJob:
             np.array([tuple(o.delta_location) for o in objs]),
             np.array([tuple(o.scale) for o in objs]) * np.array([tuple(o.delta_scale) for o in objs]),
             modes, delta, parents, self.start_rot)
+
+    def _report_fallen(self):
+        """A body that ends far below all the scenery fell off or through it: say so (a
+        scene whose parts were misread loses bodies this way), naming each one."""
+        from .collect import Problem
+        scenery = [b for b in self.bodies if b.kind != "dynamic"]
+        if not scenery or self.frame is None:
+            return
+        low = min(float(b.position[2] + (b.shape.core_points @ b.rotation.T)[:, 2].min()
+                        - b.shape.radius) for b in scenery)
+        z = self.positions[self.frame - self.first, :, 2]
+        for j in np.flatnonzero(z < low - FALLEN_DEPTH):
+            self.problems.append(Problem("WARNING", self.dynamic[j].name, (
+                f"ends {low - z[j]:.3g} m below the lowest scenery (frame {self.frame}): it "
+                "fell off or through it. If that is not intended, check that it does not "
+                "start inside another body and that the scenery's shapes are what you see "
+                "(Physics > Hullabaloo > Shape).")))
 
     def _store_cache(self):
         states = self.states

@@ -175,7 +175,7 @@ def test_start_deactivated_cube_holds_in_mid_air_until_hit():
     assert abs(got["Sleeper"][-1, 2, 3] - ref["Sleeper"][-1, 2, 3]) < 0.05
 
 
-def bin_scene():
+def bin_scene(hide="hide_set"):
     """A synthetic-data generator's bin: a passive Compound Parent whose mesh is a solid
     3 x 3 x 1.5 m block (its look), with five hidden Convex Hull children (floor and four
     walls), and five cubes dropped into it."""
@@ -192,7 +192,10 @@ def bin_scene():
         p = box(name, size=size, rb_type='PASSIVE', collision_shape='CONVEX_HULL')
         p.parent = tote
         p.location = loc
-        p.hide_set(True)
+        if hide == "hide_set":          # the eye icon
+            p.hide_set(True)
+        else:                           # disabled in viewports: not even evaluated
+            p.hide_viewport = True
         p.hide_render = True
         parts.append(p)
     drops = [box(f"Item{i}", size=(0.4, 0.4, 0.4),
@@ -201,12 +204,13 @@ def bin_scene():
     return scene, tote, parts, drops
 
 
-def test_compound_parent_bin_with_hidden_convex_parts_catches_every_item():
-    scene, tote, parts, drops = bin_scene()
+@pytest.mark.parametrize("hide", ["hide_set", "hide_viewport"])
+def test_compound_parent_bin_with_hidden_convex_parts_catches_every_item(hide):
+    scene, tote, parts, drops = bin_scene(hide)
     ref = blender_bake(scene, drops)
     got, last = ours(scene, drops + parts)
     for p in parts:
-        assert p.hullabaloo.collision_part and p.hide_get()
+        assert p.hullabaloo.collision_part and (p.hide_get() or p.hide_viewport)
     s = tote.hullabaloo
     assert (s.shape, s.compound_source, s.compound_include_self) == \
         ('COMPOUND', 'CHILDREN', False)
@@ -301,3 +305,16 @@ def test_animated_keyed_to_switch_every_frame_is_reported_and_baked():
     assert last["summary"]["frames"] == 24
     z = hb.keys_of(j)[("location", 2)]["co"][:, 1]
     assert np.all(np.isfinite(z)) and len(z) == 24
+
+
+def test_a_body_that_falls_out_of_the_world_is_reported():
+    """What a misread bin did before (items pushed out of a solid hull, falling forever)
+    must not pass silently: a body ending far below all the scenery is named."""
+    scene = hb.empty_scene(frame_end=48)
+    hb.add_box("Ledge", size=(2, 2, 0.2), location=(0, 0, 0), body_type='PASSIVE')
+    hb.add_box("Stays", size=(0.5, 0.5, 0.5), location=(0, 0, 1))
+    hb.add_box("Falls", size=(0.5, 0.5, 0.5), location=(4, 0, 1))
+    last = hb.bake()
+    fallen = [p for p in last["problems"] if "below the lowest scenery" in p.message]
+    assert [p.name for p in fallen] == ["Falls"] and fallen[0].level == "WARNING"
+    assert any(s.startswith("Falls:") for s in last["summary"]["problems"])
