@@ -118,6 +118,8 @@ def test_animated_keyed_off_carries_its_keyed_velocity_then_is_taken_back():
     # Free flight (frames 13-30): carried velocity, ballistic; within 5 cm of Blender's.
     free = slice(12, 30)
     err = np.linalg.norm(got[free, :3, 3] - ref[free, :3, 3], axis=1)
+    print(f"\nhand-off: free flight frames 13-30, max distance to Blender {err.max() * 1000:.1f} mm,"
+          f" yaw {np.degrees(np.abs(yaw(got)[free] - yaw(ref)[free]).max()):.2f} deg")
     assert err.max() < 0.05, err
     tf = t[free] - t[11]
     ballistic = keys[11] + np.outer(tf, (3, 0, 1)) + np.outer(0.5 * tf * tf, (0, 0, -G))
@@ -141,6 +143,7 @@ def test_dynamic_keyed_off_is_held_then_restarts_from_rest():
     ref = blender_bake(scene, [b])["Held"]
     got = ours(scene, [b])[0]["Held"]
     z_ref, z = ref[:, 2, 3], got[:, 2, 3]
+    print(f"\nDynamic keyed off: max |z - Blender| {np.abs(z - z_ref).max() * 1000:.1f} mm")
     assert np.abs(z - z_ref).max() < 0.05, np.abs(z - z_ref).max()
     held = slice(8, 29)                                # frames 9-29: where frame 9 left it
     assert np.ptp(z[held]) == 0.0 and np.ptp(z_ref[held]) < 1e-4
@@ -150,28 +153,41 @@ def test_dynamic_keyed_off_is_held_then_restarts_from_rest():
 
 
 def test_start_deactivated_cube_holds_in_mid_air_until_hit():
+    """One sleeper hit by a falling cube, one pushed by an Animated box moving into it."""
     scene = hb.empty_scene(frame_end=60)
     box("Ground", size=(10, 10, 1), location=(0, 0, -0.5), rb_type='PASSIVE')
     c = box("Sleeper", location=(0, 0, 3), use_deactivation=True,
             use_start_deactivated=True)
     d = box("Hammer", location=(0.2, 0, 6))
-    ref = blender_bake(scene, [c, d])
-    got = ours(scene, [c, d])[0]
+    e = box("Pushed", location=(0, 3, 3), use_deactivation=True, use_start_deactivated=True)
+    pusher = box("Pusher", location=(-3, 3, 3), rb_type='PASSIVE', kinematic=True)
+    key_linear(pusher, "location", [(1, (-3, 3, 3)), (25, (1, 3, 3))])  # 4 m/s
+    linear_keys(pusher)
+    ref = blender_bake(scene, [c, d, e])
+    got = ours(scene, [c, d, e])[0]
     s = c.hullabaloo
     assert s.use_deactivation and s.use_start_deactivated
     assert s.deactivate_linear_velocity == pytest.approx(0.4)
     assert s.deactivate_angular_velocity == pytest.approx(0.5)
+    assert pusher.hullabaloo.body_type == 'ANIMATED'
 
     def woke(m):
-        return int(np.flatnonzero(np.abs(m[:, 2, 3] - 3.0) > 1e-6)[0])
+        return int(np.flatnonzero(np.abs(m[:, :3, 3] - m[0, :3, 3]).max(axis=1) > 1e-6)[0])
 
-    w_ref, w = woke(ref["Sleeper"]), woke(got["Sleeper"])
     # Held exactly (bit for bit) until the hammer, falling 2 m (0.64 s, frame ~16), hits it.
+    w_ref, w = woke(ref["Sleeper"]), woke(got["Sleeper"])
     assert np.all(got["Sleeper"][:w, 2, 3] == 3.0)
     assert abs(w - w_ref) <= 2 and abs(w / 24.0 - np.sqrt(4.0 / G)) < 0.15, (w, w_ref)
+    # The pusher's face (x = -3 + 4 t + 0.5) reaches the cube's (x = -0.5) at t = 0.5 s.
+    p_ref, p = woke(ref["Pushed"]), woke(got["Pushed"])
+    print(f"\nStart Deactivated: hit wakes it at frame {w + 1} (Blender {w_ref + 1}); pushed "
+          f"at frame {p + 1} (Blender {p_ref + 1}); final z {got['Sleeper'][-1, 2, 3]:.3f} "
+          f"(Blender {ref['Sleeper'][-1, 2, 3]:.3f})")
+    assert np.all(got["Pushed"][:p, 2, 3] == 3.0)
+    assert abs(p - p_ref) <= 2 and abs(p / 24.0 - 0.5) < 0.1, (p, p_ref)
     # Then both cubes end on the ground, as in Blender.
-    for name in ("Sleeper", "Hammer"):
-        assert got[name][-1, 2, 3] < 1.6 and ref[name][-1, 2, 3] < 1.6
+    for name in ("Sleeper", "Hammer", "Pushed"):
+        assert got[name][-1, 2, 3] < 1.6 and ref[name][-1, 2, 3] < 1.6, name
     assert abs(got["Sleeper"][-1, 2, 3] - ref["Sleeper"][-1, 2, 3]) < 0.05
 
 
@@ -222,6 +238,9 @@ def test_compound_parent_bin_with_hidden_convex_parts_catches_every_item(hide):
     assert len(body.shape.shapes) == 5                 # the children only, not the block
     assert last["summary"]["objects"] == 5
     inner_lo, inner_hi = np.array([3.6, -1.4, 0.1]), np.array([6.4, 1.4, 1.5])
+    print("\nbin: final item positions, ours / Blender:", "; ".join(
+        f"{n} {np.round(got[n][-1, :3, 3], 2)} / {np.round(m[-1, :3, 3], 2)}"
+        for n, m in ref.items()))
     for name, m in list(ref.items()):
         for traj, who in ((m, "Blender"), (got[name], "Hullabaloo")):
             p = traj[-1, :3, 3]
@@ -247,6 +266,7 @@ def test_world_speed_gravity_and_collection_are_imported():
     assert any("Outside" in g and "collection" in g for g in general), general
     assert not outside.hullabaloo.enabled
     z = got["Slow"][:, 2, 3]
+    print(f"\nspeed 0.5: max |z - Blender| {np.abs(z - ref[:, 2, 3]).max() * 1000:.2f} mm")
     assert np.abs(z - ref[:, 2, 3]).max() < 0.05
     t = 0.5 * np.arange(24) / 24.0                     # half speed: half the simulated time
     np.testing.assert_allclose(z, 10 - damped_fall(t, G), atol=0.01)
@@ -318,3 +338,33 @@ def test_a_body_that_falls_out_of_the_world_is_reported():
     fallen = [p for p in last["problems"] if "below the lowest scenery" in p.message]
     assert [p.name for p in fallen] == ["Falls"] and fallen[0].level == "WARNING"
     assert any(s.startswith("Falls:") for s in last["summary"]["problems"])
+
+
+def test_rebake_from_frame_inside_and_after_the_animated_phase_continues_it():
+    """The stored states carry each body's kind: re-baking from a frame where the body
+    follows its keys, or flies free, gives the same keys (to float32 key precision: the
+    re-bake samples the baked keys of the animated phase)."""
+    scene = hb.empty_scene(frame_end=40)
+    hb.add_box("Ground", size=(20, 20, 1), location=(0, 0, -0.5), body_type='PASSIVE')
+    a = hb.add_box("Thrown", size=(0.5, 0.5, 0.5), location=(-3, 0, 2))
+    key_linear(a, "location", [(1, (-3, 0, 2)), (10, (-1.5, 0, 3))])
+    linear_keys(a)
+    for f, on in ((1, True), (9, True), (10, False)):
+        a.hullabaloo.animated = on
+        a.keyframe_insert("hullabaloo.animated", frame=f)
+    b = hb.add_box("Sleeper", size=(0.5, 0.5, 0.5), location=(0.5, 0, 3.2),
+                   use_start_deactivated=True)
+    scene.frame_set(1)
+    hb.bake()
+    full = {o.name: hb.keys_of(o) for o in (a, b)}
+    za = full["Thrown"][("location", 2)]["co"][:, 1]
+    assert np.ptp(full["Sleeper"][("location", 2)]["co"][:, 1]) > 0.5   # it was hit
+    np.testing.assert_allclose(za[:9], 2 + np.arange(9) / 9.0, atol=1e-5)  # on its keys
+    for frame in (6, 20):
+        scene.frame_set(frame)
+        assert bpy.ops.hullabaloo.rebake_from_frame() == {'FINISHED'}
+        for o in (a, b):
+            again = hb.keys_of(o)
+            for ch in full[o.name]:
+                np.testing.assert_allclose(again[ch]["co"], full[o.name][ch]["co"],
+                                           atol=1e-4, err_msg=f"{frame} {o.name} {ch}")
