@@ -38,7 +38,7 @@ def world_objects(scene):
     rbw = scene.rigidbody_world
     if rbw is None or rbw.collection is None:
         return None
-    return set(o.name for o in rbw.collection.all_objects)
+    return {o.name for o in rbw.collection.all_objects}
 
 
 def _rb_fcurves(obj):

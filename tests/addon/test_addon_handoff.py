@@ -258,7 +258,7 @@ def test_world_speed_gravity_and_collection_are_imported():
     rbw.time_scale = 0.5
     rbw.substeps_per_frame, rbw.solver_iterations = 20, 30
     ref = blender_bake(scene, [a])["Slow"]
-    got, last = ours(scene, [a])
+    got = ours(scene, [a])[0]
     hs = scene.hullabaloo
     assert hs.time_scale == pytest.approx(0.5)
     assert (hs.substeps, hs.iterations) == (20, 3)     # 480 Hz > our 360 Hz; 30 / 10
@@ -291,7 +291,7 @@ def test_world_gravity_weight_is_imported(weights):
 
 
 def test_import_lists_what_it_cannot_carry_per_object_and_in_the_bake_summary():
-    scene = hb.empty_scene(frame_end=12)
+    hb.empty_scene(frame_end=12)
     box("Ground", size=(10, 10, 1), location=(0, 0, -0.5), rb_type='PASSIVE')
     cyl = box("Drum", location=(0, 0, 2), collision_shape='CYLINDER', use_margin=True,
               collision_margin=0.02)
@@ -310,7 +310,7 @@ def test_import_lists_what_it_cannot_carry_per_object_and_in_the_bake_summary():
 
 
 def test_animated_keyed_to_switch_every_frame_is_reported_and_baked():
-    scene = hb.empty_scene(frame_end=24)
+    hb.empty_scene(frame_end=24)
     box("Ground", size=(10, 10, 1), location=(0, 0, -0.5), rb_type='PASSIVE')
     j = hb.add_box("Jitter", size=(1, 1, 1), location=(0, 0, 3))
     s = j.hullabaloo
@@ -330,7 +330,7 @@ def test_animated_keyed_to_switch_every_frame_is_reported_and_baked():
 def test_a_body_that_falls_out_of_the_world_is_reported():
     """What a misread bin did before (items pushed out of a solid hull, falling forever)
     must not pass silently: a body ending far below all the scenery is named."""
-    scene = hb.empty_scene(frame_end=48)
+    hb.empty_scene(frame_end=48)
     hb.add_box("Ledge", size=(2, 2, 0.2), location=(0, 0, 0), body_type='PASSIVE')
     hb.add_box("Stays", size=(0.5, 0.5, 0.5), location=(0, 0, 1))
     hb.add_box("Falls", size=(0.5, 0.5, 0.5), location=(4, 0, 1))
