@@ -97,6 +97,9 @@ def import_object(obj, members=None):
     notes = []
     keyed = _rb_fcurves(obj)
     _import_type(obj, rb, s, keyed)
+    if rb.type == 'PASSIVE' and keyed.keys() & _KEYED.keys():
+        notes.append("the keys on Animated / Dynamic of a Passive body (it is Animated for "
+                     "the whole bake when Animated is keyed on at all, else Passive)")
     s.shape = RB_SHAPES.get(rb.collision_shape, 'CONVEX_HULL')
     if rb.collision_shape == 'COMPOUND':
         s.compound_source = 'CHILDREN'

@@ -18,7 +18,6 @@ from ..engine import quat
 from . import animation, cache, channels, fields, handoff, transforms
 from .collect import SceneReader
 
-
 # How far below the lowest point of all passive / animated bodies a dynamic body must end to
 # be reported as fallen out of the world.
 FALLEN_DEPTH = 2.0

@@ -16,10 +16,15 @@ dynamic keeps it, so it carries on with the velocity of its keyed motion, linear
 once, at the switch. A body switched to kinematic stops (velocity zero) until it is given a
 target: a body that is held (Blender's Dynamic keyed off) stays where it is.
 """
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .errors import EngineError
 from .kinds import BodyKind
+
+if TYPE_CHECKING:
+    from .settings import WorldSettings
 
 _DYNAMIC, _STATIC, _KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
 
@@ -37,6 +42,14 @@ def kind_code(kind):
 
 class BodyControl:
     """Mixin: set_body_kind, set_deactivation and the per-body sleep tolerances."""
+
+    if TYPE_CHECKING:  # provided by engine.world.World
+        _a: dict[str, np.ndarray]
+        settings: WorldSettings
+
+        def _v(self, name: str) -> np.ndarray: ...
+
+        def _check_index(self, index) -> int: ...
 
     def set_body_kind(self, index, kind):
         """Switch a body between 'dynamic' and 'kinematic' mid-simulation.

@@ -56,7 +56,7 @@ def test_switching_back_and_forth_holds_then_starts_from_rest():
     np.testing.assert_array_equal(w.positions[b], held)
     np.testing.assert_array_equal(w.linear_velocities[b], 0.0)
     w.set_body_kind(b, "dynamic")          # re-enabled: from rest, as Blender does
-    for f in range(1, 13):
+    for _ in range(12):
         w.step(DT)
     t = 12 * DT
     assert w.positions[b, 0] == held[0]
