@@ -95,20 +95,23 @@ class Schedule:
         for c in np.flatnonzero(self.kinematic[0]):
             world.set_body_kind(int(index[c]), "kinematic")
 
-    def step(self, world, frame, index, matrix_of):
+    def step(self, world, frame, index, poses_of):
         """Before the step into ``frame``: switch kinds where they change and give every
-        kinematic body its target. matrix_of(c) -> the world matrix of column c's object at
-        this frame (called for the animated ones only)."""
+        kinematic body its target, in one call. poses_of(columns) -> (positions (K, 3),
+        orientations (K, 4)) of those columns' objects at this frame (the animated ones)."""
         k = frame - self.first
         now = self.kinematic[k]
         before = self.kinematic[k - 1] if k > 0 else now
         for c in np.flatnonzero(now != before):
             world.set_body_kind(int(index[c]), "kinematic" if now[c] else "dynamic")
-        anim = self.animated[k]
-        for c in np.flatnonzero(now):
-            i = int(index[c])
-            if anim[c]:
-                pos, q = matrix_of(c)
-            else:  # held where it is
-                pos, q = world.positions[i].copy(), world.orientations[i].copy()
-            world.set_kinematic_target(i, pos, q)
+        cols = np.flatnonzero(now)
+        if not len(cols):
+            return
+        idx = index[cols]
+        # Held ones stay where they are; animated ones go to their pose at this frame.
+        pos = world.positions[idx].copy()
+        q = world.orientations[idx].copy()
+        anim = self.animated[k, cols]
+        if anim.any():
+            pos[anim], q[anim] = poses_of(cols[anim])
+        world.set_kinematic_targets(idx, pos, q)

@@ -16,7 +16,7 @@ import numpy as np
 from .. import engine
 from ..engine import quat
 from . import animation, cache, channels, fields, handoff, transforms
-from .collect import SceneReader
+from .collect import SceneReader, world_matrices
 
 # How far below the lowest point of all passive / animated bodies a dynamic body must end to
 # be reported as fallen out of the world.
@@ -197,11 +197,13 @@ class BakeJob:
                                       dtype=np.int64)
         self.handoff.start(self.world, self.handoff_index)
 
-    def _handoff_pose(self, c):
-        """Pose (position, quaternion) of hand-off column c's object at the current frame."""
-        m = _obj_matrix(self.dynamic[self.handoff.rows[c]].obj)
-        R, _ = transforms.polar_decompose(m[None, :3, :3])
-        return m[:3, 3], quat.from_matrix(R)[0]
+    def _handoff_poses(self, cols):
+        """Poses (positions (K, 3), quaternions (K, 4)) of hand-off columns' objects at the
+        current frame, their matrices read in one call."""
+        objs = [self.dynamic[self.handoff.rows[c]].obj for c in cols]
+        m = world_matrices(self.scene, objs)
+        R, _ = transforms.polar_decompose(m[:, :3, :3])
+        return m[:, :3, 3], quat.from_matrix(R)
 
     def _plan_parents(self):
         """Parent spaces of the keyed bodies: P = parent_world(f) @ C with C constant.
@@ -274,7 +276,7 @@ class BakeJob:
                 if self.fields.per_frame:
                     self.fields.apply(world, f)
                 if self.handoff.any:
-                    self.handoff.step(world, f, self.handoff_index, self._handoff_pose)
+                    self.handoff.step(world, f, self.handoff_index, self._handoff_poses)
                 world.step(self.dt, record=self.record)
                 k = f - self.first
                 self.positions[k] = world.positions[self.dyn_idx]

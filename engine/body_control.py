@@ -1,6 +1,7 @@
 """Per-body controls of a World that change a body mid-simulation: its kind (dynamic <->
-kinematic, Blender's keyable Animated / Dynamic checkboxes) and its deactivation settings
-(Blender's Enable Deactivation, Start Deactivated, linear / angular deactivation velocities).
+kinematic, Blender's keyable Animated / Dynamic checkboxes), kinematic targets in bulk, and its
+deactivation settings (Blender's Enable Deactivation, Start Deactivated, linear / angular
+deactivation velocities).
 
 A mixin of ``engine.world.World`` (kept apart so world.py stays the step pipeline). It works
 on the World's per-body arrays:
@@ -46,6 +47,9 @@ class BodyControl:
     if TYPE_CHECKING:  # provided by engine.world.World
         _a: dict[str, np.ndarray]
         settings: WorldSettings
+
+        @property
+        def body_count(self) -> int: ...
 
         def _v(self, name: str) -> np.ndarray: ...
 
@@ -116,6 +120,30 @@ class BodyControl:
             # An island of its own: island labels are body indices (>= 0) or -1, so -(i + 2)
             # is unique and waking it wakes nothing else.
             a["island"][i] = -(i + 2)
+
+    def set_kinematic_targets(self, indices, positions, orientations):
+        """set_kinematic_target for many kinematic bodies at once: indices (K,), origin
+        positions (K, 3), orientations (K, 4) (w, x, y, z; normalised here)."""
+        idx = np.asarray(indices, dtype=np.int64).reshape(-1)
+        pos = np.asarray(positions, dtype=np.float64).reshape(len(idx), 3)
+        q = np.asarray(orientations, dtype=np.float64).reshape(len(idx), 4)
+        if not len(idx):
+            return
+        if idx.min() < 0 or idx.max() >= self.body_count:
+            raise EngineError(f"body index out of range in {idx.tolist()} (the world has "
+                              f"{self.body_count} bodies)")
+        a = self._a
+        bad = idx[a["kind"][idx] != _KINEMATIC]
+        if len(bad):
+            raise EngineError(f"bodies {bad.tolist()} are not kinematic; kinematic targets move "
+                              "kinematic bodies only")
+        norm = np.linalg.norm(q, axis=1)
+        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(q)) and np.all(norm > 1e-9)):
+            raise EngineError("kinematic targets must be finite, with non-zero quaternions; "
+                              "check the animated objects' transforms for NaN/inf")
+        a["target_pos"][idx] = pos
+        a["target_q"][idx] = q / norm[:, None]
+        a["has_target"][idx] = True
 
     # -- helpers for World ------------------------------------------------------------------
     def _sleep_tolerances(self):

@@ -186,3 +186,34 @@ def test_deactivation_disabled_never_sleeps_and_tolerances_are_per_body():
     passes = w.positions[b, 0] / (0.2 / 48)
     assert min(abs(passes - 24), abs(passes - 25)) < 1e-6, passes
     np.testing.assert_allclose(w.positions[a, 0], 0.2 * 48 * DT, atol=1e-9)
+
+
+def test_bulk_kinematic_targets_match_one_by_one_and_refuse_bad_input():
+    def make():
+        w = World(gravity=(0, 0, -G))
+        w.add_body(Box((0.5, 0.5, 0.5)), position=(0, 0, 3))
+        ks = [w.add_body(Box((0.3, 0.3, 0.3)), position=(x, 0, 1), kind="kinematic")
+              for x in (-2.0, 2.0)]
+        return w, ks
+
+    pos = np.array([[-1.0, 0, 2.6], [1.0, 0.5, 1.0]])
+    q = np.array([[1.0, 0, 0, 0.2], [0.0, 0, 0, 2.0]])       # normalised by the calls
+    one, ks = make()
+    for i, p, r in zip(ks, pos, q):
+        one.set_kinematic_target(i, p, r)
+    bulk, ks2 = make()
+    bulk.set_kinematic_targets(ks2, pos, q)
+    for _ in range(6):
+        one.step(DT)
+        bulk.step(DT)
+        if _ == 0:
+            one.set_kinematic_target(ks[0], pos[0] + 0.1, q[0])
+            bulk.set_kinematic_targets(ks2[:1], (pos[0] + 0.1)[None], q[:1])
+    np.testing.assert_array_equal(one.positions, bulk.positions)
+    np.testing.assert_array_equal(one.orientations, bulk.orientations)
+    with pytest.raises(EngineError, match="not kinematic"):
+        bulk.set_kinematic_targets([0], pos[:1], q[:1])
+    with pytest.raises(EngineError, match="out of range"):
+        bulk.set_kinematic_targets([7], pos[:1], q[:1])
+    with pytest.raises(EngineError, match="finite"):
+        bulk.set_kinematic_targets(ks2[:1], [[np.nan, 0, 0]], q[:1])
