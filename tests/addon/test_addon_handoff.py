@@ -293,20 +293,22 @@ def test_world_gravity_weight_is_imported(weights):
 def test_import_lists_what_it_cannot_carry_per_object_and_in_the_bake_summary():
     hb.empty_scene(frame_end=12)
     box("Ground", size=(10, 10, 1), location=(0, 0, -0.5), rb_type='PASSIVE')
-    cyl = box("Drum", location=(0, 0, 2), collision_shape='CYLINDER', use_margin=True,
-              collision_margin=0.02)
-    cyl.rigid_body.keyframe_insert("mass", frame=1)
+    drum = box("Drum", location=(0, 0, 2), collision_shape='CYLINDER', use_margin=True,
+               collision_margin=0.02, use_deform=True)
+    drum.rigid_body.keyframe_insert("mass", frame=1)
     plain = box("Plain", location=(3, 0, 2))
     assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
+    assert drum.hullabaloo.shape == 'CYLINDER'               # carried: an exact cylinder
     notes = hb.pkg().addon.ops.LAST_IMPORT["objects"]
     assert "Plain" not in notes and "Ground" not in notes
     text = "; ".join(notes["Drum"])
-    for words in ("Cylinder", "margin of 0.02", "keys on mass"):
+    for words in ("margin of 0.02", "Deforming", "keys on mass"):
         assert words in text, text
+    assert "Cylinder" not in text
     assert plain.hullabaloo.import_notes == ""
     last = hb.bake()
-    drum = [p for p in last["summary"]["problems"] if p.startswith("Drum:")]
-    assert len(drum) == 1 and "not carried" in drum[0] and "Cylinder" in drum[0]
+    lines = [p for p in last["summary"]["problems"] if p.startswith("Drum:")]
+    assert len(lines) == 1 and "not carried" in lines[0] and "keys on mass" in lines[0]
 
 
 def test_animated_keyed_to_switch_every_frame_is_reported_and_baked():
