@@ -37,6 +37,19 @@ class ShapeTable:
             self._dirty = True
         return self._ids[key]
 
+    def refresh(self, shape):
+        """A shape's rows after it changed in place (a TriangleMesh's set_vertices): its
+        bounding points and radius. Only meshes change, and their 8 AABB corners always fit
+        the padded rows, so the rest of the table stays valid."""
+        i = self._ids.get(id(shape))
+        if i is None or self._dirty:
+            return  # not in the table yet, or rebuilt from the shapes on next use anyway
+        pts = shape.core_points
+        a = self._arrays
+        a["points"][i] = pts[0]
+        a["points"][i, :len(pts)] = pts
+        a["bound_radius"][i] = shape.bounding_radius()
+
     def __len__(self):
         return len(self.shapes)
 

@@ -99,18 +99,68 @@ class TriangleMesh(Shape):
                                        "(zero area or non-finite vertices); check the mesh")
         t_w = t_w[good]
         used, t_c = np.unique(t_w, return_inverse=True)
+        # For set_vertices: one input vertex standing for each kept (welded) vertex.
+        first = np.full(len(v), len(inverse.reshape(-1)), dtype=np.int64)
+        np.minimum.at(first, inverse.reshape(-1), np.arange(len(inverse.reshape(-1))))
+        self.source_index = first[used]
+        self.input_count = int(len(inverse.reshape(-1)))
         self.vertices = np.ascontiguousarray(v[used])
         self.triangles = t_c.reshape(-1, 3).astype(np.int64)
         self.normals = cross[good] / area2[good][:, None]
         self.size = max(size, 1e-300)
         self._adjacency()
-        lo, hi = self.vertices.min(axis=0), self.vertices.max(axis=0)
-        corners = np.array([[(lo, hi)[i & 1][0], (lo, hi)[(i >> 1) & 1][1], (lo, hi)[(i >> 2) & 1][2]]
-                            for i in range(8)])
-        self.core_points = corners
+        self._corners()
         self._build_bvh()
         for arr in (self.vertices, self.triangles, self.normals):
             arr.setflags(write=False)
+
+    def _corners(self):
+        lo, hi = self.vertices.min(axis=0), self.vertices.max(axis=0)
+        bit = np.arange(8)[:, None] >> np.arange(3) & 1
+        self.core_points = np.where(bit.astype(bool), hi, lo)
+
+    def set_vertices(self, vertices):
+        """Move the vertices, keeping the topology (a deforming mesh: armature, shape keys,
+        deform modifiers). ``vertices`` is (N, 3) in the *input* numbering, N the vertex
+        count the mesh was built from (``input_count``). Returns the largest distance a kept
+        vertex moved.
+
+        Kept: the triangles, their adjacency and the BVH's tree (triangle order and leaves);
+        recomputed: normals, active-edge flags (convexity changes with the shape), triangle
+        boxes, the BVH node boxes (refit bottom-up: O(T), no sort) and the AABB corners.
+        Vertices welded at construction follow their first input vertex, and triangles
+        dropped at construction stay dropped. A triangle that collapses to zero area keeps
+        its previous normal (its contacts stay sensible while it passes through flat).
+        A refit tree answers ``query`` exactly (its boxes bound their triangles); it only
+        gets looser if the deformation shuffles triangles far from their build neighbours.
+        Raises EngineError (nothing changed) on a wrong shape or non-finite coordinates.
+
+        Callers that hold the mesh in a World use ``World.set_mesh_vertices`` so the world's
+        shape table and sleeping bodies follow."""
+        v = np.asarray(vertices, dtype=np.float64)
+        if v.shape != (self.input_count, 3):
+            raise EngineError(f"TriangleMesh.set_vertices needs ({self.input_count}, 3) "
+                              f"vertices (the count it was built from, same topology), got "
+                              f"shape {v.shape}")
+        if not np.all(np.isfinite(v)):
+            bad = int(np.flatnonzero(~np.all(np.isfinite(v), axis=1))[0])
+            raise EngineError(f"TriangleMesh.set_vertices: vertex {bad} is not finite "
+                              f"({v[bad].tolist()}); the mesh was left unchanged")
+        new = np.ascontiguousarray(v[self.source_index])
+        moved = float(np.sqrt(_dot(new - self.vertices, new - self.vertices).max()))
+        tv = new[self.triangles]
+        cross = np.cross(tv[:, 1] - tv[:, 0], tv[:, 2] - tv[:, 0])
+        area2 = np.sqrt(_dot(cross, cross))
+        ok = area2 > 0.0
+        normals = np.where(ok[:, None], cross / np.where(ok, area2, 1.0)[:, None], self.normals)
+        self.vertices, self.normals = new, normals
+        self.size = max(float(np.max(np.abs(new))), 1e-300)
+        self._active_flags()
+        self._corners()
+        self._refit_bvh()
+        for arr in (self.vertices, self.normals):
+            arr.setflags(write=False)
+        return moved
 
     def __repr__(self):
         return (f"TriangleMesh({len(self.vertices)} vertices, {len(self.triangles)} triangles, "
@@ -142,12 +192,18 @@ class TriangleMesh(Shape):
         nb_half[order] = nb_sorted                   # half-edge index of the twin, or -1
         self.neighbors = np.where(nb_half >= 0, nb_half // 3, -1).reshape(nt, 3)
         twin = nb_half.reshape(nt, 3)
-        n1 = self.normals[:, None, :]
         has = twin >= 0
         tw = np.where(has, twin, 0)
-        n2 = self.normals[tw // 3]                   # (T, 3, 3)
         # Consistent winding: the twin runs the other way (b -> a).
-        same_dir = a.reshape(nt, 3) == a[tw]
+        self._twin = (has, tw, a.reshape(nt, 3) == a[tw])
+        self._active_flags()
+
+    def _active_flags(self):
+        """active_front / active_back from the normals and the (fixed) edge twins."""
+        has, tw, same_dir = self._twin
+        tri = self.triangles
+        n1 = self.normals[:, None, :]
+        n2 = self.normals[tw // 3]                   # (T, 3, 3)
         pa = self.vertices[tri]
         e = np.roll(pa, -1, axis=1) - pa             # edge vectors as wound in this triangle
         cosang = _dot(n1, n2)
@@ -183,10 +239,17 @@ class TriangleMesh(Shape):
         self.bvh_order = order                       # triangle index of each sorted slot
         self.bvh_leaf_start = bounds[:-1]
         self.bvh_leaf_count = np.diff(bounds)
-        # Node boxes bottom-up: leaves from their triangles, parents from the children.
+        self._refit_bvh()
+
+    def _refit_bvh(self):
+        """Node boxes bottom-up for the current vertices (the tree itself is kept): leaves
+        from their triangles, parents from the children."""
+        tv = self.triangle_vertices
+        tlo, thi = tv.min(axis=1), tv.max(axis=1)
+        depth, order, starts = self.bvh_depth, self.bvh_order, self.bvh_leaf_start
         s_lo, s_hi = tlo[order], thi[order]
-        leaf_lo = np.minimum.reduceat(s_lo, bounds[:-1], axis=0)
-        leaf_hi = np.maximum.reduceat(s_hi, bounds[:-1], axis=0)
+        leaf_lo = np.minimum.reduceat(s_lo, starts, axis=0)
+        leaf_hi = np.maximum.reduceat(s_hi, starts, axis=0)
         nnodes = 2 ** (depth + 1) - 1
         self.bvh_lo = np.empty((nnodes, 3))
         self.bvh_hi = np.empty((nnodes, 3))

@@ -44,6 +44,7 @@ from .body_control import BodyControl
 from .broadphase import Broadphase
 from .contacts import PairTable, check_body_count, key_bodies, pair_keys
 from .curved import curved_aabbs
+from .deform import deform_mesh_body
 from .errors import EngineError
 from .fields import FieldTable, field_forces
 from .graph import colour_constraints, islands
@@ -418,6 +419,13 @@ class World(BodyControl):
             wake[pushed] = True
             sleeping[wake] = False
             self._v("sleep_time")[wake] = 0.0
+
+    def set_mesh_vertices(self, index, vertices):
+        """New vertex positions (same topology, the count the mesh was built from) for a
+        static or kinematic body's TriangleMesh, used from the next step; wakes sleepers
+        near the moved part. The motion is positional (no surface velocity): see
+        engine/deform.py. Returns the largest vertex displacement."""
+        return deform_mesh_body(self, index, vertices)
 
     # -- state ------------------------------------------------------------------------------
     def get_state(self):
