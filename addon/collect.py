@@ -50,6 +50,7 @@ class BodySpec:
     __slots__ = (
         "body_type",
         "deactivation",
+        "deform",
         "index",
         "kind",
         "name",
@@ -100,6 +101,26 @@ def mesh_points(obj, depsgraph):
     co = np.empty(n * 3, dtype=np.float32)
     mesh.vertices.foreach_get("co", co)
     return co.reshape(n, 3).astype(np.float64)
+
+
+# Modifiers that only move vertices (Blender's "deform only" modifiers): Mesh Source Deform
+# includes these and the shape keys, and leaves out any other modifier.
+DEFORM_MODIFIERS = frozenset((
+    "ARMATURE", "CAST", "CORRECTIVE_SMOOTH", "CURVE", "DISPLACE", "HOOK", "LAPLACIANDEFORM",
+    "LAPLACIANSMOOTH", "LATTICE", "MESH_DEFORM", "SHRINKWRAP", "SIMPLE_DEFORM", "SMOOTH",
+    "SURFACE_DEFORM", "WARP", "WAVE"))
+
+
+def source_depsgraph(obj, source, depsgraph):
+    """The depsgraph to read obj's mesh from for a Mesh Source (None reads the original
+    mesh: Base), and the constructive modifiers that Deform cannot leave out (read as
+    Final then; the caller reports them)."""
+    if source == "BASE":
+        return None, []
+    if source == "DEFORM":
+        return depsgraph, [m.name for m in obj.modifiers
+                           if m.show_viewport and m.type not in DEFORM_MODIFIERS]
+    return depsgraph, []
 
 
 def loose_parts(obj, depsgraph):
@@ -302,6 +323,7 @@ class SceneReader:
         self.bodies = []
         self.problems = []
         self._shape_cache = {}
+        self._deform_first = {}   # object name -> first-frame data of a deforming Mesh
 
     def problem(self, level, obj, message):
         self.problems.append(Problem(level, obj.name if obj is not None else "", message))
@@ -358,6 +380,7 @@ class SceneReader:
         shape = self._shape(obj, s, mw, R, K)
         if shape is None:
             return None
+        deform = self._deform_spec(obj, s, shape)
         if mirrored:
             self.problem("INFO", obj, "has a negative scale; it is simulated mirrored, as "
                          "shown.")
@@ -392,7 +415,25 @@ class SceneReader:
                          "nothing; tick at least one (Physics > Hullabaloo > Collisions).")
         return BodySpec(obj=obj, name=obj.name, body_type=s.body_type, kind=KIND[s.body_type],
                         shape=shape, position=mw[:3, 3].copy(), rotation=R, shape_matrix=K,
-                        params=params, deactivation=deactivation)
+                        params=params, deactivation=deactivation, deform=deform)
+
+    def _deform_spec(self, obj, s, shape):
+        """What the bake needs to follow a deforming mesh ({"count", "points"} of the first
+        frame, in the body frame), or None; says why when Deforming cannot be honoured."""
+        if not s.use_deform:
+            return None
+        why = None
+        if s.shape != "MESH":
+            why = "Deforming works with the Mesh shape only"
+        elif s.body_type == "DYNAMIC":
+            why = "a dynamic body cannot deform (only passive and animated Mesh bodies do)"
+        elif s.mesh_source == "BASE":
+            why = "Mesh Source Base never deforms (use Deform or Final)"
+        if why is not None:
+            self.problem("INFO", obj, f"Deforming is ignored: {why}; the shape of the first "
+                         "frame is used throughout.")
+            return None
+        return self._deform_first.get(obj.name)
 
     def _check_animation_conflicts(self, obj):
         if any(c.enabled and c.influence > 0 for c in obj.constraints):
@@ -413,6 +454,8 @@ class SceneReader:
         """The engine shape for an object (shared by objects with the same mesh, settings and
         shape matrix), or None with a problem recorded."""
         mesh_key = obj.data.name if not obj.modifiers else f"object:{obj.name}"
+        if s.mesh_source != "FINAL" or (s.use_deform and s.shape == "MESH"):
+            mesh_key = f"object:{obj.name}"   # a deforming mesh must not be shared either
         source = None
         if s.shape == "COMPOUND":
             source = (s.compound_source, s.decompose_max_parts, s.decompose_tolerance)
@@ -436,7 +479,13 @@ class SceneReader:
         return shape
 
     def _build_shape(self, obj, s, K):
-        points = mesh_points(obj, self.depsgraph)
+        dg, kept = source_depsgraph(obj, s.mesh_source, self.depsgraph)
+        if kept:
+            self.problem("WARNING", obj, "Mesh Source Deform cannot leave out the "
+                         f"modifier(s) {', '.join(kept)} (they change the topology); the "
+                         "final mesh is used (as Source Final). Disable them in the viewport "
+                         "or choose Base.")
+        points = mesh_points(obj, dg)
         if points is None or len(points) == 0:
             self.problem("ERROR", obj, "has no vertices; add geometry or turn Hullabaloo off "
                          "for it. Skipped.")
@@ -481,7 +530,7 @@ class SceneReader:
             if s.shape == "COMPOUND" and s.compound_source == "DECOMPOSE" and not flat:
                 identity = (1.0, 0.0, 0.0, 0.0)
                 hulls = []
-                for cloud in self._decompose(obj, pts, s):
+                for cloud in self._decompose(obj, pts, s, dg):
                     try:
                         hulls.append(_hull(cloud))
                     except engine.DegenerateShapeError:
@@ -489,7 +538,7 @@ class SceneReader:
                 shape = engine.Compound([(h, (0.0, 0.0, 0.0), identity) for h in hulls])
                 notes = []
             elif s.shape == "COMPOUND":  # loose parts (also a flat mesh's slab, per part)
-                parts = loose_parts(obj, self.depsgraph)
+                parts = loose_parts(obj, dg)
                 if flat:  # pts holds the slab's two copies of the n vertices
                     n = len(points)
                     parts = [np.concatenate((p, p + n)) for p in parts if len(p) >= 3]
@@ -499,7 +548,13 @@ class SceneReader:
                     [(_hull(pts[p]), (0.0, 0.0, 0.0), identity) for p in parts])
                 notes = []
             elif s.shape == "MESH" and s.body_type != "DYNAMIC":
-                shape = engine.TriangleMesh(pts, mesh_triangles(obj, self.depsgraph))
+                deforming = s.use_deform and dg is not None
+                # A deforming mesh keeps Blender's vertex numbering (no slab copies), so each
+                # frame's vertices can replace the first frame's one for one.
+                raw = points @ K.T if deforming else pts
+                shape = engine.TriangleMesh(raw, mesh_triangles(obj, dg))
+                if deforming:
+                    self._deform_first[obj.name] = {"count": len(points), "points": raw}
                 notes = []
             elif s.shape == "MESH" and s.body_type == "DYNAMIC":
                 shape = _hull(pts)
@@ -517,9 +572,9 @@ class SceneReader:
                 self.problem(level, obj, msg)
         return shape
 
-    def _decompose(self, obj, pts, s):
+    def _decompose(self, obj, pts, s, dg):
         """Convex part point clouds of the evaluated mesh in the body frame (cached)."""
-        tris = mesh_triangles(obj, self.depsgraph)
+        tris = mesh_triangles(obj, dg)
         if not is_closed(tris):
             self.problem("WARNING", obj, "is not a closed mesh (it has holes or loose "
                          "faces), so the decomposition can miss or add volume; close it, or "

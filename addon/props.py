@@ -54,6 +54,13 @@ COMPOUND_SOURCES = [
      "mesh; computed once per mesh and settings, then reused", "MOD_EXPLODE", 2),
 ]
 
+MESH_SOURCES = [
+    ("BASE", "Base", "The mesh as modelled: no shape keys, no modifiers (Blender's Base)"),
+    ("DEFORM", "Deform", "Shape keys and deforming modifiers (armature, displace, wave...) "
+     "but no modifier that changes the topology (Blender's Deform)"),
+    ("FINAL", "Final", "The mesh with every modifier applied, as shown (Blender's Final)"),
+]
+
 MASS_MODES = [
     ("MASS", "Mass", "Give the body's mass in kilograms"),
     ("DENSITY", "Density", "Give the material density (kg/m\u00b3); mass follows from the volume"),
@@ -106,6 +113,14 @@ class HULLABALOO_PG_object(bpy.types.PropertyGroup):
         name="Collision Part", default=False,
         description="Use this child as a convex collision part of its parent's Compound "
         "shape; it is not simulated on its own")
+    mesh_source: EnumProperty(
+        name="Source", items=MESH_SOURCES, default="FINAL",
+        description="Which version of the mesh the collision shape is built from")
+    use_deform: BoolProperty(
+        name="Deforming", default=False,
+        description="The mesh deforms (armature, shape keys, modifiers): a passive or "
+        "animated Mesh shape collides with its evaluated shape of every frame (needs source "
+        "Deform or Final and the same vertex count on every frame)")
     mass_mode: EnumProperty(
         name="Mass From", items=MASS_MODES, default="MASS",
         description="Give the mass directly or through the material density")
@@ -204,9 +219,19 @@ class HULLABALOO_PG_scene(bpy.types.PropertyGroup):
         description="Store the engine's per-frame records (contacts, impulses, bounding "
         "boxes) with the bake, so the viewport overlays show them when scrubbing without "
         "re-simulating")
+    live_preview: BoolProperty(
+        name="Live Preview", default=False, update=lambda self, context: _live_preview(self),
+        description="Simulate as the frame advances, without writing keys: going forward "
+        "simulates from the last cached frame, going back shows the cached pose, an edit "
+        "re-simulates from its frame; off gives every object back its own transform")
     cache_file: StringProperty(
         name="Cache", default="", options={'HIDDEN'},
         description="Where the per-frame simulation states of the last bake are stored")
+
+
+def _live_preview(settings):
+    from . import preview   # the preview imports the bake machinery; load it on first use
+    preview.toggled(settings.id_data)
 
 
 CLASSES = (HULLABALOO_PG_bake_state, HULLABALOO_PG_object, HULLABALOO_PG_scene)

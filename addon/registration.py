@@ -7,7 +7,7 @@ extension leaves Blender as it found it.
 import bpy
 from bpy.app.handlers import persistent
 
-from . import cache, cli, ops, props, ui
+from . import cache, cli, ops, preview, props, ui
 from .overlay import registration as overlay
 
 _STATE = {"cli": None}
@@ -26,6 +26,7 @@ def _on_save_pre(filepath="", *args):
 def _on_load_post(*args):
     # Caches belong to the file that made them; a newly loaded file reads its own on demand.
     cache.clear_memory()
+    preview.forget_all()
 
 
 def register():
@@ -36,6 +37,7 @@ def register():
     overlay.register()
     bpy.app.handlers.save_pre.append(_on_save_pre)
     bpy.app.handlers.load_post.append(_on_load_post)
+    preview.register()
     if hasattr(bpy.utils, "register_cli_command"):
         _STATE["cli"] = bpy.utils.register_cli_command("hullabaloo", cli.blender_command)
 
@@ -48,6 +50,7 @@ def unregister():
                     (bpy.app.handlers.load_post, _on_load_post)):
         while fn in lst:
             lst.remove(fn)
+    preview.unregister()
     overlay.unregister()
     ui.unregister()
     for cls in reversed(ops.CLASSES):

@@ -16,7 +16,7 @@ import numpy as np
 from .. import engine
 from ..engine import quat
 from . import animation, cache, channels, fields, handoff, transforms
-from .collect import SceneReader, world_matrices
+from .collect import Problem, SceneReader, mesh_points, world_matrices
 
 # How far below the lowest point of all passive / animated bodies a dynamic body must end to
 # be reported as fallen out of the world.
@@ -61,7 +61,13 @@ def _moves(obj):
 
 
 class BakeJob:
-    def __init__(self, scene, depsgraph, from_frame=None, record=None, package=None):
+    def __init__(self, scene, depsgraph, from_frame=None, record=None, package=None,
+                 resume=None, preview=False):
+        # resume: a cache.BakeCache to continue from at from_frame instead of the scene's
+        # bake cache (the live preview keeps its own). preview: this job is the live
+        # preview's; any other job first gives the previewed objects their own transforms.
+        self.resume = resume
+        self.preview = preview
         self.scene = scene
         self.depsgraph = depsgraph
         self.from_frame = from_frame
@@ -81,6 +87,9 @@ class BakeJob:
         """Read and validate the scene and build the world. Raises BakeError (nothing was
         changed) or returns the list of problems of skipped or caveated objects."""
         scene = self.scene
+        if not self.preview:
+            from . import preview   # imports this module: import on use
+            preview.release(scene)
         start, end = frame_range(scene)
         if end <= start:
             raise BakeError(f"The frame range {start}-{end} has no length; set an end frame "
@@ -90,7 +99,7 @@ class BakeJob:
         prev_cache = None
         if self.from_frame is not None:
             f = int(self.from_frame)
-            prev_cache = cache.get(scene)
+            prev_cache = self.resume if self.resume is not None else cache.get(scene)
             if prev_cache is None or not prev_cache.has_frame(f):
                 raise BakeError(f"No stored simulation state at frame {f}: bake the scene "
                                 "first (Re-bake From Frame continues an earlier bake).")
@@ -127,7 +136,6 @@ class BakeJob:
                 if b.deactivation:
                     world.set_deactivation(b.index, **b.deactivation)
             except engine.EngineError as exc:
-                from .collect import Problem
                 self.problems.append(Problem("ERROR", b.name, f"{exc}. Skipped."))
                 continue
             kept.append(b)
@@ -147,7 +155,6 @@ class BakeJob:
         self._start_handoff(first, end)
         self._plan_parents()
         # Force fields: poses and settings of the frame each step ends on (fields.py).
-        from .collect import Problem
         self.fields = fields.SceneFields(scene, self.depsgraph, self.dynamic, self.problems,
                                          Problem)
         self.fields.apply(world, first)
@@ -235,7 +242,8 @@ class BakeJob:
                     (pb is None and _moves(par)):
                 self.parent_sampled.append((i, par))
         self.sampled_parent_mats = []
-        self.sample = bool(self.kinematic or self.parent_sampled)
+        self.deforming = [b for b in self.bodies if b.deform is not None]
+        self.sample = bool(self.kinematic or self.parent_sampled or self.deforming)
 
     def _start_channels(self):
         """Rotation channel values at the first frame: continuity references for the keys."""
@@ -296,8 +304,13 @@ class BakeJob:
         return self.frame >= self.frame_end
 
     def _sample(self, f):
-        """Animated bodies' targets and moving parents' matrices at frame f."""
-        self.scene.frame_set(f)
+        """Animated bodies' targets, deforming meshes and moving parents' matrices at frame
+        f (the scene is evaluated at f unless it already is: the live preview samples the
+        frame the user just moved to)."""
+        if (self.scene.frame_current, self.scene.frame_subframe) != (f, 0.0):
+            self.scene.frame_set(f)
+        if self.deforming:
+            self._deform(f)
         if self.kinematic:
             mats = np.array([_obj_matrix(b.obj) for b in self.kinematic])
             R, _ = transforms.polar_decompose(mats[:, :3, :3])
@@ -308,6 +321,30 @@ class BakeJob:
         if self.parent_sampled:
             self.sampled_parent_mats.append(np.array([_obj_matrix(p)
                                                       for _, p in self.parent_sampled]))
+
+    def _deform(self, f):
+        """Deforming Mesh bodies take their evaluated vertices of frame f. A mesh whose vertex
+        count changed (a modifier adding or removing geometry) or that has non-finite
+        coordinates is reported by name and goes back to its first-frame shape for the rest
+        of the run; the bake goes on."""
+        for b in list(self.deforming):   # a few scenery objects: one read each
+            d = b.deform
+            pts = mesh_points(b.obj, self.depsgraph)
+            n = 0 if pts is None else len(pts)
+            if n != d["count"]:
+                why = (f"its mesh has {n} vertices at frame {f} but {d['count']} at the first "
+                       "frame (a modifier or geometry node that adds or removes geometry, "
+                       "such as Subdivision, Remesh or Decimate, with Deforming on); a "
+                       "deforming mesh needs the same vertices on every frame")
+            elif not np.all(np.isfinite(pts)):
+                why = f"its deformed mesh has non-finite coordinates at frame {f}"
+            else:
+                self.world.set_mesh_vertices(b.index, pts @ b.shape_matrix.T)
+                continue
+            self.problems.append(Problem("WARNING", b.name, f"{why}. It keeps its first-frame "
+                                         f"shape from frame {f} on."))
+            self.world.set_mesh_vertices(b.index, d["points"])
+            self.deforming.remove(b)
 
     def run(self):
         """Synchronous bake (scripts, headless): prepare, simulate everything, write."""

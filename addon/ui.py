@@ -59,6 +59,10 @@ class HULLABALOO_PT_physics(bpy.types.Panel):
                 col = layout.column(align=True)
                 col.prop(s, "decompose_max_parts")
                 col.prop(s, "decompose_tolerance")
+        if s.shape in {'MESH', 'CONVEX_HULL', 'COMPOUND'}:   # as Blender: Source, Deforming
+            layout.prop(s, "mesh_source")
+        if s.shape == 'MESH' and s.body_type != 'DYNAMIC' and s.mesh_source != 'BASE':
+            layout.prop(s, "use_deform")
         st = s.bake
         if st.baked:
             row = layout.row()
@@ -171,6 +175,7 @@ class HULLABALOO_PT_scene(bpy.types.Panel):
         s = scene.hullabaloo
         layout = self.layout
         layout.use_property_split = True
+        layout.prop(s, "live_preview")
         col = layout.column()
         col.prop(s, "use_scene_frame_range")
         sub = col.column(align=True)
