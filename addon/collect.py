@@ -513,7 +513,11 @@ class SceneReader:
                          "cannot collide; give the mesh some volume or turn Hullabaloo off "
                          "for it. Skipped.")
             return None
-        if span[2] <= 1e-6 * scale and s.shape in ("CONVEX_HULL", "MESH", "COMPOUND"):
+        # A passive or animated Mesh shape collides with zero-thickness surfaces as they are
+        # (engine.TriangleMesh): no slab, and nothing to report.
+        scenery_mesh = s.shape == "MESH" and s.body_type != "DYNAMIC"
+        if (span[2] <= 1e-6 * scale and s.shape in ("CONVEX_HULL", "MESH", "COMPOUND")
+                and not scenery_mesh):
             thickness = max(0.01 * scale, 1e-3) if s.body_type == "DYNAMIC" else \
                 max(0.1 * scale, 0.01)
             normal = None
@@ -548,13 +552,11 @@ class SceneReader:
                     [(_hull(pts[p]), (0.0, 0.0, 0.0), identity) for p in parts])
                 notes = []
             elif s.shape == "MESH" and s.body_type != "DYNAMIC":
-                deforming = s.use_deform and dg is not None
-                # A deforming mesh keeps Blender's vertex numbering (no slab copies), so each
-                # frame's vertices can replace the first frame's one for one.
-                raw = points @ K.T if deforming else pts
-                shape = engine.TriangleMesh(raw, mesh_triangles(obj, dg))
-                if deforming:
-                    self._deform_first[obj.name] = {"count": len(points), "points": raw}
+                # Blender's vertex numbering is kept, so a deforming mesh's later frames can
+                # replace these vertices one for one.
+                shape = engine.TriangleMesh(pts, mesh_triangles(obj, dg))
+                if s.use_deform and dg is not None:
+                    self._deform_first[obj.name] = {"count": len(points), "points": pts}
                 notes = []
             elif s.shape == "MESH" and s.body_type == "DYNAMIC":
                 shape = _hull(pts)
