@@ -31,7 +31,7 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..engine import quat
+from ..engine import EngineError, quat
 from . import cache as bake_cache
 from .simulate import BakeError, BakeJob, frame_range
 
@@ -123,9 +123,8 @@ class Preview:
         try:
             with _busy():
                 problems = job.prepare()
-        except BakeError as exc:
-            self.error = str(exc)
-            self.job = None
+        except (BakeError, EngineError) as exc:
+            self._fail(str(exc))
             return False
         self.problems = list(problems)
         self.job = job
@@ -151,8 +150,13 @@ class Preview:
             return False
         t0 = time.perf_counter()
         job.saved_frame = (scene.frame_current, scene.frame_subframe)
-        with _busy():
-            job.advance(1)
+        try:
+            with _busy():
+                job.advance(1)
+        except Exception as exc:
+            self._fail(f"the simulation failed after frame {job.frame} "
+                       f"({type(exc).__name__}: {exc})")
+            return False
         k = job.frame - job.first
         self.frames.append((job.dynamic, job.positions[k].copy(), job.orientations[k].copy()))
         self.states.append(job.states[-1])
@@ -160,6 +164,13 @@ class Preview:
         self.steps += 1
         self.sim_seconds += time.perf_counter() - t0
         return True
+
+    def _fail(self, message):
+        """Stop simulating until the next edit; say why once, in the console and the
+        Live Preview's status (``error``)."""
+        self.error = message
+        self.job = None
+        print(f"Hullabaloo Live Preview ({self.scene_name}): {message}", flush=True)
 
     def behind(self, scene):
         """Whether the current frame is ahead of the cache and simulation can reach it."""
@@ -270,9 +281,10 @@ def frame_changed(scene):
     if p.behind(scene):
         p.advance(scene)
     p.show(scene)
-    if p.behind(scene) and not bpy.app.background:
-        if not bpy.app.timers.is_registered(catch_up):
-            bpy.app.timers.register(catch_up, first_interval=TIMER_INTERVAL)
+    # Headless (background) Blender runs no timers: scripts call catch_up() themselves.
+    timer = not bpy.app.background and not bpy.app.timers.is_registered(catch_up)
+    if p.behind(scene) and timer:
+        bpy.app.timers.register(catch_up, first_interval=TIMER_INTERVAL)
 
 
 def catch_up():
@@ -318,6 +330,18 @@ def on_depsgraph_update_post(scene, depsgraph=None):
 
 
 @bpy.app.handlers.persistent
+def on_undo_redo(*args):
+    """Undo rebuilds Blender's data: the jobs' object references are stale, and what was
+    undone may be any edit, so every preview re-simulates from the frame shown."""
+    for name, p in list(_PREVIEWS.items()):
+        scene = bpy.data.scenes.get(name)
+        if scene is None:
+            del _PREVIEWS[name]
+        else:
+            p.invalidate(scene, p.shown)
+
+
+@bpy.app.handlers.persistent
 def on_save_pre(*args):
     for p in _PREVIEWS.values():
         p._restore_own()
@@ -338,7 +362,8 @@ def forget_all():
 
 HANDLERS = (("frame_change_post", on_frame_change_post),
             ("depsgraph_update_post", on_depsgraph_update_post),
-            ("save_pre", on_save_pre), ("save_post", on_save_post))
+            ("save_pre", on_save_pre), ("save_post", on_save_post),
+            ("undo_post", on_undo_redo), ("redo_post", on_undo_redo))
 
 
 def register():

@@ -230,7 +230,7 @@ class HULLABALOO_PG_scene(bpy.types.PropertyGroup):
 
 
 def _live_preview(settings):
-    from . import preview   # the preview imports the bake machinery; load it on first use
+    from . import preview  # the preview imports the bake machinery; load it on first use
     preview.toggled(settings.id_data)
 
 

@@ -88,7 +88,7 @@ class BakeJob:
         changed) or returns the list of problems of skipped or caveated objects."""
         scene = self.scene
         if not self.preview:
-            from . import preview   # imports this module: import on use
+            from . import preview  # imports this module: import on use
             preview.release(scene)
         start, end = frame_range(scene)
         if end <= start:

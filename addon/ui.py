@@ -176,6 +176,11 @@ class HULLABALOO_PT_scene(bpy.types.Panel):
         layout = self.layout
         layout.use_property_split = True
         layout.prop(s, "live_preview")
+        if s.live_preview:
+            from . import preview
+            p = preview.get(scene)
+            if p is not None and p.error:
+                layout.label(text=p.error, icon='ERROR')
         col = layout.column()
         col.prop(s, "use_scene_frame_range")
         sub = col.column(align=True)

@@ -103,7 +103,7 @@ class TriangleMesh(Shape):
         first = np.full(len(v), len(inverse.reshape(-1)), dtype=np.int64)
         np.minimum.at(first, inverse.reshape(-1), np.arange(len(inverse.reshape(-1))))
         self.source_index = first[used]
-        self.input_count = int(len(inverse.reshape(-1)))
+        self.input_count = len(inverse.reshape(-1))
         self.vertices = np.ascontiguousarray(v[used])
         self.triangles = t_c.reshape(-1, 3).astype(np.int64)
         self.normals = cross[good] / area2[good][:, None]
