@@ -302,30 +302,44 @@ def catch_up():
     return TIMER_INTERVAL if more else None
 
 
-def toggled(scene):
-    """The Live Preview setting changed (its update callback)."""
-    if scene.hullabaloo.live_preview:
-        _PREVIEWS.pop(scene.name, None)
+def sync(scene):
+    """Follow the scene's Live Preview setting: start (show the current frame) when it was
+    turned on, stop (own transforms back) when it was turned off. Called by the message bus
+    when the setting changes in the UI and by every handler; a script that sets
+    ``live_preview`` calls it (or changes the frame) for it to take effect at once, since
+    the message bus only runs in the interactive event loop."""
+    if _BUSY[0]:
+        return
+    p = _PREVIEWS.get(scene.name)
+    if scene.hullabaloo.live_preview and p is None:
         frame_changed(scene)
-    else:
-        p = _PREVIEWS.pop(scene.name, None)
-        if p is not None:
-            p.stop(scene)
+    elif not scene.hullabaloo.live_preview and p is not None:
+        del _PREVIEWS[scene.name]
+        p.stop(scene)
+
+
+def _on_setting_changed(*_args):
+    for scene in bpy.data.scenes:
+        sync(scene)
 
 
 @bpy.app.handlers.persistent
 def on_frame_change_post(scene, depsgraph=None):
-    if _BUSY[0] or not scene.hullabaloo.live_preview:
+    if _BUSY[0]:
         return
-    frame_changed(scene)
+    if scene.hullabaloo.live_preview:
+        frame_changed(scene)
+    else:
+        sync(scene)
 
 
 @bpy.app.handlers.persistent
 def on_depsgraph_update_post(scene, depsgraph=None):
     if _BUSY[0] or depsgraph is None:
         return
+    sync(scene)
     p = _PREVIEWS.get(scene.name)
-    if p is not None and scene.hullabaloo.live_preview:
+    if p is not None:
         p.depsgraph_updated(scene, depsgraph)
 
 
@@ -355,9 +369,22 @@ def on_save_post(*args):
             p.show(scene)
 
 
+_OWNER = object()   # message-bus subscription owner
+
+
+def subscribe():
+    """Follow the setting through the message bus (again after a file load, which clears
+    the bus)."""
+    from .props import HULLABALOO_PG_scene
+    bpy.msgbus.clear_by_owner(_OWNER)
+    bpy.msgbus.subscribe_rna(key=(HULLABALOO_PG_scene, "live_preview"), owner=_OWNER, args=(),
+                             notify=_on_setting_changed)
+
+
 def forget_all():
     """A new file: the previews' objects belong to the old one."""
     _PREVIEWS.clear()
+    subscribe()
 
 
 HANDLERS = (("frame_change_post", on_frame_change_post),
@@ -369,9 +396,11 @@ HANDLERS = (("frame_change_post", on_frame_change_post),
 def register():
     for kind, fn in HANDLERS:
         getattr(bpy.app.handlers, kind).append(fn)
+    subscribe()
 
 
 def unregister():
+    bpy.msgbus.clear_by_owner(_OWNER)
     for kind, fn in HANDLERS:
         lst = getattr(bpy.app.handlers, kind)
         while fn in lst:

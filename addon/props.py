@@ -220,18 +220,16 @@ class HULLABALOO_PG_scene(bpy.types.PropertyGroup):
         "boxes) with the bake, so the viewport overlays show them when scrubbing without "
         "re-simulating")
     live_preview: BoolProperty(
-        name="Live Preview", default=False, update=lambda self, context: _live_preview(self),
+        name="Live Preview", default=False,
         description="Simulate as the frame advances, without writing keys: going forward "
         "simulates from the last cached frame, going back shows the cached pose, an edit "
         "re-simulates from its frame; off gives every object back its own transform")
+    # No update= callback here: the bpy wheel (Blender as a module) crashes at exit when a
+    # property has one; addon/preview.py follows this setting through the message bus
+    # (interactive) and its handlers (frame changes, depsgraph updates; scripts: sync()).
     cache_file: StringProperty(
         name="Cache", default="", options={'HIDDEN'},
         description="Where the per-frame simulation states of the last bake are stored")
-
-
-def _live_preview(settings):
-    from . import preview  # the preview imports the bake machinery; load it on first use
-    preview.toggled(settings.id_data)
 
 
 CLASSES = (HULLABALOO_PG_bake_state, HULLABALOO_PG_object, HULLABALOO_PG_scene)

@@ -60,6 +60,7 @@ def test_preview_equals_bake_goes_back_without_simulating_and_restores():
     before = hb.snapshot(scene)
     pv = preview_mod()
     scene.hullabaloo.live_preview = True
+    pv.sync(scene)   # the message bus does this interactively
     p = pv.get(scene)
     assert p is not None and p.error is None and p.steps == 0
     shown = {1: pose_matrices(boxes)}
@@ -79,6 +80,7 @@ def test_preview_equals_bake_goes_back_without_simulating_and_restores():
     # Off: every object's own transform back; the paddle's animation untouched.
     scene.frame_set(1)
     scene.hullabaloo.live_preview = False
+    pv.sync(scene)
     assert pv.get(scene) is None
     hb.assert_same(before, hb.snapshot(scene))
     scene.frame_set(17)
@@ -101,11 +103,11 @@ def test_preview_equals_bake_goes_back_without_simulating_and_restores():
 def test_edit_at_frame_k_keeps_frames_up_to_k_and_jumps_are_bounded():
     scene, boxes, _ = preview_scene(frame_end=20)
     pv = preview_mod()
-    scene.hullabaloo.live_preview = True
-    p = pv.get(scene)
+    scene.hullabaloo.live_preview = True   # a frame change starts it as well as sync()
     # A jump far ahead: one frame per frame change, the rest one per catch-up tick (the
     # timer's function; timers do not run headless), showing the latest cached frame.
     scene.frame_set(12)
+    p = pv.get(scene)
     assert p.steps == 1 and p.last == 2
     np.testing.assert_allclose(pose_matrices(boxes), _pose(p, boxes, 2), atol=1e-6)
     ticks = 0
@@ -145,6 +147,7 @@ def test_edit_at_frame_k_keeps_frames_up_to_k_and_jumps_are_bounded():
     bpy.context.view_layer.update()
     assert p.last == 20 and p.steps == 36
     scene.hullabaloo.live_preview = False
+    pv.sync(scene)
 
 
 def _pose(p, boxes, f):
@@ -169,6 +172,7 @@ def test_preview_bench_100_bodies():
     pv = preview_mod()
     t0 = time.perf_counter()
     scene.hullabaloo.live_preview = True
+    pv.sync(scene)   # the message bus does this interactively
     t_on = time.perf_counter() - t0
     p = pv.get(scene)
     sim = []
@@ -186,6 +190,7 @@ def test_preview_bench_100_bodies():
           f"{1e3 * np.median(sim):.1f} ms (median of 11; engine step {1e3 * p.sim_seconds / 11:.1f}"
           f" ms); frame change showing a cached frame {1e3 * np.median(show):.2f} ms")
     scene.hullabaloo.live_preview = False
+    pv.sync(scene)
 
 
 # -- deforming colliders -------------------------------------------------------------------
