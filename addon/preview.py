@@ -26,6 +26,7 @@ bodies' poses, like the bake cache.
 """
 import contextlib
 import time
+from operator import attrgetter
 
 import bpy
 import numpy as np
@@ -51,19 +52,25 @@ def _busy():
 
 
 def _group_values(group):
-    """The values of a settings PropertyGroup (nested groups and our bookkeeping left out)."""
-    out = []
-    for prop in group.bl_rna.properties:
-        n = prop.identifier
-        if n in _SKIP or prop.type in ('POINTER', 'COLLECTION'):
-            continue
-        v = getattr(group, n)
-        out.append(tuple(v) if prop.type != 'STRING' and getattr(prop, "is_array", False)
-                   else v)
-    return tuple(out)
+    """The values of a settings PropertyGroup (nested groups and our bookkeeping left out),
+    read through one attrgetter per group type built on first use (walking bl_rna per call
+    costs ~0.1 ms per object: 10 ms a frame for 100 bodies)."""
+    reader = _READERS.get(type(group))
+    if reader is None:
+        props = [p for p in group.bl_rna.properties
+                 if p.identifier not in _SKIP and p.type not in ('POINTER', 'COLLECTION')]
+        arrays = [i for i, p in enumerate(props)
+                  if p.type != 'STRING' and getattr(p, "is_array", False)]
+        reader = _READERS[type(group)] = (attrgetter(*[p.identifier for p in props]), arrays)
+    get, arrays = reader
+    values = list(get(group))
+    for i in arrays:
+        values[i] = tuple(values[i])
+    return tuple(values)
 
 
 _SKIP = frozenset(("rna_type", "name", "live_preview", "cache_file"))
+_READERS = {}
 
 
 def _settings_signature(scene):
