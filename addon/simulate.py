@@ -183,6 +183,7 @@ class BakeJob:
         state = prev.state(frame)
         if prev.names == self.names:
             self.world.set_state(state)
+            self._scenery_as_read()
             return
         where = {n: i for i, n in enumerate(prev.names)}
         for b in self.bodies:
@@ -211,6 +212,21 @@ class BakeJob:
         m = world_matrices(self.scene, objs)
         R, _ = transforms.polar_decompose(m[:, :3, :3])
         return m[:, :3, 3], quat.from_matrix(R)
+
+    def _scenery_as_read(self):
+        """Passive and animated bodies go where the scene has them now: the stored state
+        holds their pose of that frame, and an edit since (an obstacle moved) must count.
+        Poses that agree to 1e-9 are left alone, so resuming an unedited scene stays
+        bit-exact."""
+        w = self.world
+        for b in self.bodies:   # a handful of scenery objects
+            if b.kind == "dynamic":
+                continue
+            q = b.orientation
+            same_q = abs(float(np.dot(w.orientations[b.index], q))) > 1.0 - 1e-12
+            if np.allclose(w.positions[b.index], b.position, rtol=0, atol=1e-9) and same_q:
+                continue
+            w.set_pose(b.index, position=b.position, orientation=q)
 
     def _plan_parents(self):
         """Parent spaces of the keyed bodies: P = parent_world(f) @ C with C constant.

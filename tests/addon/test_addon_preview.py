@@ -131,18 +131,30 @@ def test_edit_at_frame_k_keeps_frames_up_to_k_and_jumps_are_bounded():
         scene.frame_set(f)
     assert p.steps == 31
     assert not np.array_equal(p.states[19]["pos"], old[19]["pos"])
-    # An edit of a transform at frame 15 (a depsgraph update): frames up to 15 kept.
+    # An edit of a transform at frame 15 (a depsgraph update): the ground sinks 0.3 m.
+    # Frames up to 15 are kept; from 16 the boxes fall onto the ground where it is now.
     scene.frame_set(15)
     kept = [dict(st) for st in p.states[:15]]
-    boxes[0].location.x += 0.5
+    ground = bpy.data.objects["Ground"]
+    ground.location.z -= 0.3
     bpy.context.view_layer.update()
     assert p.last == 15 and p.job is None
     for f, st in enumerate(kept):
         np.testing.assert_array_equal(p.states[f]["pos"], st["pos"])
-    scene.frame_set(16)
-    assert p.steps == 32
-    # Our own posing is not an edit: playing on keeps the cache.
-    for f in range(17, 21):
+    for f in range(16, 21):
+        scene.frame_set(f)
+    assert p.steps == 36
+    g, b0 = p.names.index("Ground"), p.names.index("Box0")
+    # The edited frame's state takes the scenery where it is now, the frames before do not.
+    assert p.states[13]["pos"][g, 2] == pytest.approx(-0.5)
+    assert [st["pos"][g, 2] for st in p.states[14:]] == pytest.approx([-0.8] * 6)
+    assert p.states[14]["pos"][b0, 2] == pytest.approx(0.5, abs=0.03)   # it rested there
+    assert p.states[19]["pos"][b0, 2] < old[19]["pos"][b0, 2] - 0.2      # and followed it down
+    ground.location.z += 0.3            # back, at frame 20: nothing after 20 to drop
+    bpy.context.view_layer.update()
+    assert p.last == 20 and p.job is None and p.steps == 36
+    # Our own posing is not an edit: going back and forth keeps the cache.
+    for f in (17, 18, 19, 20, 12):
         scene.frame_set(f)
     bpy.context.view_layer.update()
     assert p.last == 20 and p.steps == 36
@@ -248,8 +260,24 @@ def test_rising_deforming_plane_lifts_the_box(how):
         make_linear(plane)
     crate = _box_on(plane)
     scene.frame_set(1)
+    if how == "shape_key":   # the live preview follows the deforming floor as the bake does
+        pv = preview_mod()
+        scene.hullabaloo.live_preview = True
+        pv.sync(scene)
+        for f in range(2, 37):
+            scene.frame_set(f)
+        states = [dict(st) for st in pv.get(scene).states]
+        scene.frame_set(1)
+        scene.hullabaloo.live_preview = False
+        pv.sync(scene)
     summary = hb.bake()["summary"]
     assert not [m for m in summary["problems"] if "Floor" in m], summary["problems"]
+    if how == "shape_key":
+        baked = hb.pkg().addon.cache.get(scene).states
+        assert len(baked) == len(states) == 36
+        for a, b in zip(baked, states):
+            np.testing.assert_array_equal(a["pos"], b["pos"])
+            np.testing.assert_array_equal(a["q"], b["q"])
     err = []
     for f in range(1, 37):
         scene.frame_set(f)
