@@ -233,14 +233,37 @@ def make_linear(idd):
             kp.interpolation = 'LINEAR'
 
 
-@pytest.mark.parametrize("how", ["shape_key", "displace"])
+def armature_lift(plane, rise, f0, f1):
+    """An armature whose one bone (weighting every vertex) moves up by rise from f0 to f1,
+    deforming the plane through an Armature modifier."""
+    arm = bpy.data.objects.new("Rig", bpy.data.armatures.new("Rig"))
+    bpy.context.scene.collection.objects.link(arm)
+    bpy.context.view_layer.objects.active = arm
+    bpy.ops.object.mode_set(mode='EDIT')
+    bone = arm.data.edit_bones.new("Lift")
+    bone.head, bone.tail = (0, 0, 0), (0, 1, 0)   # along Y: its local Y is the world's Y
+    bpy.ops.object.mode_set(mode='OBJECT')
+    group = plane.vertex_groups.new(name="Lift")
+    group.add(list(range(len(plane.data.vertices))), 1.0, 'REPLACE')
+    mod = plane.modifiers.new("Rig", 'ARMATURE')
+    mod.object = arm
+    pb = arm.pose.bones["Lift"]
+    pb.location = (0, 0, 0)
+    pb.keyframe_insert("location", frame=f0)
+    pb.location = (0, 0, rise)      # bone-local Z is the world's Z for a bone along +Y
+    pb.keyframe_insert("location", frame=f1)
+    make_linear(arm)
+    return arm
+
+
+@pytest.mark.parametrize("how", ["shape_key", "displace", "armature"])
 def test_rising_deforming_plane_lifts_the_box(how):
     """The surface rises 0.3 m over 24 frames (0.3 m/s). The push is positional (see
     engine/deform.py): the box rides a little into the rising surface, by about 21 mm per m/s
     of surface speed, and rests on it once it stops."""
     scene = hb.empty_scene(frame_end=36)
     plane = grid_plane("Floor", use_deform=True,
-                       mesh_source="DEFORM" if how == "shape_key" else "FINAL")
+                       mesh_source="FINAL" if how == "displace" else "DEFORM")
     if how == "shape_key":
         plane.shape_key_add(name="Basis")
         up = plane.shape_key_add(name="Up")
@@ -251,6 +274,8 @@ def test_rising_deforming_plane_lifts_the_box(how):
         up.value = 1.0
         up.keyframe_insert("value", frame=30)
         make_linear(plane.data.shape_keys)
+    elif how == "armature":
+        armature_lift(plane, 0.3, 6, 30)
     else:
         mod = plane.modifiers.new("Rise", 'DISPLACE')
         mod.direction, mod.mid_level, mod.strength = 'Z', 0.0, 0.0
