@@ -17,7 +17,12 @@ bodies' poses, like the bake cache.
   own posing, mesh, settings), to a force field object, or to the scene's simulation settings
   drops the cached frames after the current one; the next frame change re-simulates from the
   current frame's cached state with the edited scene (BakeJob with ``resume``), so frames up
-  to the edit are kept. At (or before) the first frame, the whole preview restarts.
+  to the edit are kept. At (or before) the first frame, the whole preview restarts. As in
+  Re-bake From Frame, the state of frame k carries the dynamic bodies' poses and velocities,
+  while passive and animated bodies are taken where the scene has them now; so moving a
+  dynamic object while the preview shows a later frame changes nothing (move it at the
+  first frame to change where it starts; that is also the transform it keeps when the
+  preview is turned off).
 - Off: every posed object gets its own transform back (its ``matrix_basis`` saved before the
   first posing, or as the user set it at the first frame while previewing), and the frame is
   re-evaluated so animated objects follow their animation, which was never touched.

@@ -5,7 +5,8 @@ Preview: forward frames simulate and equal a Bake of the same scene (engine stat
 bit, keys against the preview's matrices at every frame); going back re-simulates nothing;
 an edit at frame k keeps frames up to k and re-simulates after it; a jump simulates one frame
 per call; off restores transforms and leaves animation untouched; a 100-body bench figure.
-Deforming: a rising shape key or Displace modifier lifts a box resting on a passive plane;
+Deforming: a rising shape key, Displace modifier or armature lifts a box resting on a passive
+plane (and the preview follows it as the bake does);
 Mesh Source Base / Deform / Final give different shapes; a changing vertex count is reported
 by name and falls back to the first-frame shape; the import maps Blender's settings.
 """
