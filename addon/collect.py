@@ -380,7 +380,7 @@ class SceneReader:
         shape = self._shape(obj, s, mw, R, K)
         if shape is None:
             return None
-        deform = self._deform_spec(obj, s, shape)
+        deform = self._deform_spec(obj, s)
         if mirrored:
             self.problem("INFO", obj, "has a negative scale; it is simulated mirrored, as "
                          "shown.")
@@ -417,7 +417,7 @@ class SceneReader:
                         shape=shape, position=mw[:3, 3].copy(), rotation=R, shape_matrix=K,
                         params=params, deactivation=deactivation, deform=deform)
 
-    def _deform_spec(self, obj, s, shape):
+    def _deform_spec(self, obj, s):
         """What the bake needs to follow a deforming mesh ({"count", "points"} of the first
         frame, in the body frame), or None; says why when Deforming cannot be honoured."""
         if not s.use_deform:
