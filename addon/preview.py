@@ -39,6 +39,7 @@ from mathutils import Matrix
 
 from ..engine import EngineError, quat
 from . import cache as bake_cache
+from .fields import effector_weights
 from .simulate import BakeError, BakeJob, frame_range
 
 _PREVIEWS = {}         # scene name -> Preview
@@ -85,8 +86,10 @@ def _settings_signature(scene):
     frame change and depsgraph update."""
     objs = tuple((o.name, _group_values(o.hullabaloo)) for o in scene.objects
                  if o.hullabaloo.enabled or o.hullabaloo.collision_part)
+    weights = effector_weights(scene)   # scale gravity and the force fields
     return (_group_values(scene.hullabaloo), tuple(scene.gravity), scene.use_gravity,
-            scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end, objs)
+            scene.render.fps, scene.render.fps_base, scene.frame_start, scene.frame_end, objs,
+            None if weights is None else _group_values(weights))
 
 
 class Preview:
