@@ -429,9 +429,11 @@ class SceneReader:
             why = "a dynamic body cannot deform (only passive and animated Mesh bodies do)"
         elif s.mesh_source == "BASE":
             why = "Mesh Source Base never deforms (use Deform or Final)"
-        if why is not None:
+        # An imported object already lists it among what the import could not carry.
+        if why is not None and "Deforming" not in s.import_notes:
             self.problem("INFO", obj, f"Deforming is ignored: {why}; the shape of the first "
                          "frame is used throughout.")
+        if why is not None:
             return None
         return self._deform_first.get(obj.name)
 

@@ -127,10 +127,16 @@ def import_object(obj, members=None):
     if rb.use_margin:
         notes.append(f"the collision margin of {rb.collision_margin:.3g} m (Hullabaloo's "
                      "shapes are exact, without a margin)")
-    if rb.use_deform:
-        notes.append("Deforming (the shape is taken at the first frame)")
-    if rb.mesh_source == 'BASE' and len(obj.modifiers):
-        notes.append("Source Base (the mesh with its modifiers is used)")
+    # Source and Deforming are carried as they are (collect.py honours them); what our
+    # bake cannot do with them is listed (Blender offers Deforming for Mesh only too).
+    s.mesh_source = rb.mesh_source
+    s.use_deform = rb.use_deform
+    if rb.use_deform and (s.shape != 'MESH' or s.body_type == 'DYNAMIC'
+                          or rb.mesh_source == 'BASE'):
+        notes.append("Deforming on a " + ("dynamic body" if s.body_type == 'DYNAMIC' else
+                                          "shape other than Mesh" if s.shape != 'MESH' else
+                                          "Source Base mesh")
+                     + " (the shape is taken at the first frame)")
     for prop in sorted(set(keyed) - set(_KEYED)):
         notes.append(f"the keys on {prop} (its value at the first frame is used)")
     if getattr(obj, "rigid_body_constraint", None) is not None:
