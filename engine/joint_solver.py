@@ -1,0 +1,286 @@
+"""Batched joint rows for the soft-step solver (Box2D v3's soft joints, Jolt's row maths).
+
+The world builds one JointSolver per collision pass for the live joints with an awake dynamic
+end and calls it inside the same substep loop as the contact solver::
+
+    for each substep h:
+        integrate velocities
+        contacts.warm_start; joints.warm_start(vel, x, q)
+        contacts.solve(bias); joints.solve(vel, x, q, True)
+        integrate positions
+        contacts.solve(relax); joints.solve(vel, x, q, False)
+        joints.end_substep()        # breaking, reaction forces
+
+Rows. Every joint has six axes (engine.joints: three anchor separations along frame A's axes,
+three XYZ Euler angles of frame B in frame A) and each axis up to five scalar rows (lock,
+lower, upper, spring, motor). A row acts on the 12 velocity components [v_a, w_a, v_b, w_b]
+through a Jacobian J (12,); M^-1 J^T is stored as MJ. For a linear axis a (a unit vector fixed
+in A) with anchors p_a = x_a + r_a, p_b = x_b + r_b and d = p_b - p_a, C = a . d and
+J = [-a, -(r_a + d) x a, a, r_b x a] (the d term because a turns with A). For the Euler angles
+(R = Rx(ax) Ry(ay) Rz(az)) the relative angular velocity is ax' e0 + ay' e1 + az' e2 with
+e0 = A's x, e2 = B's z and e1 = e2 x e0 normalised; the rates are its components on the dual
+basis (e1 x e2, e2 x e0, e0 x e1) / det, which are the angular Jacobians.
+
+Geometry (anchors, axes, coordinates, Jacobians, effective masses) is recomputed from the
+current poses at every solve call, so the position error is exact (no linearisation over the
+pass) however far the bodies turn; Box2D v3 does the same with its delta rotations.
+
+Softness (Box2D v3). Lock and limit rows are soft-rigid in the biased pass (joint hertz and
+damping ratio, the hertz capped at half the substep rate) and rigid in relax. The three linear
+locks of a joint are solved as one 3 x 3 block and the three angular locks as another (a point
+joint is then exact per joint whatever the mass ratio). A limit row whose axis is inside its
+range is speculative (bias C / h: it lets the axis reach the limit in this substep and no
+further). Springs are soft rows with their own stiffness k and damping c on the row's effective
+mass 1/K: bias rate k / (c + h k), mass scale a / (1 + a), impulse scale 1 / (1 + a),
+a = h K (c + h k), whose steady state is an impulse of -h k C per substep (force -k C) and
+whose motion is the implicit spring-damper. Motors are velocity rows clamped to +-max h.
+
+Colouring: engine.graph.colour_constraints on the joints' body pairs (a joint to the world is
+an edge with one end); within a colour no dynamic body appears twice, so each colour gathers
+its bodies' velocities, runs its rows and writes them back with plain assignment.
+"""
+import numpy as np
+
+from . import quat
+from .graph import colour_constraints
+from .integrate import cross
+from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
+from .solver import soft_params
+
+_P1 = np.array([1, 2, 0])
+_P2 = np.array([2, 0, 1])
+
+
+def inv3(m):
+    """Inverses of (K, 3, 3) matrices by the adjugate (einsum-free, deterministic)."""
+    cof = cross(m[:, _P1], m[:, _P2])  # row i = r_{i+1} x r_{i+2}
+    det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
+    return np.swapaxes(cof, 1, 2) / det[:, None, None]
+
+
+def _masked_block(k, mask):
+    """K (m, 3, 3) with the rows and columns of unmasked axes replaced by the identity."""
+    both = mask[:, :, None] & mask[:, None, :]
+    eye = np.broadcast_to(np.eye(3, dtype=bool), k.shape)
+    return np.where(both, k, np.where(eye, 1.0, 0.0))
+
+
+class JointSolver:
+    """Joint rows of one collision pass (see the module docstring).
+
+    joints: engine.joints.JointSet; sel: indices of the joints to solve; awake (N,) awake
+    dynamic bodies; inv_mass (N,), inv_inertia (N, 3, 3) world, zero for bodies not moved;
+    h the substep; hertz, damping_ratio the joints' softness."""
+
+    def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio):
+        self.joints = joints
+        self.h = h
+        a_all, b_all = joints.v("body_a")[sel], joints.v("body_b")[sel]
+        col = colour_constraints(a_all, b_all, ~awake)
+        self.sel = sel = sel[col.order]
+        self.offsets = [int(o) for o in col.offsets]
+        self.m = m = len(sel)
+        g = {name: joints.v(name)[sel] for name in (
+            "body_a", "body_b", "world", "anchor_a", "anchor_b", "frame_a", "frame_b", "lock",
+            "target", "limited", "lower", "upper", "spring", "stiffness", "damping", "motor",
+            "motor_speed", "motor_max", "break_force", "break_torque")}
+        self.g = g
+        self.a, self.b, self.world = g["body_a"], g["body_b"], g["world"]
+        ext = ~self.world
+        self.ima = inv_mass[self.a]
+        self.imb = np.where(ext, inv_mass[self.b], 0.0)
+        self.iia = inv_inertia[self.a]
+        self.iib = np.where(ext[:, None, None], inv_inertia[self.b], 0.0)
+        self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
+        self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
+        self.broken = np.zeros(m, dtype=bool)
+        # Row types present anywhere in this pass, with the axes they use: the colour loop
+        # visits only these.
+        self.lin_lock = bool(g["lock"][:, :3].any())
+        self.ang_lock = bool(g["lock"][:, 3:].any())
+        self.rows = [(t, k) for t, name in ((MOTOR, "motor"), (SPRING, "spring"),
+                                            (LOWER, "limited"), (UPPER, "limited"))
+                     for k in range(6) if g[name][:, k].any()]
+        self.force = np.zeros((m, 3))
+        self.torque = np.zeros((m, 3))
+
+    # -- geometry -----------------------------------------------------------------------------
+    def _prepare(self, x, q):
+        """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
+        g, m = self.g, self.m
+        ext = ~self.world
+        qa = q[self.a]
+        qb = np.where(ext[:, None], q[self.b], np.array([1.0, 0.0, 0.0, 0.0]))
+        xa = x[self.a]
+        xb = np.where(ext[:, None], x[self.b], 0.0)
+        fa = quat.to_matrix(quat.multiply(qa, g["frame_a"]))  # columns: frame A axes, world
+        ra = quat.rotate(qa, g["anchor_a"])
+        rb = quat.rotate(qb, g["anchor_b"])
+        d = xb + rb - xa - ra
+        axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
+        jac = np.zeros((m, 6, 12))
+        jac[:, :3, 0:3] = -axes
+        jac[:, :3, 3:6] = -cross((ra + d)[:, None, :], axes)
+        jac[:, :3, 6:9] = axes
+        jac[:, :3, 9:12] = cross(rb[:, None, :], axes)
+        coord = np.zeros((m, 6))
+        coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
+        if self.ang_lock or any(k >= 3 for _, k in self.rows):
+            fb = quat.to_matrix(quat.multiply(qb, g["frame_b"]))
+            rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
+            coord[:, 3] = np.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
+            coord[:, 4] = np.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
+            coord[:, 5] = np.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
+            e0, e2 = fa[:, :, 0], fb[:, :, 2]
+            e1 = cross(e2, e0)
+            e1 /= np.maximum(np.linalg.norm(e1, axis=1), 1e-9)[:, None]
+            dual = np.stack((cross(e1, e2), cross(e2, e0), cross(e0, e1)), axis=1)
+            det = np.einsum("mi,mi->m", e0, dual[:, 0])
+            det = np.where(np.abs(det) < 1e-3, np.copysign(1e-3, det), det)  # gimbal lock
+            dual /= det[:, None, None]
+            jac[:, 3:, 3:6] = -dual
+            jac[:, 3:, 9:12] = dual
+        jac[:, :, 6:] *= ext[:, None, None]
+        mj = np.empty_like(jac)
+        mj[:, :, 0:3] = self.ima[:, None, None] * jac[:, :, 0:3]
+        mj[:, :, 3:6] = np.einsum("mij,mkj->mki", self.iia, jac[:, :, 3:6])
+        mj[:, :, 6:9] = self.imb[:, None, None] * jac[:, :, 6:9]
+        mj[:, :, 9:12] = np.einsum("mij,mkj->mki", self.iib, jac[:, :, 9:12])
+        kdiag = np.einsum("mkc,mkc->mk", jac, mj)
+        self.eff = np.where(kdiag > 1e-12, 1.0 / np.where(kdiag > 1e-12, kdiag, 1.0), 0.0)
+        self.kdiag = kdiag
+        self.jac, self.mj, self.coord = jac, mj, coord
+        lock = g["lock"] & ~self.broken[:, None]
+        self.lock = lock
+        if self.lin_lock:
+            k = np.einsum("mrc,msc->mrs", jac[:, :3], mj[:, :3])
+            self.kinv_lin = inv3(_masked_block(k, lock[:, :3]))
+        if self.ang_lock:
+            k = np.einsum("mrc,msc->mrs", jac[:, 3:], mj[:, 3:])
+            self.kinv_ang = inv3(_masked_block(k, lock[:, 3:]))
+
+    def _row_coefficients(self, use_bias):
+        """Per present row (type, axis): (gain a, bias, leak, low, high, sign) over all joints;
+        the update is new = clip(lam - a (sign u + bias) - leak lam, low, high)."""
+        g, h, live = self.g, self.h, ~self.broken
+        bias_rate, mscale, iscale = self.soft
+        out = []
+        for t, k in self.rows:
+            eff, c = self.eff[:, k], self.coord[:, k]
+            if t == MOTOR:
+                on = g["motor"][:, k] & live
+                lim = g["motor_max"][:, k] * h
+                coef = (eff, -g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
+            elif t == SPRING:
+                on = g["spring"][:, k] & live
+                if not use_bias:
+                    on = np.zeros_like(on)
+                kk, cc = g["stiffness"][:, k], g["damping"][:, k]
+                s = cc + h * kk
+                a2 = h * self.kdiag[:, k] * s
+                rate = np.where(s > 0, kk / np.where(s > 0, s, 1.0), 0.0)
+                coef = (eff * a2 / (1.0 + a2), rate * c, 1.0 / (1.0 + a2), -np.inf, np.inf, 1.0)
+            else:
+                on = g["limited"][:, k] & live
+                sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
+                sign = 1.0 if t == LOWER else -1.0
+                spec = sep > 0.0
+                if use_bias:
+                    gain = np.where(spec, eff, eff * mscale)
+                    bias = np.where(spec, sep / h, bias_rate * sep)
+                    leak = np.where(spec, 0.0, iscale)
+                else:
+                    gain, bias, leak = eff, np.where(spec, sep / h, 0.0), 0.0
+                coef = (gain, bias, leak, 0.0, np.inf, sign)
+            gain, bias, leak, lo, hi, sign = coef
+            gain = np.where(on, gain, 0.0)
+            leak = np.where(on, leak, 0.0)
+            out.append((t, k, gain, np.where(on, bias, 0.0), leak, lo, hi, sign))
+        return out
+
+    def _axis_impulse(self):
+        """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
+        i = self.imp
+        return i[:, LOCK] + i[:, LOWER] - i[:, UPPER] + i[:, SPRING] + i[:, MOTOR]
+
+    # -- passes ---------------------------------------------------------------------------------
+    def warm_start(self, vel, x, q):
+        """Geometry at the substep's start, then the carried impulses applied to the bodies."""
+        if self.m == 0:
+            return
+        self._prepare(x, q)
+        dv = np.einsum("mk,mkc->mc", self._axis_impulse(), self.mj)
+        n = vel.shape[0]
+        idx = np.stack((self.a, self.b), axis=1)
+        flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
+        vel += np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+
+    def solve(self, vel, x, q, use_bias):
+        """One Gauss-Seidel sweep over the colours: scalar rows, then the lock blocks."""
+        if self.m == 0:
+            return
+        if not use_bias:
+            self._prepare(x, q)   # the positions moved since the biased pass
+        coefs = self._row_coefficients(use_bias)
+        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
+        imp, jac, mj, lock = self.imp, self.jac, self.mj, self.lock
+        for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
+            if c1 <= c0:
+                continue
+            sl = slice(c0, c1)
+            ia, ib = self.a[sl], self.b[sl]
+            v = np.concatenate((vel[ia], vel[ib]), axis=1)  # (mc, 12)
+            for t, k, gain, bias, leak, lo, hi, sign in coefs:
+                lam = imp[sl, t, k]
+                u = sign * np.einsum("mc,mc->m", jac[sl, k], v)
+                lk = leak[sl] if np.ndim(leak) else leak
+                lo_ = lo[sl] if np.ndim(lo) else lo
+                hi_ = hi[sl] if np.ndim(hi) else hi
+                new = np.clip(lam - gain[sl] * (u + bias[sl]) - lk * lam, lo_, hi_)
+                dl = new - lam
+                imp[sl, t, k] = new
+                v += (sign * dl)[:, None] * mj[sl, k]
+            for blk, on, kinv in ((slice(0, 3), self.lin_lock, "kinv_lin"),
+                                  (slice(3, 6), self.ang_lock, "kinv_ang")):
+                if not on:
+                    continue
+                msk = lock[sl, blk]
+                u = np.einsum("mrc,mc->mr", jac[sl, blk], v)
+                rhs = u + bias_rate * (self.coord[sl, blk] - self.g["target"][sl, blk])
+                lam = imp[sl, LOCK, blk]
+                dl = -mscale * np.einsum("mrs,ms->mr", getattr(self, kinv)[sl], rhs) \
+                    - iscale * lam
+                dl = np.where(msk, dl, 0.0)
+                imp[sl, LOCK, blk] = lam + dl
+                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
+            vel[ib] = v[:, 6:]   # B first: a world joint has b == a, and A's value must win
+            vel[ia] = v[:, :6]
+
+    def end_substep(self):
+        """Reaction on B (force and torque of the last substep) and breaking."""
+        if self.m == 0:
+            return
+        lam = self._axis_impulse() / self.h
+        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
+        # Angular rows' torque on B (the B-side angular Jacobians; world joints: A's, negated).
+        ang = np.where(self.world[:, None, None], -self.jac[:, 3:, 3:6], self.jac[:, 3:, 9:12])
+        lin_world = np.where(self.world[:, None, None], -self.jac[:, :3, 0:3], 0.0)
+        self.force = self.force + np.einsum("mk,mkc->mc", lam[:, :3], lin_world)
+        self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], ang)
+        g = self.g
+        snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
+                | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
+        if snap.any():
+            self.broken |= snap
+            self.imp[snap] = 0.0
+            self.lock = self.lock & ~snap[:, None]
+
+    def finish(self):
+        """Write impulses, reactions and broken flags back to the JointSet."""
+        if self.m == 0:
+            return
+        js = self.joints
+        js.v("impulse")[self.sel] = self.imp
+        js.v("force")[self.sel] = self.force
+        js.v("torque")[self.sel] = self.torque
+        js.v("broken")[self.sel] |= self.broken
