@@ -103,6 +103,19 @@ class JointSolver:
                      for k in range(6) if g[name][:, k].any()]
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
+        # Anchors in the joint frame's own axes (r = F la_f), so one rotation matrix per end
+        # gives both the axes and the anchor arm.
+        ident = np.array([1.0, 0.0, 0.0, 0.0])
+        self.la_f = quat.rotate_inverse(g["frame_a"], g["anchor_a"])
+        self.lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
+        self.ident = ident
+        # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
+        self.nr = 6 if self.ang_lock or any(k >= 3 for _, k in self.rows) else 3
+        self.need_fb = self.nr == 6 or bool((~self.world).any())
+        # Geometry is measured whenever the positions moved: in relax (right after the
+        # position update) and reused by the next substep's warm start and biased pass, which
+        # see the same positions; the first substep of the pass measures in warm_start.
+        self._stale = True
 
     # -- geometry -----------------------------------------------------------------------------
     def _prepare(self, x, q):
@@ -110,23 +123,27 @@ class JointSolver:
         g, m = self.g, self.m
         ext = ~self.world
         qa = q[self.a]
-        qb = np.where(ext[:, None], q[self.b], np.array([1.0, 0.0, 0.0, 0.0]))
+        qb = np.where(ext[:, None], q[self.b], self.ident)
         xa = x[self.a]
         xb = np.where(ext[:, None], x[self.b], 0.0)
         fa = quat.to_matrix(quat.multiply(qa, g["frame_a"]))  # columns: frame A axes, world
-        ra = quat.rotate(qa, g["anchor_a"])
-        rb = quat.rotate(qb, g["anchor_b"])
+        ra = np.einsum("mij,mj->mi", fa, self.la_f)
+        if self.need_fb:
+            fb = quat.to_matrix(quat.multiply(qb, g["frame_b"]))
+            rb = np.einsum("mij,mj->mi", fb, self.lb_f)
+        else:   # all joints to the world: the anchor is a world point
+            rb = g["anchor_b"]
         d = xb + rb - xa - ra
         axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
-        jac = np.zeros((m, 6, 12))
+        nr = self.nr
+        jac = np.zeros((m, nr, 12))
         jac[:, :3, 0:3] = -axes
         jac[:, :3, 3:6] = -cross((ra + d)[:, None, :], axes)
         jac[:, :3, 6:9] = axes
         jac[:, :3, 9:12] = cross(rb[:, None, :], axes)
         coord = np.zeros((m, 6))
         coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
-        if self.ang_lock or any(k >= 3 for _, k in self.rows):
-            fb = quat.to_matrix(quat.multiply(qb, g["frame_b"]))
+        if nr == 6:
             rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
             coord[:, 3] = np.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
             coord[:, 4] = np.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
@@ -208,8 +225,10 @@ class JointSolver:
         """Geometry at the substep's start, then the carried impulses applied to the bodies."""
         if self.m == 0:
             return
-        self._prepare(x, q)
-        dv = np.einsum("mk,mkc->mc", self._axis_impulse(), self.mj)
+        if self._stale:
+            self._prepare(x, q)
+            self._stale = False
+        dv = np.einsum("mk,mkc->mc", self._axis_impulse()[:, :self.nr], self.mj)
         n = vel.shape[0]
         idx = np.stack((self.a, self.b), axis=1)
         flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
@@ -219,8 +238,9 @@ class JointSolver:
         """One Gauss-Seidel sweep over the colours: scalar rows, then the lock blocks."""
         if self.m == 0:
             return
-        if not use_bias:
+        if self._stale:
             self._prepare(x, q)   # the positions moved since the biased pass
+            self._stale = False
         coefs = self._row_coefficients(use_bias)
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
         imp, jac, mj, lock = self.imp, self.jac, self.mj, self.lock
@@ -255,6 +275,8 @@ class JointSolver:
                 v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
             vel[ib] = v[:, 6:]   # B first: a world joint has b == a, and A's value must win
             vel[ia] = v[:, :6]
+        if use_bias:
+            self._stale = True   # the world integrates the positions next
 
     def end_substep(self):
         """Reaction on B (force and torque of the last substep) and breaking."""
@@ -262,11 +284,13 @@ class JointSolver:
             return
         lam = self._axis_impulse() / self.h
         self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
-        # Angular rows' torque on B (the B-side angular Jacobians; world joints: A's, negated).
-        ang = np.where(self.world[:, None, None], -self.jac[:, 3:, 3:6], self.jac[:, 3:, 9:12])
         lin_world = np.where(self.world[:, None, None], -self.jac[:, :3, 0:3], 0.0)
         self.force = self.force + np.einsum("mk,mkc->mc", lam[:, :3], lin_world)
-        self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], ang)
+        if self.nr == 6:
+            # Angular rows' torque on B (B-side angular Jacobians; world joints: A's, negated).
+            ang = np.where(self.world[:, None, None], -self.jac[:, 3:, 3:6],
+                           self.jac[:, 3:, 9:12])
+            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], ang)
         g = self.g
         snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
                 | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
