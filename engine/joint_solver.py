@@ -47,6 +47,12 @@ from .integrate import cross
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
 
+# Joint systems with at most this many lock rows solve their locks together, exactly (see
+# JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
+DIRECT_ROWS = 240
+# Up to this many rows the direct system is refactored at every substep, above once per pass.
+DIRECT_REFACTOR_ROWS = 96
+
 _P1 = np.array([1, 2, 0])
 _P2 = np.array([2, 0, 1])
 
@@ -56,6 +62,20 @@ def inv3(m):
     cof = cross(m[:, _P1], m[:, _P2])  # row i = r_{i+1} x r_{i+2}
     det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
     return np.swapaxes(cof, 1, 2) / det[:, None, None]
+
+
+def spd_inverse(k):
+    """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
+    pivoting (a loop over R rank-1 updates; elementwise numpy only, so replays are bit
+    identical, unlike LAPACK/BLAS kernels whose summation order can depend on alignment)."""
+    r = k.shape[0]
+    a = np.concatenate((k, np.eye(r)), axis=1)
+    for i in range(r):
+        a[i] /= a[i, i]
+        col = a[:, i].copy()
+        col[i] = 0.0
+        a -= col[:, None] * a[i][None, :]
+    return np.ascontiguousarray(a[:, r:])
 
 
 def _masked_block(k, mask):
@@ -116,6 +136,20 @@ class JointSolver:
         # position update) and reused by the next substep's warm start and biased pass, which
         # see the same positions; the first substep of the pass measures in warm_start.
         self._stale = True
+        # Direct mode: every lock row of the pass in one system K dl = -(u + bias), solved
+        # exactly; Gauss-Seidel between joints converges like (M / (M + m))^k on a light link
+        # holding a heavy mass (0.99 per sweep at 100:1), which lets such chains stretch and
+        # ring. The rows are few in the scenes that need it (chains, ropes, ragdolls, rigs).
+        lock = g["lock"][:, :self.nr]
+        rows = int(lock.sum())
+        self.direct = 0 < rows <= DIRECT_ROWS
+        if self.direct:
+            self.rj, self.rk = np.nonzero(lock)
+            ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
+            self.la_loc, self.lb_loc = inv[:m], inv[m:]
+            self.n_loc = len(ub)
+            self.kinv_direct = None
+            self.refactor = rows <= DIRECT_REFACTOR_ROWS
 
     # -- geometry -----------------------------------------------------------------------------
     def _prepare(self, x, q):
@@ -169,12 +203,60 @@ class JointSolver:
         self.jac, self.mj, self.coord = jac, mj, coord
         lock = g["lock"] & ~self.broken[:, None]
         self.lock = lock
+        if self.direct:
+            if self.kinv_direct is None or self.refactor:
+                self._factor_direct()
+            return
         if self.lin_lock:
             k = np.einsum("mrc,msc->mrs", jac[:, :3], mj[:, :3])
             self.kinv_lin = inv3(_masked_block(k, lock[:, :3]))
         if self.ang_lock:
             k = np.einsum("mrc,msc->mrs", jac[:, 3:], mj[:, 3:])
             self.kinv_ang = inv3(_masked_block(k, lock[:, 3:]))
+
+    def _factor_direct(self):
+        """K = J M^-1 J^T of all lock rows (dense over the pass's bodies) and its inverse.
+        Broken joints' rows are decoupled (identity) so the others stay exact."""
+        rj, rk = self.rj, self.rk
+        r = len(rj)
+        live = self.lock[rj, rk]
+        jr = self.jac[rj, rk] * live[:, None]
+        mr = self.mj[rj, rk] * live[:, None]
+        cols = np.arange(6)
+        jf = np.zeros((r, self.n_loc * 6))
+        mf = np.zeros((r, self.n_loc * 6))
+        rows = np.arange(r)[:, None]
+        ext = ~self.world[rj]
+        ca = self.la_loc[rj][:, None] * 6 + cols
+        cb = self.lb_loc[rj][:, None] * 6 + cols
+        jf[rows, ca] = jr[:, :6]
+        mf[rows, ca] = mr[:, :6]
+        jf[rows[ext], cb[ext]] += jr[ext, 6:]   # a world joint's B part is zero anyway
+        mf[rows[ext], cb[ext]] += mr[ext, 6:]
+        k = np.einsum("rc,sc->rs", jf, mf)
+        diag = np.einsum("rr->r", k)
+        scale = diag.max() if r else 1.0
+        k[rows[:, 0], rows[:, 0]] = np.where(live, diag + 1e-10 * scale, 1.0)
+        self.kinv_direct = spd_inverse(k)
+
+    def _direct_solve(self, vel, use_bias):
+        """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
+        block row, with the whole system as the block)."""
+        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
+        rj, rk = self.rj, self.rk
+        jr = self.jac[rj, rk]
+        v = np.concatenate((vel[self.a[rj]], vel[self.b[rj]]), axis=1)
+        u = np.einsum("rc,rc->r", jr, v)
+        rhs = u + bias_rate * (self.coord[rj, rk] - self.g["target"][rj, rk])
+        lam = self.imp[rj, LOCK, rk]
+        dl = -mscale * np.einsum("rs,s->r", self.kinv_direct, rhs) - iscale * lam
+        dl = np.where(self.lock[rj, rk], dl, 0.0)
+        self.imp[rj, LOCK, rk] = lam + dl
+        dv = self.mj[rj, rk] * dl[:, None]
+        idx = np.stack((self.a[rj], self.b[rj]), axis=1)
+        n = vel.shape[0]
+        flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
+        vel += np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
 
     def _row_coefficients(self, use_bias):
         """Per present row (type, axis): (gain a, bias, leak, low, high, sign) over all joints;
@@ -262,7 +344,7 @@ class JointSolver:
                 v += (sign * dl)[:, None] * mj[sl, k]
             for blk, on, kinv in ((slice(0, 3), self.lin_lock, "kinv_lin"),
                                   (slice(3, 6), self.ang_lock, "kinv_ang")):
-                if not on:
+                if not on or self.direct:
                     continue
                 msk = lock[sl, blk]
                 u = np.einsum("mrc,mc->mr", jac[sl, blk], v)
@@ -275,6 +357,8 @@ class JointSolver:
                 v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
             vel[ib] = v[:, 6:]   # B first: a world joint has b == a, and A's value must win
             vel[ia] = v[:, :6]
+        if self.direct:
+            self._direct_solve(vel, use_bias)
         if use_bias:
             self._stale = True   # the world integrates the positions next
 
@@ -298,6 +382,8 @@ class JointSolver:
             self.broken |= snap
             self.imp[snap] = 0.0
             self.lock = self.lock & ~snap[:, None]
+            if self.direct:
+                self._factor_direct()
 
     def finish(self):
         """Write impulses, reactions and broken flags back to the JointSet."""
