@@ -106,11 +106,12 @@ class JointSolver:
             "motor_speed", "motor_max", "break_force", "break_torque")}
         self.g = g
         self.a, self.b, self.world = g["body_a"], g["body_b"], g["world"]
+        # A joint to the world has the world as side A (engine.joints): A's mass is zero.
         ext = ~self.world
-        self.ima = inv_mass[self.a]
-        self.imb = np.where(ext, inv_mass[self.b], 0.0)
-        self.iia = inv_inertia[self.a]
-        self.iib = np.where(ext[:, None, None], inv_inertia[self.b], 0.0)
+        self.ima = np.where(ext, inv_mass[self.a], 0.0)
+        self.imb = inv_mass[self.b]
+        self.iia = np.where(ext[:, None, None], inv_inertia[self.a], 0.0)
+        self.iib = inv_inertia[self.b]
         self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
         self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
         self.broken = np.zeros(m, dtype=bool)
@@ -131,7 +132,6 @@ class JointSolver:
         self.ident = ident
         # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
         self.nr = 6 if self.ang_lock or any(k >= 3 for _, k in self.rows) else 3
-        self.need_fb = self.nr == 6 or bool((~self.world).any())
         # Geometry is measured whenever the positions moved: in relax (right after the
         # position update) and reused by the next substep's warm start and biased pass, which
         # see the same positions; the first substep of the pass measures in warm_start.
@@ -156,17 +156,14 @@ class JointSolver:
         """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
         g, m = self.g, self.m
         ext = ~self.world
-        qa = q[self.a]
-        qb = np.where(ext[:, None], q[self.b], self.ident)
-        xa = x[self.a]
-        xb = np.where(ext[:, None], x[self.b], 0.0)
+        qa = np.where(ext[:, None], q[self.a], self.ident)
+        qb = q[self.b]
+        xa = np.where(ext[:, None], x[self.a], 0.0)
+        xb = x[self.b]
         fa = quat.to_matrix(quat.multiply(qa, g["frame_a"]))  # columns: frame A axes, world
         ra = np.einsum("mij,mj->mi", fa, self.la_f)
-        if self.need_fb:
-            fb = quat.to_matrix(quat.multiply(qb, g["frame_b"]))
-            rb = np.einsum("mij,mj->mi", fb, self.lb_f)
-        else:   # all joints to the world: the anchor is a world point
-            rb = g["anchor_b"]
+        fb = quat.to_matrix(quat.multiply(qb, g["frame_b"]))
+        rb = np.einsum("mij,mj->mi", fb, self.lb_f)
         d = xb + rb - xa - ra
         axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
         nr = self.nr
@@ -191,7 +188,7 @@ class JointSolver:
             dual /= det[:, None, None]
             jac[:, 3:, 3:6] = -dual
             jac[:, 3:, 9:12] = dual
-        jac[:, :, 6:] *= ext[:, None, None]
+        jac[:, :, :6] *= ext[:, None, None]
         mj = np.empty_like(jac)
         mj[:, :, 0:3] = self.ima[:, None, None] * jac[:, :, 0:3]
         mj[:, :, 3:6] = np.einsum("mij,mkj->mki", self.iia, jac[:, :, 3:6])
@@ -229,10 +226,10 @@ class JointSolver:
         ext = ~self.world[rj]
         ca = self.la_loc[rj][:, None] * 6 + cols
         cb = self.lb_loc[rj][:, None] * 6 + cols
-        jf[rows, ca] = jr[:, :6]
-        mf[rows, ca] = mr[:, :6]
-        jf[rows[ext], cb[ext]] += jr[ext, 6:]   # a world joint's B part is zero anyway
-        mf[rows[ext], cb[ext]] += mr[ext, 6:]
+        jf[rows, cb] = jr[:, 6:]
+        mf[rows, cb] = mr[:, 6:]
+        jf[rows[ext], ca[ext]] += jr[ext, :6]   # a world joint's A part is zero anyway
+        mf[rows[ext], ca[ext]] += mr[ext, :6]
         k = np.einsum("rc,sc->rs", jf, mf)
         diag = np.einsum("rr->r", k)
         scale = diag.max() if r else 1.0
@@ -355,8 +352,8 @@ class JointSolver:
                 dl = np.where(msk, dl, 0.0)
                 imp[sl, LOCK, blk] = lam + dl
                 v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
-            vel[ib] = v[:, 6:]   # B first: a world joint has b == a, and A's value must win
-            vel[ia] = v[:, :6]
+            vel[ia] = v[:, :6]   # A first: a world joint has a == b, and B's value must win
+            vel[ib] = v[:, 6:]
         if self.direct:
             self._direct_solve(vel, use_bias)
         if use_bias:
@@ -368,13 +365,8 @@ class JointSolver:
             return
         lam = self._axis_impulse() / self.h
         self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
-        lin_world = np.where(self.world[:, None, None], -self.jac[:, :3, 0:3], 0.0)
-        self.force = self.force + np.einsum("mk,mkc->mc", lam[:, :3], lin_world)
-        if self.nr == 6:
-            # Angular rows' torque on B (B-side angular Jacobians; world joints: A's, negated).
-            ang = np.where(self.world[:, None, None], -self.jac[:, 3:, 3:6],
-                           self.jac[:, 3:, 9:12])
-            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], ang)
+        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
+            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
         g = self.g
         snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
                 | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken

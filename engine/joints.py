@@ -56,11 +56,11 @@ _MOTOR_AXES = {
 _FIELDS = {
     "body_a": ((), np.int64, 0),
     "body_b": ((), np.int64, 0),           # == body_a for a joint to the world
-    "world": ((), bool, False),             # attached to the world (body_b=None)
+    "world": ((), bool, False),             # side A is the world (add_joint's body_b=None)
     "anchor_a": ((3,), np.float64, 0.0),   # body A frame, relative to A's centre of mass
-    "anchor_b": ((3,), np.float64, 0.0),   # body B frame (world point for a world joint)
+    "anchor_b": ((3,), np.float64, 0.0),   # (world point / orientation for a world joint)
     "frame_a": ((4,), np.float64, 0.0),    # joint frame in A's frame
-    "frame_b": ((4,), np.float64, 0.0),    # joint frame in B's frame (world for a world joint)
+    "frame_b": ((4,), np.float64, 0.0),    # joint frame in B's frame
     "lock": ((6,), bool, False),
     "target": ((6,), np.float64, 0.0),     # locked axes' coordinate
     "limited": ((6,), bool, False),
@@ -181,6 +181,7 @@ class JointSet:
             break_force, break_torque, disable_collisions, enabled):
         """Append a joint; x_* / q_* are the bodies' centres of mass and orientations now
         (None for the world). Returns its index."""
+        world = b is None
         if self.n == self.cap:
             self._grow(2 * self.cap)
         j = self.n
@@ -188,18 +189,23 @@ class JointSet:
         a_ = self._a
         for name, (shape, dtype, fill) in _FIELDS.items():
             a_[name][j] = fill
-        a_["body_a"][j] = a
-        a_["world"][j] = b is None
-        a_["body_b"][j] = a if b is None else b
-        qf = orientation[None]
-        a_["anchor_a"][j] = quat.rotate_inverse(q_a[None], (position - x_a)[None])[0]
-        a_["frame_a"][j] = quat.multiply(quat.conjugate(q_a[None]), qf)[0]
+        # A joint to the world has the world as its A side and the body as B (both indices
+        # name the body), so "B relative to A" (limits, motors, reactions) is the body's own
+        # motion in the world.
         if b is None:
-            a_["anchor_b"][j] = position
-            a_["frame_b"][j] = orientation
+            a, b, x_b, q_b = a, a, x_a, q_a
+        a_["body_a"][j] = a
+        a_["body_b"][j] = b
+        a_["world"][j] = world
+        qf = orientation[None]
+        if world:
+            a_["anchor_a"][j] = position
+            a_["frame_a"][j] = orientation
         else:
-            a_["anchor_b"][j] = quat.rotate_inverse(q_b[None], (position - x_b)[None])[0]
-            a_["frame_b"][j] = quat.multiply(quat.conjugate(q_b[None]), qf)[0]
+            a_["anchor_a"][j] = quat.rotate_inverse(q_a[None], (position - x_a)[None])[0]
+            a_["frame_a"][j] = quat.multiply(quat.conjugate(q_a[None]), qf)[0]
+        a_["anchor_b"][j] = quat.rotate_inverse(q_b[None], (position - x_b)[None])[0]
+        a_["frame_b"][j] = quat.multiply(quat.conjugate(q_b[None]), qf)[0]
         for name, val in settings.items():
             a_[name][j] = val
         a_["break_force"][j] = break_force

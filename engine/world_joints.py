@@ -44,6 +44,8 @@ class JointWorldMixin:
         springs (generic_spring): {axis: (stiffness, damping)} in N/m, N s/m (N m/rad, N m s/rad).
         motor: {"lin": (target_velocity, max_force), "ang": (target_velocity, max_torque)}:
         B relative to A along / about the driven axis.
+        With body_b=None the world is side A and body_a is side B, so limits, motors and
+        reactions describe the body's own motion in the world frame.
         break_force (N), break_torque (N m): the joint breaks for good in the first substep
         whose reaction exceeds it. disable_collisions: the two bodies do not collide.
         """
@@ -89,8 +91,8 @@ class JointWorldMixin:
 
     @property
     def joint_forces(self):
-        """(J, 3) the reaction force on body B (for a world joint: on the world) in the last
-        substep of the last step, N."""
+        """(J, 3) the force the joint applied to body B (for a joint to the world: to the
+        body) in the last substep of the last step, N."""
         return self.joints.v("force")
 
     @property
