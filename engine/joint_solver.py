@@ -64,6 +64,37 @@ def inv3(m):
     return np.swapaxes(cof, 1, 2) / det[:, None, None]
 
 
+def _quat_mul(a, b):
+    """Hamilton products of (m, 4) arrays (quat.multiply without moveaxis/stack)."""
+    aw, ax, ay, az = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+    bw, bx, by, bz = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    out = np.empty_like(a)
+    out[:, 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[:, 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[:, 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[:, 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
+
+
+def _quat_matrix(q):
+    """Rotation matrices (m, 3, 3) of unit quaternions (m, 4) (quat.to_matrix's arithmetic)."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    m = np.empty((len(q), 3, 3))
+    m[:, 0, 0] = 1 - 2 * (yy + zz)
+    m[:, 0, 1] = 2 * (xy - wz)
+    m[:, 0, 2] = 2 * (xz + wy)
+    m[:, 1, 0] = 2 * (xy + wz)
+    m[:, 1, 1] = 1 - 2 * (xx + zz)
+    m[:, 1, 2] = 2 * (yz - wx)
+    m[:, 2, 0] = 2 * (xz - wy)
+    m[:, 2, 1] = 2 * (yz + wx)
+    m[:, 2, 2] = 1 - 2 * (xx + yy)
+    return m
+
+
 def spd_inverse(k):
     """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
     pivoting (a loop over R rank-1 updates; elementwise numpy only, so replays are bit
@@ -160,9 +191,9 @@ class JointSolver:
         qb = q[self.b]
         xa = np.where(ext[:, None], x[self.a], 0.0)
         xb = x[self.b]
-        fa = quat.to_matrix(quat.multiply(qa, g["frame_a"]))  # columns: frame A axes, world
+        fa = _quat_matrix(_quat_mul(qa, g["frame_a"]))  # columns: frame A axes, world
         ra = np.einsum("mij,mj->mi", fa, self.la_f)
-        fb = quat.to_matrix(quat.multiply(qb, g["frame_b"]))
+        fb = _quat_matrix(_quat_mul(qb, g["frame_b"]))
         rb = np.einsum("mij,mj->mi", fb, self.lb_f)
         d = xb + rb - xa - ra
         axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
@@ -203,6 +234,7 @@ class JointSolver:
         if self.direct:
             if self.kinv_direct is None or self.refactor:
                 self._factor_direct()
+            self._gather_direct()
             return
         if self.lin_lock:
             k = np.einsum("mrc,msc->mrs", jac[:, :3], mj[:, :3])
@@ -236,24 +268,36 @@ class JointSolver:
         k[rows[:, 0], rows[:, 0]] = np.where(live, diag + 1e-10 * scale, 1.0)
         self.kinv_direct = spd_inverse(k)
 
+    def _gather_direct(self):
+        """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
+        rj, rk = self.rj, self.rk
+        self.d_live = self.lock[rj, rk]
+        self.d_jac = self.jac[rj, rk]
+        self.d_mj = self.mj[rj, rk]
+        self.d_off = self.coord[rj, rk] - self.g["target"][rj, rk]
+        if not hasattr(self, "d_flat"):
+            self.d_a, self.d_b = self.a[rj], self.b[rj]
+            idx = np.stack((self.d_a, self.d_b), axis=1)
+            self.d_flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
+
     def _direct_solve(self, vel, use_bias):
         """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
         block row, with the whole system as the block)."""
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
         rj, rk = self.rj, self.rk
-        jr = self.jac[rj, rk]
-        v = np.concatenate((vel[self.a[rj]], vel[self.b[rj]]), axis=1)
-        u = np.einsum("rc,rc->r", jr, v)
-        rhs = u + bias_rate * (self.coord[rj, rk] - self.g["target"][rj, rk])
+        v = np.concatenate((vel[self.d_a], vel[self.d_b]), axis=1)
+        rhs = np.einsum("rc,rc->r", self.d_jac, v)
+        if use_bias:
+            rhs += bias_rate * self.d_off
         lam = self.imp[rj, LOCK, rk]
-        dl = -mscale * np.einsum("rs,s->r", self.kinv_direct, rhs) - iscale * lam
-        dl = np.where(self.lock[rj, rk], dl, 0.0)
+        dl = -mscale * np.einsum("rs,s->r", self.kinv_direct, rhs)
+        if use_bias:
+            dl -= iscale * lam
+        dl *= self.d_live
         self.imp[rj, LOCK, rk] = lam + dl
-        dv = self.mj[rj, rk] * dl[:, None]
-        idx = np.stack((self.a[rj], self.b[rj]), axis=1)
+        dv = self.d_mj * dl[:, None]
         n = vel.shape[0]
-        flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
-        vel += np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+        vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
 
     def _row_coefficients(self, use_bias):
         """Per present row (type, axis): (gain a, bias, leak, low, high, sign) over all joints;
@@ -376,6 +420,7 @@ class JointSolver:
             self.lock = self.lock & ~snap[:, None]
             if self.direct:
                 self._factor_direct()
+                self._gather_direct()
 
     def finish(self):
         """Write impulses, reactions and broken flags back to the JointSet."""
