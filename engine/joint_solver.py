@@ -155,6 +155,10 @@ class JointSolver:
                      for k in range(6) if g[name][:, k].any()]
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
+        # Lock rows alone need one relax sweep (the world's last); limits, motors and springs
+        # interleave with the locks, and one sweep leaves the limits' bias velocity in the
+        # locks (a door bounced off its limit), so they relax in every sweep.
+        self.relax_every = bool(self.rows)
         # Anchors in the joint frame's own axes (r = F la_f), so one rotation matrix per end
         # gives both the axes and the anchor arm.
         ident = np.array([1.0, 0.0, 0.0, 0.0])
@@ -235,13 +239,20 @@ class JointSolver:
             if self.kinv_direct is None or self.refactor:
                 self._factor_direct()
             self._gather_direct()
+            self.blocks = []
             return
-        if self.lin_lock:
-            k = np.einsum("mrc,msc->mrs", jac[:, :3], mj[:, :3])
-            self.kinv_lin = inv3(_masked_block(k, lock[:, :3]))
-        if self.ang_lock:
-            k = np.einsum("mrc,msc->mrs", jac[:, 3:], mj[:, 3:])
-            self.kinv_ang = inv3(_masked_block(k, lock[:, 3:]))
+        # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
+        # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
+        self.blocks = []
+        for blk, on in ((slice(0, 3), self.lin_lock), (slice(3, 6), self.ang_lock)):
+            if not on:
+                continue
+            msk = lock[:, blk]
+            k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
+            kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
+            w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
+            err = np.einsum("mrs,ms->mr", kinv, coord[:, blk] - g["target"][:, blk])
+            self.blocks.append((blk, w_op, err))
 
     def _factor_direct(self):
         """K = J M^-1 J^T of all lock rows (dense over the pass's bodies) and its inverse.
@@ -366,7 +377,8 @@ class JointSolver:
             self._stale = False
         coefs = self._row_coefficients(use_bias)
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        imp, jac, mj, lock = self.imp, self.jac, self.mj, self.lock
+        imp, jac, mj = self.imp, self.jac, self.mj
+        blocks = [] if self.direct else self.blocks
         for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
             if c1 <= c0:
                 continue
@@ -383,17 +395,15 @@ class JointSolver:
                 dl = new - lam
                 imp[sl, t, k] = new
                 v += (sign * dl)[:, None] * mj[sl, k]
-            for blk, on, kinv in ((slice(0, 3), self.lin_lock, "kinv_lin"),
-                                  (slice(3, 6), self.ang_lock, "kinv_ang")):
-                if not on or self.direct:
-                    continue
-                msk = lock[sl, blk]
-                u = np.einsum("mrc,mc->mr", jac[sl, blk], v)
-                rhs = u + bias_rate * (self.coord[sl, blk] - self.g["target"][sl, blk])
+            for blk, w_op, err in blocks:
                 lam = imp[sl, LOCK, blk]
-                dl = -mscale * np.einsum("mrs,ms->mr", getattr(self, kinv)[sl], rhs) \
-                    - iscale * lam
-                dl = np.where(msk, dl, 0.0)
+                dl = np.einsum("mrc,mc->mr", w_op[sl], v)
+                if use_bias:
+                    dl += bias_rate * err[sl]
+                    dl *= -mscale
+                    dl -= iscale * lam
+                else:
+                    dl = -dl
                 imp[sl, LOCK, blk] = lam + dl
                 v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
             vel[ia] = v[:, :6]   # A first: a world joint has a == b, and B's value must win
@@ -418,6 +428,9 @@ class JointSolver:
             self.broken |= snap
             self.imp[snap] = 0.0
             self.lock = self.lock & ~snap[:, None]
+            # Drop the broken joints' lock rows from the Gauss-Seidel blocks too.
+            self.blocks = [(blk, w * ~snap[:, None, None], e * ~snap[:, None])
+                           for blk, w, e in self.blocks]
             if self.direct:
                 self._factor_direct()
                 self._gather_direct()

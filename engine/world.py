@@ -601,9 +601,10 @@ class World(BodyControl, JointWorldMixin):
                     joints.solve(vel, x, q, True)
             integrate_positions(x, q, vel, movers, h)
             dpose[movers] += h * vel[movers]
-            for _ in range(self.settings.relax_iterations):
+            relax = self.settings.relax_iterations
+            for r in range(relax):
                 solver.solve(vel, dpose, False)
-                if joints:
+                if joints and (joints.relax_every or r == relax - 1):
                     joints.solve(vel, x, q, False)
             if joints:
                 joints.end_substep()
