@@ -104,8 +104,12 @@ def joint_kwargs(js):
     for ax in _TYPE_LIMITS.get(js.type, ()):
         kind, a = ax.split("_")
         if getattr(js, f"use_limit_{kind}_{a}"):
-            limits[ax] = (getattr(js, f"limit_{kind}_{a}_lower"),
-                          getattr(js, f"limit_{kind}_{a}_upper"))
+            lo, hi = (getattr(js, f"limit_{kind}_{a}_lower"),
+                      getattr(js, f"limit_{kind}_{a}_upper"))
+            # Blender's Hinge is Bullet's btHingeConstraint, whose angle is the first
+            # object's turn relative to the second (atan2(yB . xA, yB . yA) = minus B's turn
+            # relative to A); the engine measures B relative to A, so the range is mirrored.
+            limits[ax] = (-hi, -lo) if js.type == 'HINGE' else (lo, hi)
     springs = {}
     if js.type == 'GENERIC_SPRING':
         for ax, suffix in _SPRING_SUFFIX.items():

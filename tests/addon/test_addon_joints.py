@@ -105,7 +105,8 @@ def test_import_carries_every_setting_and_converts_impulses_to_forces():
     assert any("solver_iterations" in n for n in notes)
     # The engine gets the same numbers.
     kw = hb.pkg().addon.joints.joint_kwargs(js)
-    assert list(kw["limits"]) == ["ang_z"] and np.allclose(kw["limits"]["ang_z"], (-0.5, 1.2))
+    # Bullet's hinge angle is object1 relative to object2: mirrored for the engine.
+    assert list(kw["limits"]) == ["ang_z"] and np.allclose(kw["limits"]["ang_z"], (-1.2, 0.5))
     assert kw["break_force"] == js.break_force
 
 
