@@ -60,8 +60,8 @@ def test_disable_collisions_lets_joined_bodies_overlap():
     w2.add_joint("point", a2, b2, position=(0.4, 0, 2), disable_collisions=False)
     w1.step(1 / 24, record=True)
     w2.step(1 / 24, record=True)
-    assert len(w1.last_record["manifold_pairs"]) == 0
-    assert [list(p) for p in w2.last_record["manifold_pairs"]] == [[a2, b2]]
+    assert len(w1.last_record.manifold_pairs) == 0
+    assert [list(p) for p in w2.last_record.manifold_pairs] == [[a2, b2]]
 
 
 def test_disabled_joint_does_nothing_and_enabling_wakes_it():
