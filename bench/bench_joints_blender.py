@@ -26,7 +26,7 @@ os.environ.setdefault("BLENDER_USER_RESOURCES", tempfile.mkdtemp(prefix="hb_benc
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "addon"))
 
-import hb_blender as hb  # noqa: E402
+import hb_blender as hb
 
 bpy = hb.bpy
 
@@ -200,8 +200,8 @@ def main():
     print(f"cantilever  tip sag after 1 s (mm)       {1000 * cant[('blender', False)][0]:8.2f}"
           f"   {1000 * cant[('ours', False)][0]:8.2f}")
     snapped = {e: cant[(e, True)][1] < 1.5 for e in ("blender", "ours")}
-    print(f"cantilever  snaps under the 60 kg ball    {str(snapped['blender']):>8s}"
-          f"   {str(snapped['ours']):>8s}")
+    print(f"cantilever  snaps under the 60 kg ball    {snapped['blender']!s:>8s}"
+          f"   {snapped['ours']!s:>8s}")
 
 
 if __name__ == "__main__":

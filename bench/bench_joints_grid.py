@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import Sphere, World  # noqa: E402
+from engine import Sphere, World
 
 SPACING = 0.1
 RADIUS = 0.04

@@ -239,7 +239,7 @@ class JointSolver:
             if self.kinv_direct is None or self.refactor:
                 self._factor_direct()
             self._gather_direct()
-            self.blocks = []
+            self.blocks: list = []
             return
         # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
         # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
@@ -301,7 +301,9 @@ class JointSolver:
         if use_bias:
             rhs += bias_rate * self.d_off
         lam = self.imp[rj, LOCK, rk]
-        dl = -mscale * np.einsum("rs,s->r", self.kinv_direct, rhs)
+        kinv = self.kinv_direct
+        assert kinv is not None   # factored by the first _prepare
+        dl = -mscale * np.einsum("rs,s->r", kinv, rhs)
         if use_bias:
             dl -= iscale * lam
         dl *= self.d_live
@@ -316,6 +318,7 @@ class JointSolver:
         g, h, live = self.g, self.h, ~self.broken
         bias_rate, mscale, iscale = self.soft
         out = []
+        coef: tuple
         for t, k in self.rows:
             eff, c = self.eff[:, k], self.coord[:, k]
             if t == MOTOR:
@@ -341,12 +344,11 @@ class JointSolver:
                     bias = np.where(spec, sep / h, bias_rate * sep)
                     leak = np.where(spec, 0.0, iscale)
                 else:
-                    gain, bias, leak = eff, np.where(spec, sep / h, 0.0), 0.0
+                    gain, bias = eff, np.where(spec, sep / h, 0.0)
+                    leak = np.zeros_like(eff)
                 coef = (gain, bias, leak, 0.0, np.inf, sign)
-            gain, bias, leak, lo, hi, sign = coef
-            gain = np.where(on, gain, 0.0)
-            leak = np.where(on, leak, 0.0)
-            out.append((t, k, gain, np.where(on, bias, 0.0), leak, lo, hi, sign))
+            out.append((t, k, np.where(on, coef[0], 0.0), np.where(on, coef[1], 0.0),
+                        np.where(on, coef[2], 0.0)) + coef[3:])
         return out
 
     def _axis_impulse(self):

@@ -187,7 +187,7 @@ class JointSet:
         j = self.n
         self.n += 1
         a_ = self._a
-        for name, (shape, dtype, fill) in _FIELDS.items():
+        for name, (_shape, _dtype, fill) in _FIELDS.items():
             a_[name][j] = fill
         # A joint to the world has the world as its A side and the body as B (both indices
         # name the body), so "B relative to A" (limits, motors, reactions) is the body's own

@@ -5,6 +5,8 @@ Kept apart from world.py so the step pipeline there only gains a few calls: pair
 (engine.joint_solver) and the joints' edges in the sleeping islands.
 """
 import math
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -29,6 +31,13 @@ def _threshold(value, what):
 
 class JointWorldMixin:
     """Joints in a World. Needs the World's body arrays (_v, _a, _n) and ``self.joints``."""
+
+    # Provided by World (declared for the type checker).
+    joints: JointSet
+    settings: Any
+    _v: Callable[[str], np.ndarray]
+    _check_index: Callable[[Any], int]
+    wake: Callable[[int], None]
 
     def add_joint(self, kind, body_a, body_b=None, position=(0.0, 0.0, 0.0),
                   orientation=(1.0, 0.0, 0.0, 0.0), *, limits=None, springs=None, motor=None,

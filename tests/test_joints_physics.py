@@ -20,7 +20,7 @@ STEPS = [pytest.param(1 / 24, id="24fps"), pytest.param(1 / 60, id="60fps")]
 
 def run(world, dt, seconds, probe):
     """Step for `seconds`; probe(world) after every step; returns times and probes."""
-    n = int(round(seconds / dt))
+    n = round(seconds / dt)
     out = []
     for _ in range(n):
         world.step(dt)
@@ -144,7 +144,7 @@ def test_slider_on_incline_accelerates_at_g_sin30(dt):
 
 def _spring_world(k, c, m):
     w = World()
-    locks = {ax: (0.0, 0.0) for ax in ("lin_x", "lin_y", "ang_x", "ang_y", "ang_z")}
+    locks = dict.fromkeys(("lin_x", "lin_y", "ang_x", "ang_y", "ang_z"), (0.0, 0.0))
     b = w.add_body(Box((0.1, 0.1, 0.1)), position=(0, 0, 0), mass=m)
     w.add_joint("generic_spring", b, None, position=(0, 0, 0), limits=locks,
                 springs={"lin_z": (k, c)})
