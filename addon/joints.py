@@ -260,7 +260,9 @@ class HULLABALOO_PT_joint(bpy.types.Panel):
     def draw(self, context):
         js = context.object.hullabaloo_joint
         layout = self.layout
+        layout.operator("hullabaloo.connect", icon='LINKED')
         layout.use_property_split = True
+        layout = layout.column()
         layout.active = js.enabled
         layout.prop(js, "type")
         layout.prop(js, "object1")
@@ -297,7 +299,89 @@ class HULLABALOO_PT_joint(bpy.types.Panel):
                 sub.prop(js, f"motor_{kind}_max_{unit}")
 
 
-CLASSES = (HULLABALOO_PG_joint, HULLABALOO_PT_joint)
+
+
+# ----------------------------------------------------------------------------- connect
+def chain_by_distance(active, others):
+    """Blender's Connect order: from the active object, repeatedly the nearest remaining."""
+    order, rest, last = [active], list(others), active
+    while rest:
+        here = np.array(last.matrix_world.translation)
+        rest.sort(key=lambda o: (float(np.linalg.norm(np.array(o.matrix_world.translation)
+                                                       - here)), o.name))
+        last = rest.pop(0)
+        order.append(last)
+    return order
+
+
+def connect(context, objects, active, joint_type='POINT', pivot='CENTER',
+            pattern='SELECTED_TO_ACTIVE', collection_name="Hullabaloo Joints"):
+    """Make joint Empties like Blender's Connect (object1 = the active or the earlier link,
+    object2 = the other), linked into a collection of their own. Returns the Empties."""
+    others = [o for o in objects if o != active]
+    if pattern == 'CHAIN_DISTANCE':
+        order = chain_by_distance(active, others)
+        pairs = list(zip(order[:-1], order[1:]))
+    else:
+        pairs = [(active, o) for o in others]
+    coll = bpy.data.collections.get(collection_name)
+    if coll is None:
+        coll = bpy.data.collections.new(collection_name)
+        context.scene.collection.children.link(coll)
+    made = []
+    for o1, o2 in pairs:
+        p1, p2 = o1.matrix_world.translation, o2.matrix_world.translation
+        loc = {'CENTER': (p1 + p2) / 2, 'ACTIVE': p1, 'SELECTED': p2}[pivot]
+        e = bpy.data.objects.new("Joint", None)
+        e.empty_display_type = 'ARROWS'
+        e.empty_display_size = 0.25
+        e.location = loc
+        coll.objects.link(e)
+        js = e.hullabaloo_joint
+        js.enabled, js.type, js.object1, js.object2 = True, joint_type, o1, o2
+        made.append(e)
+    return made
+
+
+class HULLABALOO_OT_connect(bpy.types.Operator):
+    """Join the selected objects with Hullabaloo joints (Empties in a "Hullabaloo Joints" \
+collection), like Blender's Rigid Body > Connect"""
+    bl_idname = "hullabaloo.connect"
+    bl_label = "Connect with Joints"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    joint_type: EnumProperty(name="Type", items=JOINT_TYPES, default='FIXED')
+    pivot_type: EnumProperty(name="Location", default='CENTER', items=[
+        ('CENTER', "Center", "Pivot between the two objects"),
+        ('ACTIVE', "Active", "Pivot at the active (or earlier) object"),
+        ('SELECTED', "Selected", "Pivot at the other object")])
+    connection_pattern: EnumProperty(name="Connection Pattern", default='SELECTED_TO_ACTIVE',
+                                     items=[
+        ('SELECTED_TO_ACTIVE', "Selected to Active", "Join every selected object to the "
+         "active one"),
+        ('CHAIN_DISTANCE', "Chain by Distance", "Join the objects in a chain, each to the "
+         "nearest not yet joined, starting at the active one")])
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_object is not None and len(context.selected_objects) > 1
+
+    def execute(self, context):
+        active = context.active_object
+        objs = list(context.selected_objects)
+        if active not in objs:
+            objs.append(active)
+        made = connect(context, objs, active, self.joint_type, self.pivot_type,
+                       self.connection_pattern)
+        off = sorted(o.name for o in objs if not o.hullabaloo.enabled)
+        if off:
+            self.report({'WARNING'}, "Hullabaloo is off for " + ", ".join(off)
+                        + ": their joints are skipped until it is turned on")
+        self.report({'INFO'}, f"Made {len(made)} joint(s)")
+        return {'FINISHED'}
+
+
+CLASSES = (HULLABALOO_PG_joint, HULLABALOO_PT_joint, HULLABALOO_OT_connect)
 
 
 def register():

@@ -169,3 +169,46 @@ def test_rebake_from_a_frame_keeps_broken_joints_broken():
     hb.bake()
     scene.frame_set(30)
     assert abs(block.matrix_world.translation.z - 3.0) < 0.01
+
+
+def test_hullabaloo_connect_builds_a_chain_by_distance_that_holds():
+    """hullabaloo.connect on five shuffled cubes (chain by distance from the active one,
+    pivots at the centres): Empties in their own collection join neighbours in order, and the
+    baked chain, pinned at its first cube, keeps every link."""
+    scene = hb.empty_scene(frame_end=24)
+    xs = [0.0, 2.0, 0.5, 1.5, 1.0]            # created out of order on purpose
+    cubes = [hb.add_box(f"C{i}", size=(0.3, 0.3, 0.3), location=(x, 0, 3))
+             for i, x in enumerate(xs)]
+    cubes[0].hullabaloo.body_type = 'PASSIVE'
+    for o in scene.objects:
+        o.select_set(True)
+    bpy.context.view_layer.objects.active = cubes[0]
+    assert bpy.ops.hullabaloo.connect(joint_type='POINT', pivot_type='CENTER',
+                                      connection_pattern='CHAIN_DISTANCE') == {'FINISHED'}
+    coll = bpy.data.collections["Hullabaloo Joints"]
+    empties = list(coll.objects)
+    pairs = sorted((e.hullabaloo_joint.object1.name, e.hullabaloo_joint.object2.name)
+                   for e in empties)
+    # From C0 (x 0): C2 (0.5), C4 (1.0), C3 (1.5), C1 (2.0).
+    assert pairs == sorted([("C0", "C2"), ("C2", "C4"), ("C4", "C3"), ("C3", "C1")])
+    for e in empties:
+        js = e.hullabaloo_joint
+        mid = (js.object1.matrix_world.translation + js.object2.matrix_world.translation) / 2
+        assert (e.matrix_world.translation - mid).length < 1e-6
+    summary = hb.bake()
+    assert summary["problems"] == []
+    worst = 0.0
+    for e in empties:
+        js = e.hullabaloo_joint
+        scene.frame_set(1)
+        p = np.append(np.array(e.matrix_world.translation), 1.0)
+        la = np.linalg.inv(np.array(js.object1.matrix_world)) @ p
+        lb = np.linalg.inv(np.array(js.object2.matrix_world)) @ p
+        for f in range(1, 25):
+            scene.frame_set(f)
+            a = np.array(js.object1.matrix_world) @ la
+            b = np.array(js.object2.matrix_world) @ lb
+            worst = max(worst, float(np.linalg.norm(a[:3] - b[:3])))
+    scene.frame_set(24)
+    assert cubes[1].matrix_world.translation.z < 2.5   # the free end swung down
+    assert worst < 5e-3
