@@ -13,6 +13,7 @@ The joint frame is the object's world matrix at the first baked frame (location 
 rotation; scale ignored), as in Blender: the pose there is the zero of the limits and the
 rest pose of the springs.
 """
+import itertools
 import math
 
 import bpy
@@ -321,7 +322,7 @@ def connect(context, objects, active, joint_type='POINT', pivot='CENTER',
     others = [o for o in objects if o != active]
     if pattern == 'CHAIN_DISTANCE':
         order = chain_by_distance(active, others)
-        pairs = list(zip(order[:-1], order[1:]))
+        pairs = list(itertools.pairwise(order))
     else:
         pairs = [(active, o) for o in others]
     coll = bpy.data.collections.get(collection_name)
