@@ -212,3 +212,47 @@ def test_hullabaloo_connect_builds_a_chain_by_distance_that_holds():
     scene.frame_set(24)
     assert cubes[1].matrix_world.translation.z < 2.5   # the free end swung down
     assert worst < 5e-3
+
+
+def test_overlay_draws_joints_of_the_bake_and_of_a_debug_frame():
+    """A glued block breaks off: the overlay's joint anchors sit on the glue point at the
+    first frame, follow the block after the break in the broken colour, and a Debug Frame
+    (re-simulated, no bake) shows the same joint."""
+    scene = hb.empty_scene(frame_end=30)
+    beam = hb.add_box("Beam", size=(2, 0.5, 0.5), location=(0, 0, 3), body_type='PASSIVE')
+    block = hb.add_box("Block", size=(0.5, 0.5, 0.5), location=(1.25, 0, 3), mass=6.0)
+    e = bpy.data.objects.new("Glue", None)
+    scene.collection.objects.link(e)
+    e.location = (1.0, 0, 3)
+    js = e.hullabaloo_joint
+    js.enabled, js.type, js.object1, js.object2 = True, 'FIXED', beam, block
+    js.use_breaking, js.break_force = True, 30.0
+    scene.frame_set(1)
+    hb.bake()
+    import importlib
+    ov = hb.pkg().addon.overlay
+    for name in ("handler", "source"):
+        importlib.import_module(f"{hb.MODULE}.addon.overlay.{name}")
+    jg = importlib.import_module(f"{hb.MODULE}.addon.overlay.joint_geometry")
+
+    def anchors(frame):
+        scene.frame_set(frame)
+        layers, src = ov.handler.build_layers(scene, bpy.context, frame)
+        (a,) = [ly for ly in layers if ly.name == "joint_anchors"]
+        return a, src
+    a1, src = anchors(1)
+    assert src.startswith("bake")
+    np.testing.assert_allclose(a1.coords, [(1.0, 0, 3), (1.0, 0, 3)], atol=1e-5)
+    a30, _ = anchors(30)
+    assert np.allclose(a30.colours, jg.BROKEN_COLOUR)
+    scene.frame_set(30)
+    on_block = np.array(block.matrix_world) @ np.array([-0.25, 0, 0, 1.0])
+    np.testing.assert_allclose(a30.coords[1], on_block[:3], atol=1e-4)
+    # No bake: a Debug Frame re-simulates and draws the same joint.
+    assert bpy.ops.hullabaloo.clear_bake() == {'FINISHED'}
+    ov.source.debug_frame(scene, bpy.context, 30)
+    layers, src = ov.handler.build_layers(scene, bpy.context, 30)
+    assert src == "debug frame"
+    (dbg,) = [ly for ly in layers if ly.name == "joint_anchors"]
+    np.testing.assert_allclose(dbg.coords, a30.coords, atol=1e-4)
+    assert np.allclose(dbg.colours, jg.BROKEN_COLOUR)
