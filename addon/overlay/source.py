@@ -171,7 +171,7 @@ def joint_model(scene, model, first_pos, first_q):
     if not n:
         return out
     rot0 = quat.to_matrix(np.asarray(first_q, dtype=np.float64))
-    for j, (ia, ib, (p, q), kw, js) in enumerate(picked):
+    for j, (ia, ib, (p, q), kw, _js) in enumerate(picked):
         r = quat.to_matrix(q)
         out["a"][j], out["b"][j] = ia, ib
         out["anchor_a"][j] = rot0[ia].T @ (p - first_pos[ia])
