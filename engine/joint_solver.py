@@ -49,9 +49,11 @@ from .solver import soft_params
 
 # Joint systems with at most this many lock rows solve their locks together, exactly (see
 # JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
-DIRECT_ROWS = 240
-# Up to this many rows the direct system is refactored at every substep, above once per pass.
-DIRECT_REFACTOR_ROWS = 96
+# The system is refactored at every substep (an inverse kept over a whole collision pass went
+# stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse costs about
+# 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240, hence the cap (a rope of 50
+# links by point joints has 150 rows).
+DIRECT_ROWS = 160
 
 _P1 = np.array([1, 2, 0])
 _P2 = np.array([2, 0, 1])
@@ -184,7 +186,6 @@ class JointSolver:
             self.la_loc, self.lb_loc = inv[:m], inv[m:]
             self.n_loc = len(ub)
             self.kinv_direct = None
-            self.refactor = rows <= DIRECT_REFACTOR_ROWS
 
     # -- geometry -----------------------------------------------------------------------------
     def _prepare(self, x, q):
@@ -236,8 +237,7 @@ class JointSolver:
         lock = g["lock"] & ~self.broken[:, None]
         self.lock = lock
         if self.direct:
-            if self.kinv_direct is None or self.refactor:
-                self._factor_direct()
+            self._factor_direct()
             self._gather_direct()
             self.blocks: list = []
             return
@@ -275,8 +275,15 @@ class JointSolver:
         mf[rows[ext], ca[ext]] += mr[ext, :6]
         k = np.einsum("rc,sc->rs", jf, mf)
         diag = np.einsum("rr->r", k)
-        scale = diag.max() if r else 1.0
-        k[rows[:, 0], rows[:, 0]] = np.where(live, diag + 1e-10 * scale, 1.0)
+        # A chain pinned at both ends, a closed loop or a fixed joint doubled by a hinge has
+        # redundant rows: K is singular. A relative 1e-9 on the diagonal keeps the inverse
+        # finite; the velocity rows' right-hand sides lie in J's range, so the exact answer
+        # stays the bounded one. (Scaling the diagonal more, as a softness, let a 100:1 chain
+        # stretch 10x more: the heavy load path is K's weak mode.)
+        d = np.where(live, diag, 1.0)
+        off = np.where(live, 0.0, 1.0)
+        idx = rows[:, 0]
+        k[idx, idx] = d * (1.0 + 1e-9) + off
         self.kinv_direct = spd_inverse(k)
 
     def _gather_direct(self):
@@ -307,9 +314,9 @@ class JointSolver:
         if use_bias:
             dl -= iscale * lam
         dl *= self.d_live
+        n = vel.shape[0]
         self.imp[rj, LOCK, rk] = lam + dl
         dv = self.d_mj * dl[:, None]
-        n = vel.shape[0]
         vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
 
     def _row_coefficients(self, use_bias):
