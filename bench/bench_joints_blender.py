@@ -63,6 +63,7 @@ def hullabaloo_frames(scene, probe, frames):
     for o in scene.objects:
         o.select_set(False)
     bpy.ops.hullabaloo.import_rigid_body(all=True, disable_blender_world=True)
+    scene.hullabaloo.use_scene_frame_range = True   # the import copied the cache's 1-250
     scene.frame_set(frames[0])
     summary = hb.bake()
     out = []
