@@ -11,7 +11,7 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty
 
 from ..engine import EngineError
-from . import animation, cache, rb_import
+from . import animation, cache, joints, rb_import
 from .props import BODY_TYPES
 from .simulate import BakeError, BakeJob
 
@@ -280,6 +280,13 @@ cannot be carried"""
                         "import all of them (All Objects)")
             return {'CANCELLED'}
         objs = [o for o in pool if o.rigid_body is not None]
+        # Blender's rigid-body constraints (usually on Empties) become Hullabaloo joints.
+        n_joints, joint_notes = joints.import_constraints(pool, scene)
+        for note in joint_notes:
+            self.report({'WARNING'}, note)
+        if not objs and n_joints:
+            self.report({'INFO'}, f"Imported {n_joints} rigid-body constraint(s)")
+            return {'FINISHED'}
         if not objs:
             self.report({'ERROR'}, "None of the " + ("scene's" if self.all else "selected")
                         + " objects has a Blender Rigid Body (Physics > Rigid Body)")
@@ -290,6 +297,8 @@ cannot be carried"""
         if not done:
             self.report({'ERROR'}, "; ".join(general) or "Nothing imported")
             return {'CANCELLED'}
+        if n_joints:
+            general = [*general, f"{n_joints} constraint(s) imported as joints"]
         self.report({'INFO'}, f"Imported Rigid Body settings of {len(done)} object(s)"
                     + (f"; {'; '.join(general)}" if general else ""))
         # Nothing dropped silently: what each object's import could not carry.

@@ -139,8 +139,6 @@ def import_object(obj, members=None):
                      + " (the shape is taken at the first frame)")
     for prop in sorted(set(keyed) - set(_KEYED)):
         notes.append(f"the keys on {prop} (its value at the first frame is used)")
-    if getattr(obj, "rigid_body_constraint", None) is not None:
-        notes.append("its Rigid Body Constraint (constraints are not imported)")
     par = _compound_parent(obj, members)
     s.collision_part = par is not None
     if par is not None:
@@ -205,8 +203,6 @@ def import_world(scene):
     if rbw.use_split_impulse:
         notes.append("the world's Split Impulse is not carried (Hullabaloo's soft contacts "
                      "never add energy)")
-    if rbw.constraints is not None and len(rbw.constraints.all_objects):
-        notes.append("the world's rigid body constraints are not imported")
     return notes
 
 

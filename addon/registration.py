@@ -7,7 +7,7 @@ extension leaves Blender as it found it.
 import bpy
 from bpy.app.handlers import persistent
 
-from . import cache, cli, ops, preview, props, ui
+from . import cache, cli, joints, ops, preview, props, ui
 from .overlay import registration as overlay
 
 _STATE = {"cli": None}
@@ -31,6 +31,7 @@ def _on_load_post(*args):
 
 def register():
     props.register()
+    joints.register()
     for cls in ops.CLASSES:
         bpy.utils.register_class(cls)
     ui.register()
@@ -55,5 +56,6 @@ def unregister():
     ui.unregister()
     for cls in reversed(ops.CLASSES):
         bpy.utils.unregister_class(cls)
+    joints.unregister()
     props.unregister()
     cache.clear_memory()

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import engine
 from ..engine import quat
-from . import animation, cache, channels, fields, handoff, transforms
+from . import animation, cache, channels, fields, handoff, joints, transforms
 from .collect import Problem, SceneReader, mesh_points, world_matrices
 
 # How far below the lowest point of all passive / animated bodies a dynamic body must end to
@@ -141,6 +141,7 @@ class BakeJob:
             kept.append(b)
         bodies = kept
         self.bodies = bodies
+        self.joints = self._add_joints(world, bodies)
         self.dynamic = [b for b in bodies if b.kind == "dynamic"]
         if not self.dynamic:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
@@ -176,13 +177,23 @@ class BakeJob:
         self._start_channels()
         return self.problems
 
+    def _add_joints(self, world, bodies):
+        """The scene's joints (Object.hullabaloo_joint), those that cannot be made reported
+        by object name and skipped (addon.joints)."""
+        from .collect import Problem
+        index = {b.name: (b.index, b.kind) for b in bodies}
+        return joints.add_scene_joints(
+            world, self.scene, index,
+            lambda obj, msg: self.problems.append(Problem("ERROR", obj.name, msg)))
+
     def _resume_from(self, prev, frame):
         """Put the world in the stored state of frame (bit-exact when the body set is the
         same; otherwise matched bodies get their stored pose and velocity, new ones start
         from their current pose)."""
         state = prev.state(frame)
-        if prev.names == self.names:
-            self.world.set_state(state)
+        same_joints = int(state.get("joint_count", 0)) == self.world.joint_count
+        if prev.names == self.names and same_joints:
+            self.world.set_state(state)   # joints too: broken ones stay broken
             self._scenery_as_read()
             return
         where = {n: i for i, n in enumerate(prev.names)}

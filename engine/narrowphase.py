@@ -204,7 +204,8 @@ def _dot(a, b):
 def _cores(table, ids, pos, rot):
     """Core segments (p0, p1) in world (a sphere's padded second point repeats its centre)."""
     pts = np.matmul(table.points[ids, :2], rot.transpose(0, 2, 1)) + pos[:, None]
-    return pts[:, 0], pts[:, 1]
+    # A table of spheres only is one point wide: the segment's two ends are that point.
+    return pts[:, 0], pts[:, -1]
 
 
 def _perpendicular(axis, hint):

@@ -49,6 +49,12 @@ class WorldSettings:
                               "mass, capped at a quarter of the substep rate")
     damping_ratio: float = _f(10.0, "1", "damping ratio of the contact spring (10: overdamped)")
     max_push: float = _f(3.0, "m/s", "fastest velocity the position bias may push bodies apart")
+    # -- joint softness (engine.joint_solver) -----------------------------------------------
+    joint_hertz: float = _f(180.0, "Hz",
+                            "stiffness of joint locks and limits as a spring frequency, "
+                            "capped at half the substep rate (Box2D v3: twice the contact "
+                            "hertz)")
+    joint_damping_ratio: float = _f(2.0, "1", "damping ratio of the joint spring")
     restitution_threshold: float = _f(1.0, "m/s",
                                       "impact speeds below this never bounce (resting contacts "
                                       "stay at rest)")
@@ -80,6 +86,7 @@ class WorldSettings:
         for name in ("max_substep", "max_collision_step", "max_spin_travel"):
             object.__setattr__(self, name, _number(getattr(self, name), name, lo=1e-6))
         for name in ("contact_hertz", "damping_ratio", "max_push", "restitution_threshold",
+                     "joint_hertz", "joint_damping_ratio",
                      "speculative_distance", "aabb_margin", "broadphase_slack",
                      "linear_sleep_tolerance", "angular_sleep_tolerance", "time_to_sleep"):
             object.__setattr__(self, name, _number(getattr(self, name), name))

@@ -55,6 +55,7 @@ from .record import StepRecord
 from .settings import WorldSettings
 from .shape_table import ShapeTable
 from .solver import ContactSolver
+from .world_joints import JointSet, JointWorldMixin
 
 DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
 
@@ -119,7 +120,7 @@ def _scalar(value, what, lo=0.0, hi=None):
     return v
 
 
-class World(BodyControl):
+class World(BodyControl, JointWorldMixin):
     """A rigid-body world.
 
     ``World(settings=WorldSettings(...))``, or ``World(**overrides)`` as a shorthand for
@@ -152,6 +153,7 @@ class World(BodyControl):
         elif not isinstance(settings, WorldSettings):
             raise EngineError(f"settings must be an engine.WorldSettings, got {settings!r}")
         self.settings = settings.replace(**overrides) if overrides else settings
+        self.joints = JointSet()
         self.table = ShapeTable()
         self.pairs = PairTable()
         self._bp = Broadphase(margin=self.settings.broadphase_slack)
@@ -432,6 +434,7 @@ class World(BodyControl):
         """The full simulation state as a dict of numpy arrays (copies)."""
         state = {name: self._v(name).copy() for name in _STATE_FIELDS + (_KIND_FIELD,)}
         state.update(self.pairs.get_state())
+        state.update(self.joints.get_state())
         state["time"] = np.array(self.time)
         state["body_count"] = np.array(self._n)
         return state
@@ -445,6 +448,7 @@ class World(BodyControl):
         for name in _STATE_FIELDS:
             self._v(name)[...] = state[name]
         self.pairs.set_state(state)
+        self.joints.set_state(state)
         self.time = float(state["time"])
 
     # -- step -------------------------------------------------------------------------------
@@ -503,6 +507,8 @@ class World(BodyControl):
         rot = quat.to_matrix(q)
         lo, hi = self._aabbs(rot, dt)
         moving = self._moving(kind, sleeping, vel)
+        if self.settings.sleeping and sleeping.any():
+            self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)  # joints link islands
         ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         # (sleeping off: bodies may still start asleep, engine.body_control)
         if (sleeping.any() and len(ia)
@@ -511,6 +517,7 @@ class World(BodyControl):
         awake = (kind == DYNAMIC) & ~sleeping
         keep = awake[ia] | awake[ib]
         ia, ib = ia[keep], ib[keep]
+        ia, ib = self.joints.filter_pairs(ia, ib)  # joints' disable_collisions
 
         # 4. Narrowphase: manifolds with at least one point; a body pair may have several
         # (compound parts, triangle-mesh normal clusters), told apart by ``sub``. No candidate
@@ -521,6 +528,8 @@ class World(BodyControl):
         else:
             sub = np.zeros(0, dtype=np.int64)
             ids, count = np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64)
+            man = {"normal": np.zeros((0, 3)), "points": np.zeros((0, 4, 3)),
+                   "separation": np.zeros((0, 4)), "count": count, "ids": ids}
         keys = pair_keys(ia, ib)
 
         act = np.flatnonzero(awake)
@@ -529,7 +538,7 @@ class World(BodyControl):
         ang_f = damping_factor(self._v("ang_damp")[act], h)
         gyro = act[~self._v("isotropic")[act]]
         inertia_g = a["inertia"][gyro]
-        if len(ia) == 0:
+        if len(ia) == 0 and not self._joints_active(awake):
             # 5-6. No contact this pass: integration alone (what the solver passes would leave
             # unchanged, minus their preparation and call overhead).
             for _ in range(nsub):
@@ -554,7 +563,9 @@ class World(BodyControl):
         # 8. Sleep.
         if self.settings.sleeping:
             touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
-            self._update_sleep(dt, awake, ia[touching], ib[touching], moving)
+            ja, jb = self.joints.edges(awake)
+            self._update_sleep(dt, awake, np.concatenate((ia[touching], ja)),
+                               np.concatenate((ib[touching], jb)), moving)
         self.time += dt
         if record:
             self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
@@ -583,18 +594,30 @@ class World(BodyControl):
                                re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
                                warm_f, col.order, col.offsets, h, self.settings,
                                overflow=col.overflow > 0)
+        joints = self._joint_solver(awake, inv_mass, inv_i, h)  # None without live joints
         dpose = np.zeros((self._n, 6))
         for _ in range(nsub):
             self._field_kick(vel, act, h)
             integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
                                  gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
             solver.warm_start(vel)
+            if joints:
+                joints.warm_start(vel, x, q)
             for _ in range(self.settings.iterations):
                 solver.solve(vel, dpose, True)
+                if joints:
+                    joints.solve(vel, x, q, True)
             integrate_positions(x, q, vel, movers, h)
             dpose[movers] += h * vel[movers]
-            for _ in range(self.settings.relax_iterations):
+            relax = self.settings.relax_iterations
+            for r in range(relax):
                 solver.solve(vel, dpose, False)
+                if joints and (joints.relax_every or r == relax - 1):
+                    joints.solve(vel, x, q, False)
+            if joints:
+                joints.end_substep()
+        if joints:
+            joints.finish()
         solver.restitution(vel, self.settings.restitution_threshold)
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2

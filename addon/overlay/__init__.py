@@ -1,6 +1,7 @@
 """Viewport overlays that show what the simulation sees.
 
 geometry.py      pure numpy: a frame's data -> draw primitives (imports without Blender)
+joint_geometry.py  pure numpy: the joints' primitives (anchors, frames, limits, forces)
 source.py        a frame's data: bake cache, Debug Frame re-simulation, or the live scene
 draw.py          gpu batches and drawing (shaders created lazily, state restored)
 handler.py       the SpaceView3D POST_VIEW draw handler (batches rebuilt only on change)

@@ -586,6 +586,9 @@ def frame_layers(model, frame, opts, selected=None):
         out.extend(inertia_layers(model, com, rot, dyn, opts))
     if rec is not None:
         out.extend(contact_layers(rec, opts))
+    if frame.get("joints") is not None:
+        from .joint_geometry import joint_layers  # it imports this module's helpers
+        out.extend(joint_layers(frame["joints"], pos, rot, opts))
     if selected is not None and len(selected) and opts.get("show_queries", True):
         pairs = query_pairs(model, pos, rot, selected, opts.get("query_margin", 0.1))
         q = dict(opts)

@@ -70,6 +70,16 @@ class HULLABALOO_PG_overlay(bpy.types.PropertyGroup):
                                   "scale")
     show_inertia: _bool("Centre of Mass", False, "Centres of mass and principal inertia axes "
                         "(as long as the box with the same inertia)")
+    # Joints (addon/overlay/joint_geometry.py).
+    show_joints: _bool("Joints", True, "Joint anchors, links, frames, limit arcs and ranges, "
+                       "springs; the gap between the two copies of a joint point in red; "
+                       "broken joints in pink")
+    show_joint_forces: _bool("Joint Forces", True, "Reaction force on each joint's second "
+                             "object (from the bake's stored state)")
+    joint_size: FloatProperty(name="Joint Size", default=0.2, min=0.0, soft_max=2.0,
+                              unit='LENGTH', description="Length of the joint frame axes")
+    joint_force_scale: FloatProperty(name="Force Scale", default=0.01, min=0.0, soft_max=1.0,
+                                     description="Metres of arrow per newton")
     # Queries of the selection.
     show_queries: _bool("Selected Pairs", True, "GJK / EPA / SAT of the selected objects: "
                         "the pair when two are selected, else every neighbour of the selection")
@@ -91,7 +101,8 @@ _OPTION_KEYS = ("show_contacts", "contact_colour_by", "contact_size", "show_norm
                 "normal_scale_mode", "normal_length", "impulse_scale", "show_friction",
                 "show_shapes", "shape_width", "show_aabbs", "show_sleeping", "show_velocity",
                 "velocity_scale", "show_inertia", "show_queries", "show_simplex", "show_epa",
-                "show_sat", "show_minkowski", "line_width")
+                "show_sat", "show_minkowski", "line_width", "show_joints",
+                "show_joint_forces", "joint_size", "joint_force_scale")
 _COLOUR_KEYS = ("contact_colour", "normal_colour", "friction_colour")
 
 

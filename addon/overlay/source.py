@@ -143,6 +143,57 @@ def live_frame(scene, model):
     return {"pos": mats[:, :3, 3], "q": quat.from_matrix(R)}
 
 
+def joint_model(scene, model, first_pos, first_q):
+    """The joints of the scene (Object.hullabaloo_joint, enabled, both objects model bodies,
+    one of them dynamic, in scene order as the bake adds them) for joint_geometry: anchors and
+    frames in the bodies' origin frames from their poses at the bake's first frame."""
+    from .. import joints as addon_joints
+    rows = {n: i for i, n in enumerate(model.names)}
+    picked = []
+    for obj in scene.objects:
+        js = getattr(obj, "hullabaloo_joint", None)
+        if js is None or not js.enabled:
+            continue
+        o1, o2 = js.object1, js.object2
+        if o1 is None or o2 is None or o1 == o2 or o1.name not in rows or o2.name not in rows:
+            continue
+        ia, ib = rows[o1.name], rows[o2.name]
+        if model.kinds[ia] != BodyKind.DYNAMIC and model.kinds[ib] != BodyKind.DYNAMIC:
+            continue
+        fr = addon_joints.frame_of(obj)
+        if fr is not None:
+            picked.append((ia, ib, fr, addon_joints.joint_kwargs(js), js))
+    n = len(picked)
+    out = {"a": np.zeros(n, np.int64), "b": np.zeros(n, np.int64),
+           "anchor_a": np.zeros((n, 3)), "anchor_b": np.zeros((n, 3)),
+           "frame_a": np.zeros((n, 3, 3)), "ang_limits": np.full((n, 2), np.nan),
+           "lin_limits": np.full((n, 2), np.nan), "spring": np.zeros(n, bool)}
+    if not n:
+        return out
+    rot0 = quat.to_matrix(np.asarray(first_q, dtype=np.float64))
+    for j, (ia, ib, (p, q), kw, _js) in enumerate(picked):
+        r = quat.to_matrix(q)
+        out["a"][j], out["b"][j] = ia, ib
+        out["anchor_a"][j] = rot0[ia].T @ (p - first_pos[ia])
+        out["anchor_b"][j] = rot0[ib].T @ (p - first_pos[ib])
+        out["frame_a"][j] = rot0[ia].T @ r
+        limits = kw["limits"] or {}
+        if "ang_z" in limits:
+            out["ang_limits"][j] = limits["ang_z"]
+        if "lin_x" in limits:
+            out["lin_limits"][j] = limits["lin_x"]
+        out["spring"][j] = bool(kw["springs"])
+    return out
+
+
+def _joint_state(joints, state):
+    """Broken flags and reaction forces of the stored state, when its joints are these."""
+    broken, force = state.get("joint_broken"), state.get("joint_force")
+    if broken is not None and len(broken) == len(joints["a"]):
+        joints = dict(joints, broken=np.asarray(broken, bool), force=np.asarray(force))
+    return joints
+
+
 def frame_data(scene, context, frame=None):
     """(model, frame dict for geometry.frame_layers, source name) of a frame."""
     frame = scene.frame_current if frame is None else int(frame)
@@ -158,15 +209,21 @@ def frame_data(scene, context, frame=None):
         rows = _rows(model, names)
         data = _subset(c.state(frame), rows, len(names))
         data["record"] = _subset_record(rec, rows, len(names))
+        first = _subset(c.state(c.frame_start), rows, len(names))
+        if "pos" in first:
+            data["joints"] = _joint_state(joint_model(scene, model, first["pos"], first["q"]),
+                                          c.state(frame))
         return model, data, src if rec is not None else "bake (no contacts)"
     if dbg is not None and dbg["frame"] == frame:
         model = dbg["model"]
         data = _subset(dbg["state"], np.arange(len(model)), len(model))
         data["record"] = dbg["record"]
+        data["joints"] = dbg["state"].get("joints")
         return model, data, "debug frame"
     model = scene_model(scene, context)
     data = live_frame(scene, model)
     data["record"] = None
+    data["joints"] = joint_model(scene, model, data["pos"], data["q"])
     return model, data, "live"
 
 
@@ -199,8 +256,11 @@ def debug_frame(scene, context, frame=None):
     state = {"pos": world.positions.copy(), "q": world.orientations.copy(),
              "x": world.centers_of_mass.copy(),
              "vel": np.concatenate((world.linear_velocities, world.angular_velocities), 1),
-             "sleeping": world.sleeping.copy()}
+             "sleeping": world.sleeping.copy(),
+             "joint_broken": world.joint_broken.copy(), "joint_force": world.joint_forces.copy()}
     model = model_from_bodies(job.bodies)
+    first = job.states[0]
+    state["joints"] = _joint_state(joint_model(scene, model, first["pos"], first["q"]), state)
     _DEBUG[scene_key(scene)] = dict(frame=frame, names=list(job.names), state=state,
                               record=rec,
                               model=model)

@@ -51,6 +51,14 @@ class HULLABALOO_PT_overlay(bpy.types.Panel):
         if s.show_velocity:
             col.prop(s, "velocity_scale")
         col = layout.column(align=True)
+        row = col.row(align=True)
+        row.prop(s, "show_joints")
+        row.prop(s, "show_joint_forces")
+        if s.show_joints:
+            row = col.row(align=True)
+            row.prop(s, "joint_size")
+            row.prop(s, "joint_force_scale")
+        col = layout.column(align=True)
         col.prop(s, "show_queries")
         if s.show_queries:
             row = col.row(align=True)

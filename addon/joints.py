@@ -1,0 +1,397 @@
+"""Joints in the add-on: ``Object.hullabaloo_joint`` (a setting of any object, like Blender's
+Rigid Body Constraint), its panel, reading the joints of a scene into the engine at bake time
+and importing Blender's rigid-body constraints.
+
+The settings mirror Blender's constraint property names (type, object1, object2,
+use_limit_lin_x, limit_lin_x_lower, use_spring_x, spring_stiffness_x, ...) so the import is a
+copy, except the quantities Blender gives per Bullet substep: its breaking threshold and motor
+max impulse are impulses per substep, which the import turns into forces,
+force = impulse x fps x substeps per frame / time scale (Blender's Bullet steps
+fps x substeps / time scale times per simulated second).
+
+The joint frame is the object's world matrix at the first baked frame (location and
+rotation; scale ignored), as in Blender: the pose there is the zero of the limits and the
+rest pose of the springs.
+"""
+import itertools
+import math
+
+import bpy
+import numpy as np
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
+
+from .. import engine
+
+JOINT_TYPES = [
+    ('FIXED', "Fixed", "Glue the two objects together"),
+    ('POINT', "Point", "Share a point; turn freely about it"),
+    ('HINGE', "Hinge", "Turn about the joint's Z axis only"),
+    ('SLIDER', "Slider", "Slide along the joint's X axis only"),
+    ('PISTON', "Piston", "Slide along and turn about the joint's X axis"),
+    ('GENERIC', "Generic", "Six axes, free unless limited"),
+    ('GENERIC_SPRING', "Generic Spring", "Six axes, free unless limited, with springs"),
+    ('MOTOR', "Motor", "Drive along / about the joint's X axis; constrains nothing else"),
+]
+KIND = {t[0]: t[0].lower() for t in JOINT_TYPES}
+LIN = ("x", "y", "z")
+# Limits each type uses (Blender's own: the others are ignored by Bullet for that type).
+_TYPE_LIMITS = {
+    'HINGE': ("ang_z",), 'SLIDER': ("lin_x",), 'PISTON': ("lin_x", "ang_x"),
+    'GENERIC': ("lin_x", "lin_y", "lin_z", "ang_x", "ang_y", "ang_z"),
+    'GENERIC_SPRING': ("lin_x", "lin_y", "lin_z", "ang_x", "ang_y", "ang_z"),
+}
+# Engine spring axis -> Blender's property suffix (use_spring_x, spring_stiffness_ang_x, ...).
+_SPRING_SUFFIX = {"lin_x": "x", "lin_y": "y", "lin_z": "z",
+                  "ang_x": "ang_x", "ang_y": "ang_y", "ang_z": "ang_z"}
+
+
+def _joint_annotations():
+    ann = {
+        "enabled": BoolProperty(name="Joint", default=False,
+                                description="Join two simulated objects with this object's "
+                                "frame (its location and rotation) as the joint"),
+        "type": EnumProperty(name="Type", items=JOINT_TYPES, default='POINT'),
+        "object1": PointerProperty(name="First Object", type=bpy.types.Object,
+                                   description="Body A of the joint"),
+        "object2": PointerProperty(name="Second Object", type=bpy.types.Object,
+                                   description="Body B of the joint (limits and motors "
+                                   "measure B relative to A)"),
+        "disable_collisions": BoolProperty(name="Disable Collisions", default=True,
+                                           description="The two objects do not collide "
+                                           "with each other"),
+        "use_breaking": BoolProperty(name="Breakable", default=False),
+        "break_force": FloatProperty(name="Break Force", default=1000.0, min=0.0,
+                                     description="The joint breaks for good when the force "
+                                     "(N) or torque (N m) it carries exceeds this"),
+        "use_motor_lin": BoolProperty(name="Linear Motor", default=False),
+        "motor_lin_target_velocity": FloatProperty(name="Target Velocity", default=1.0,
+                                                   unit='VELOCITY'),
+        "motor_lin_max_force": FloatProperty(name="Max Force", default=10.0, min=0.0,
+                                             description="N"),
+        "use_motor_ang": BoolProperty(name="Angular Motor", default=False),
+        "motor_ang_target_velocity": FloatProperty(name="Target Velocity", default=1.0,
+                                                   description="rad/s"),
+        "motor_ang_max_torque": FloatProperty(name="Max Torque", default=10.0, min=0.0,
+                                              description="N m"),
+    }
+    for ax in LIN:
+        for kind, unit in (("lin", 'LENGTH'), ("ang", 'ROTATION')):
+            ann[f"use_limit_{kind}_{ax}"] = BoolProperty(name=f"{kind.title()} {ax.upper()}")
+            lo, hi = (-1.0, 1.0) if kind == "lin" else (-math.pi / 4, math.pi / 4)
+            sub = 'DISTANCE' if kind == "lin" else 'ANGLE'
+            ann[f"limit_{kind}_{ax}_lower"] = FloatProperty(name="Lower", default=lo,
+                                                            subtype=sub, unit=unit)
+            ann[f"limit_{kind}_{ax}_upper"] = FloatProperty(name="Upper", default=hi,
+                                                            subtype=sub, unit=unit)
+    for suffix in _SPRING_SUFFIX.values():
+        ann[f"use_spring_{suffix}"] = BoolProperty(name=f"Spring {suffix.upper()}")
+        ann[f"spring_stiffness_{suffix}"] = FloatProperty(
+            name="Stiffness", default=10.0, min=0.0, description="N/m (N m/rad for angles); "
+            "negative values are refused at bake time")
+        ann[f"spring_damping_{suffix}"] = FloatProperty(
+            name="Damping", default=0.5, min=0.0, description="N s/m (N m s/rad)")
+    return ann
+
+
+HULLABALOO_PG_joint = type("HULLABALOO_PG_joint", (bpy.types.PropertyGroup,),
+                           {"__annotations__": _joint_annotations()})
+
+
+# ----------------------------------------------------------------------------- reading
+def joint_kwargs(js):
+    """add_joint keyword arguments (limits, springs, motor, break_*, disable_collisions)
+    of one object's hullabaloo_joint settings."""
+    limits = {}
+    for ax in _TYPE_LIMITS.get(js.type, ()):
+        kind, a = ax.split("_")
+        if getattr(js, f"use_limit_{kind}_{a}"):
+            lo, hi = (getattr(js, f"limit_{kind}_{a}_lower"),
+                      getattr(js, f"limit_{kind}_{a}_upper"))
+            # Blender's Hinge is Bullet's btHingeConstraint, whose angle is the first
+            # object's turn relative to the second (atan2(yB . xA, yB . yA) = minus B's turn
+            # relative to A); the engine measures B relative to A, so the range is mirrored.
+            limits[ax] = (-hi, -lo) if js.type == 'HINGE' else (lo, hi)
+    springs = {}
+    if js.type == 'GENERIC_SPRING':
+        for ax, suffix in _SPRING_SUFFIX.items():
+            if getattr(js, f"use_spring_{suffix}"):
+                springs[ax] = (getattr(js, f"spring_stiffness_{suffix}"),
+                               getattr(js, f"spring_damping_{suffix}"))
+    motor = {}
+    if js.type == 'MOTOR':
+        if js.use_motor_lin:
+            motor["lin"] = (js.motor_lin_target_velocity, js.motor_lin_max_force)
+        if js.use_motor_ang:
+            motor["ang"] = (js.motor_ang_target_velocity, js.motor_ang_max_torque)
+    brk = js.break_force if js.use_breaking else None
+    return dict(limits=limits or None, springs=springs or None, motor=motor or None,
+                break_force=brk, break_torque=brk, disable_collisions=js.disable_collisions)
+
+
+def frame_of(obj):
+    """(position, unit quaternion w, x, y, z) of an object's world matrix, scale removed."""
+    mw = np.array(obj.matrix_world, dtype=np.float64)
+    rot = mw[:3, :3]
+    norms = np.linalg.norm(rot, axis=0)
+    if not np.all(np.isfinite(mw)) or norms.min() < 1e-12:
+        return None
+    u, _, vt = np.linalg.svd(rot / norms)
+    r = u @ vt
+    if np.linalg.det(r) < 0:
+        r = u @ np.diag([1.0, 1.0, -1.0]) @ vt
+    return mw[:3, 3].copy(), engine.quat.from_matrix(r)
+
+
+def add_scene_joints(world, scene, bodies, problem):
+    """Add the joints of the scene's objects to the world. bodies: name -> (engine index,
+    kind). problem(obj, message) reports one that cannot be made (it is skipped). Returns
+    [(object name, joint index)]."""
+    out = []
+    for obj in scene.objects:
+        js = getattr(obj, "hullabaloo_joint", None)
+        if js is None or not js.enabled:
+            continue
+        o1, o2 = js.object1, js.object2
+        if o1 is None or o2 is None:
+            problem(obj, "joint is missing its " + ("first" if o1 is None else "second")
+                    + " object; pick both objects (Physics > Hullabaloo Joint). Skipped.")
+            continue
+        if o1 == o2:
+            problem(obj, f"joint joins {o1.name!r} to itself; pick two different objects. "
+                    "Skipped.")
+            continue
+        missing = [o.name for o in (o1, o2) if o.name not in bodies]
+        if missing:
+            problem(obj, f"joint names {', '.join(repr(m) for m in missing)}, which Hullabaloo "
+                    "does not simulate (turn Hullabaloo on for it, or fix its errors). Skipped.")
+            continue
+        (ia, ka), (ib, kb) = bodies[o1.name], bodies[o2.name]
+        if ka != "dynamic" and kb != "dynamic":
+            problem(obj, f"joint joins {o1.name!r} and {o2.name!r}, neither of them Dynamic "
+                    "(passive to passive does nothing); make one Dynamic. Skipped.")
+            continue
+        frame = frame_of(obj)
+        if frame is None:
+            problem(obj, "joint object has a non-finite or zero-scale transform; reset it. "
+                    "Skipped.")
+            continue
+        try:
+            j = world.add_joint(KIND[js.type], ia, ib, frame[0], frame[1],
+                                enabled=True, **joint_kwargs(js))
+        except engine.EngineError as exc:
+            problem(obj, f"joint: {exc}. Skipped.")
+            continue
+        out.append((obj.name, j))
+    return out
+
+
+# ----------------------------------------------------------------------------- import
+def import_constraint(obj, scene):
+    """Copy Blender's rigid-body constraint of obj into obj.hullabaloo_joint. Returns the
+    settings that could not be carried over (as 'setting: why')."""
+    c = obj.rigid_body_constraint
+    js = obj.hullabaloo_joint
+    notes = []
+    js.type = c.type
+    js.object1, js.object2 = c.object1, c.object2
+    js.enabled = c.enabled
+    js.disable_collisions = c.disable_collisions
+    rbw = scene.rigidbody_world
+    fps = scene.render.fps / scene.render.fps_base
+    substeps = rbw.substeps_per_frame if rbw is not None else 10
+    scale = rbw.time_scale if rbw is not None else 1.0
+    per_second = fps * substeps / max(scale, 1e-9)   # Bullet substeps per simulated second
+    js.use_breaking = c.use_breaking
+    js.break_force = c.breaking_threshold * per_second
+    for kind in ("lin", "ang"):
+        for ax in LIN:
+            for what in ("use_limit", "limit"):
+                if what == "use_limit":
+                    setattr(js, f"use_limit_{kind}_{ax}", getattr(c, f"use_limit_{kind}_{ax}"))
+                else:
+                    for end in ("lower", "upper"):
+                        name = f"limit_{kind}_{ax}_{end}"
+                        setattr(js, name, getattr(c, name))
+    for suffix in _SPRING_SUFFIX.values():
+        for name in (f"use_spring_{suffix}", f"spring_stiffness_{suffix}",
+                     f"spring_damping_{suffix}"):
+            setattr(js, name, getattr(c, name))
+    js.use_motor_lin, js.use_motor_ang = c.use_motor_lin, c.use_motor_ang
+    js.motor_lin_target_velocity = c.motor_lin_target_velocity
+    js.motor_ang_target_velocity = c.motor_ang_target_velocity
+    js.motor_lin_max_force = c.motor_lin_max_impulse * per_second
+    js.motor_ang_max_torque = c.motor_ang_max_impulse * per_second
+    if c.type == 'GENERIC_SPRING' and c.spring_type == 'SPRING1' and any(
+            getattr(c, f"use_spring_{s}") for s in _SPRING_SUFFIX.values()):
+        notes.append("spring_type: Blender 2.7 springs (SPRING1) take damping as a per-step "
+                     "factor; imported as N s/m damping, check the motion")
+    if c.use_override_solver_iterations:
+        notes.append("solver_iterations: a per-constraint iteration override has no "
+                     "meaning in Hullabaloo's solver (ignored)")
+    return notes
+
+
+def import_constraints(objects, scene):
+    """Import the rigid-body constraints of objects. Returns (count, ['object: note'])."""
+    count, notes = 0, []
+    for obj in objects:
+        if getattr(obj, "rigid_body_constraint", None) is None:
+            continue
+        for n in import_constraint(obj, scene):
+            notes.append(f"{obj.name}: {n}")
+        count += 1
+    return count, notes
+
+
+# ----------------------------------------------------------------------------- panel
+class HULLABALOO_PT_joint(bpy.types.Panel):
+    bl_label = "Hullabaloo Joint"
+    bl_space_type = 'PROPERTIES'
+    bl_region_type = 'WINDOW'
+    bl_context = "physics"
+    bl_options = {'DEFAULT_CLOSED'}
+
+    @classmethod
+    def poll(cls, context):
+        return context.object is not None
+
+    def draw_header(self, context):
+        self.layout.prop(context.object.hullabaloo_joint, "enabled", text="")
+
+    def draw(self, context):
+        js = context.object.hullabaloo_joint
+        layout = self.layout
+        layout.operator("hullabaloo.connect", icon='LINKED')
+        layout.use_property_split = True
+        layout = layout.column()
+        layout.active = js.enabled
+        layout.prop(js, "type")
+        layout.prop(js, "object1")
+        layout.prop(js, "object2")
+        layout.prop(js, "disable_collisions")
+        row = layout.row(heading="Breakable")
+        row.prop(js, "use_breaking", text="")
+        sub = row.row()
+        sub.active = js.use_breaking
+        sub.prop(js, "break_force", text="")
+        for ax in _TYPE_LIMITS.get(js.type, ()):
+            kind, a = ax.split("_")
+            col = layout.column(align=True, heading=f"Limit {kind.title()} {a.upper()}")
+            col.prop(js, f"use_limit_{kind}_{a}", text="")
+            sub = col.column(align=True)
+            sub.active = getattr(js, f"use_limit_{kind}_{a}")
+            sub.prop(js, f"limit_{kind}_{a}_lower")
+            sub.prop(js, f"limit_{kind}_{a}_upper")
+        if js.type == 'GENERIC_SPRING':
+            for suffix in _SPRING_SUFFIX.values():
+                col = layout.column(align=True, heading=f"Spring {suffix.upper()}")
+                col.prop(js, f"use_spring_{suffix}", text="")
+                sub = col.column(align=True)
+                sub.active = getattr(js, f"use_spring_{suffix}")
+                sub.prop(js, f"spring_stiffness_{suffix}")
+                sub.prop(js, f"spring_damping_{suffix}")
+        if js.type == 'MOTOR':
+            for kind, unit in (("lin", "force"), ("ang", "torque")):
+                col = layout.column(align=True)
+                col.prop(js, f"use_motor_{kind}")
+                sub = col.column(align=True)
+                sub.active = getattr(js, f"use_motor_{kind}")
+                sub.prop(js, f"motor_{kind}_target_velocity")
+                sub.prop(js, f"motor_{kind}_max_{unit}")
+
+
+
+
+# ----------------------------------------------------------------------------- connect
+def chain_by_distance(active, others):
+    """Blender's Connect order: from the active object, repeatedly the nearest remaining."""
+    order, rest, last = [active], list(others), active
+    while rest:
+        here = np.array(last.matrix_world.translation)
+        rest.sort(key=lambda o: (float(np.linalg.norm(np.array(o.matrix_world.translation)
+                                                       - here)), o.name))
+        last = rest.pop(0)
+        order.append(last)
+    return order
+
+
+def connect(context, objects, active, joint_type='POINT', pivot='CENTER',
+            pattern='SELECTED_TO_ACTIVE', collection_name="Hullabaloo Joints"):
+    """Make joint Empties like Blender's Connect (object1 = the active or the earlier link,
+    object2 = the other), linked into a collection of their own. Returns the Empties."""
+    others = [o for o in objects if o != active]
+    if pattern == 'CHAIN_DISTANCE':
+        order = chain_by_distance(active, others)
+        pairs = list(itertools.pairwise(order))
+    else:
+        pairs = [(active, o) for o in others]
+    coll = bpy.data.collections.get(collection_name)
+    if coll is None:
+        coll = bpy.data.collections.new(collection_name)
+        context.scene.collection.children.link(coll)
+    made = []
+    for o1, o2 in pairs:
+        p1, p2 = o1.matrix_world.translation, o2.matrix_world.translation
+        loc = {'CENTER': (p1 + p2) / 2, 'ACTIVE': p1, 'SELECTED': p2}[pivot]
+        e = bpy.data.objects.new("Joint", None)
+        e.empty_display_type = 'ARROWS'
+        e.empty_display_size = 0.25
+        e.location = loc
+        coll.objects.link(e)
+        js = e.hullabaloo_joint
+        js.enabled, js.type, js.object1, js.object2 = True, joint_type, o1, o2
+        made.append(e)
+    return made
+
+
+class HULLABALOO_OT_connect(bpy.types.Operator):
+    """Join the selected objects with Hullabaloo joints (Empties in a "Hullabaloo Joints" \
+collection), like Blender's Rigid Body > Connect"""
+    bl_idname = "hullabaloo.connect"
+    bl_label = "Connect with Joints"
+    bl_options = {'REGISTER', 'UNDO'}
+
+    joint_type: EnumProperty(name="Type", items=JOINT_TYPES, default='FIXED')
+    pivot_type: EnumProperty(name="Location", default='CENTER', items=[
+        ('CENTER', "Center", "Pivot between the two objects"),
+        ('ACTIVE', "Active", "Pivot at the active (or earlier) object"),
+        ('SELECTED', "Selected", "Pivot at the other object")])
+    connection_pattern: EnumProperty(name="Connection Pattern", default='SELECTED_TO_ACTIVE',
+                                     items=[
+        ('SELECTED_TO_ACTIVE', "Selected to Active", "Join every selected object to the "
+         "active one"),
+        ('CHAIN_DISTANCE', "Chain by Distance", "Join the objects in a chain, each to the "
+         "nearest not yet joined, starting at the active one")])
+
+    @classmethod
+    def poll(cls, context):
+        return context.active_object is not None and len(context.selected_objects) > 1
+
+    def execute(self, context):
+        active = context.active_object
+        objs = list(context.selected_objects)
+        if active not in objs:
+            objs.append(active)
+        made = connect(context, objs, active, self.joint_type, self.pivot_type,
+                       self.connection_pattern)
+        off = sorted(o.name for o in objs if not o.hullabaloo.enabled)
+        if off:
+            self.report({'WARNING'}, "Hullabaloo is off for " + ", ".join(off)
+                        + ": their joints are skipped until it is turned on")
+        self.report({'INFO'}, f"Made {len(made)} joint(s)")
+        return {'FINISHED'}
+
+
+CLASSES = (HULLABALOO_PG_joint, HULLABALOO_PT_joint, HULLABALOO_OT_connect)
+
+
+def register():
+    for cls in CLASSES:
+        bpy.utils.register_class(cls)
+    bpy.types.Object.hullabaloo_joint = PointerProperty(type=HULLABALOO_PG_joint)
+
+
+def unregister():
+    del bpy.types.Object.hullabaloo_joint
+    for cls in reversed(CLASSES):
+        bpy.utils.unregister_class(cls)

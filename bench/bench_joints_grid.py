@@ -1,0 +1,128 @@
+"""A 20 x 20 grid of spheres linked by point joints, hung by two corners: ours vs pybullet.
+
+Spheres of radius 0.04 m, 1 kg, 0.1 m apart in a horizontal grid; each sphere is joined to
+its +x and +y neighbours by a point joint at the midpoint (760 joints), and the two corners of
+the first row are pinned to the world by point joints. The sheet falls and swings for
+``--frames`` frames at 24 fps. pybullet runs in the same process at Blender's settings (one
+stepSimulation per frame split into 10 substeps = 240 Hz, 10 solver iterations,
+createConstraint JOINT_POINT2POINT, maximal coordinates: btRigidBody + btPoint2PointConstraint,
+what Blender builds); ours at its defaults (one World.step(1/24) per frame).
+
+Printed per engine: wall and CPU time per frame, worst link stretch (|centre distance - 0.1 m|
+over all links and frames, and at the end) and the worst drift of a pinned corner.
+
+    python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet]
+"""
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from engine import Sphere, World
+
+SPACING = 0.1
+RADIUS = 0.04
+
+
+def grid(n):
+    """Sphere centres (n*n, 3), links (L, 2) and the two pinned corner indices."""
+    ij = np.stack(np.meshgrid(np.arange(n), np.arange(n), indexing="ij"), -1).reshape(-1, 2)
+    pos = np.zeros((n * n, 3))
+    pos[:, :2] = ij * SPACING
+    pos[:, 2] = 2.0
+    idx = np.arange(n * n).reshape(n, n)
+    links = np.concatenate((np.stack((idx[:-1].ravel(), idx[1:].ravel()), 1),
+                            np.stack((idx[:, :-1].ravel(), idx[:, 1:].ravel()), 1)))
+    return pos, links, (int(idx[0, 0]), int(idx[-1, 0]))
+
+
+def stretch(pos, links):
+    return np.abs(np.linalg.norm(pos[links[:, 1]] - pos[links[:, 0]], axis=1) - SPACING)
+
+
+def run_ours(n, frames):
+    pos, links, pins = grid(n)
+    w = World()
+    for p in pos:
+        w.add_body(Sphere(RADIUS), position=p, mass=1.0)
+    mid = 0.5 * (pos[links[:, 0]] + pos[links[:, 1]])
+    for (a, b), m in zip(links, mid):
+        w.add_joint("point", int(a), int(b), position=m)
+    for c in pins:
+        w.add_joint("point", c, None, position=pos[c])
+    return _loop(lambda: w.step(1.0 / 24.0), lambda: w.positions.copy(), links, pins, pos,
+                 frames)
+
+
+def run_pybullet(n, frames):
+    import pybullet as p
+    pos, links, pins = grid(n)
+    cid = p.connect(p.DIRECT)
+    p.setGravity(0, 0, -9.81, physicsClientId=cid)
+    p.setPhysicsEngineParameter(fixedTimeStep=1.0 / 24.0, numSubSteps=10,
+                                numSolverIterations=10, physicsClientId=cid)
+    shape = p.createCollisionShape(p.GEOM_SPHERE, radius=RADIUS, physicsClientId=cid)
+    ids = [p.createMultiBody(baseMass=1.0, baseCollisionShapeIndex=shape,
+                             basePosition=q.tolist(), useMaximalCoordinates=True,
+                             physicsClientId=cid) for q in pos]
+    for b in ids:   # Blender's damping defaults are not ours: no damping in either engine
+        p.changeDynamics(b, -1, linearDamping=0.0, angularDamping=0.0, physicsClientId=cid)
+    for a, b in links:
+        half = (0.5 * (pos[b] - pos[a])).tolist()
+        p.createConstraint(ids[a], -1, ids[b], -1, p.JOINT_POINT2POINT, [0, 0, 0], half,
+                           [-x for x in half], physicsClientId=cid)
+    for c in pins:   # pinned to a static anchor body (a world constraint needs a multibody)
+        anchor = p.createMultiBody(baseMass=0.0, baseCollisionShapeIndex=-1,
+                                   basePosition=pos[c].tolist(), useMaximalCoordinates=True,
+                                   physicsClientId=cid)
+        p.createConstraint(ids[c], -1, anchor, -1, p.JOINT_POINT2POINT, [0, 0, 0], [0, 0, 0],
+                           [0, 0, 0], physicsClientId=cid)
+
+    def poses():
+        return np.array([p.getBasePositionAndOrientation(b, physicsClientId=cid)[0]
+                         for b in ids])
+    out = _loop(lambda: p.stepSimulation(physicsClientId=cid), poses, links, pins, pos, frames)
+    p.disconnect(cid)
+    return out
+
+
+def _loop(step, poses, links, pins, pos0, frames):
+    wall = cpu = 0.0
+    worst = corner = 0.0
+    for _ in range(frames):
+        t0, c0 = time.perf_counter(), time.process_time()
+        step()
+        wall += time.perf_counter() - t0
+        cpu += time.process_time() - c0
+        pos = poses()
+        worst = max(worst, float(stretch(pos, links).max()))
+        corner = max(corner, float(np.linalg.norm(pos[list(pins)] - pos0[list(pins)],
+                                                  axis=1).max()))
+    return {"ms_wall": 1000 * wall / frames, "ms_cpu": 1000 * cpu / frames,
+            "stretch_mm": 1000 * worst, "end_stretch_mm": 1000 * float(stretch(pos, links).max()),
+            "corner_mm": 1000 * corner, "lowest_z": float(pos[:, 2].min())}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=20)
+    ap.add_argument("--frames", type=int, default=96)
+    ap.add_argument("--no-pybullet", action="store_true")
+    args = ap.parse_args()
+    rows = [("ours", run_ours(args.n, args.frames))]
+    if not args.no_pybullet:
+        rows.append(("pybullet", run_pybullet(args.n, args.frames)))
+    print(f"{args.n}x{args.n} sphere grid, {args.frames} frames at 24 fps")
+    print(f"{'engine':10s} {'ms/frame':>9s} {'cpu ms':>7s} {'worst stretch mm':>17s} "
+          f"{'end stretch mm':>15s} {'corner drift mm':>16s} {'lowest z':>9s}")
+    for name, r in rows:
+        print(f"{name:10s} {r['ms_wall']:9.2f} {r['ms_cpu']:7.2f} {r['stretch_mm']:17.2f} "
+              f"{r['end_stretch_mm']:15.2f} {r['corner_mm']:16.2f} {r['lowest_z']:9.3f}")
+
+
+if __name__ == "__main__":
+    main()

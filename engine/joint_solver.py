@@ -1,0 +1,455 @@
+"""Batched joint rows for the soft-step solver (Box2D v3's soft joints, Jolt's row maths).
+
+The world builds one JointSolver per collision pass for the live joints with an awake dynamic
+end and calls it inside the same substep loop as the contact solver::
+
+    for each substep h:
+        integrate velocities
+        contacts.warm_start; joints.warm_start(vel, x, q)
+        contacts.solve(bias); joints.solve(vel, x, q, True)
+        integrate positions
+        contacts.solve(relax); joints.solve(vel, x, q, False)
+        joints.end_substep()        # breaking, reaction forces
+
+Rows. Every joint has six axes (engine.joints: three anchor separations along frame A's axes,
+three XYZ Euler angles of frame B in frame A) and each axis up to five scalar rows (lock,
+lower, upper, spring, motor). A row acts on the 12 velocity components [v_a, w_a, v_b, w_b]
+through a Jacobian J (12,); M^-1 J^T is stored as MJ. For a linear axis a (a unit vector fixed
+in A) with anchors p_a = x_a + r_a, p_b = x_b + r_b and d = p_b - p_a, C = a . d and
+J = [-a, -(r_a + d) x a, a, r_b x a] (the d term because a turns with A). For the Euler angles
+(R = Rx(ax) Ry(ay) Rz(az)) the relative angular velocity is ax' e0 + ay' e1 + az' e2 with
+e0 = A's x, e2 = B's z and e1 = e2 x e0 normalised; the rates are its components on the dual
+basis (e1 x e2, e2 x e0, e0 x e1) / det, which are the angular Jacobians.
+
+Geometry (anchors, axes, coordinates, Jacobians, effective masses) is recomputed from the
+current poses at every solve call, so the position error is exact (no linearisation over the
+pass) however far the bodies turn; Box2D v3 does the same with its delta rotations.
+
+Softness (Box2D v3). Lock and limit rows are soft-rigid in the biased pass (joint hertz and
+damping ratio, the hertz capped at half the substep rate) and rigid in relax. The three linear
+locks of a joint are solved as one 3 x 3 block and the three angular locks as another (a point
+joint is then exact per joint whatever the mass ratio). A limit row whose axis is inside its
+range is speculative (bias C / h: it lets the axis reach the limit in this substep and no
+further). Springs are soft rows with their own stiffness k and damping c on the row's effective
+mass 1/K: bias rate k / (c + h k), mass scale a / (1 + a), impulse scale 1 / (1 + a),
+a = h K (c + h k), whose steady state is an impulse of -h k C per substep (force -k C) and
+whose motion is the implicit spring-damper. Motors are velocity rows clamped to +-max h.
+
+Colouring: engine.graph.colour_constraints on the joints' body pairs (a joint to the world is
+an edge with one end); within a colour no dynamic body appears twice, so each colour gathers
+its bodies' velocities, runs its rows and writes them back with plain assignment.
+"""
+import numpy as np
+
+from . import quat
+from .graph import colour_constraints
+from .integrate import cross
+from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
+from .solver import soft_params
+
+# Joint systems with at most this many lock rows solve their locks together, exactly (see
+# JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
+# The system is refactored at every substep (an inverse kept over a whole collision pass went
+# stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse costs about
+# 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240, hence the cap (a rope of 50
+# links by point joints has 150 rows).
+DIRECT_ROWS = 160
+
+_P1 = np.array([1, 2, 0])
+_P2 = np.array([2, 0, 1])
+
+
+def inv3(m):
+    """Inverses of (K, 3, 3) matrices by the adjugate (einsum-free, deterministic)."""
+    cof = cross(m[:, _P1], m[:, _P2])  # row i = r_{i+1} x r_{i+2}
+    det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
+    return np.swapaxes(cof, 1, 2) / det[:, None, None]
+
+
+def _quat_mul(a, b):
+    """Hamilton products of (m, 4) arrays (quat.multiply without moveaxis/stack)."""
+    aw, ax, ay, az = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
+    bw, bx, by, bz = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
+    out = np.empty_like(a)
+    out[:, 0] = aw * bw - ax * bx - ay * by - az * bz
+    out[:, 1] = aw * bx + ax * bw + ay * bz - az * by
+    out[:, 2] = aw * by - ax * bz + ay * bw + az * bx
+    out[:, 3] = aw * bz + ax * by - ay * bx + az * bw
+    return out
+
+
+def _quat_matrix(q):
+    """Rotation matrices (m, 3, 3) of unit quaternions (m, 4) (quat.to_matrix's arithmetic)."""
+    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    m = np.empty((len(q), 3, 3))
+    m[:, 0, 0] = 1 - 2 * (yy + zz)
+    m[:, 0, 1] = 2 * (xy - wz)
+    m[:, 0, 2] = 2 * (xz + wy)
+    m[:, 1, 0] = 2 * (xy + wz)
+    m[:, 1, 1] = 1 - 2 * (xx + zz)
+    m[:, 1, 2] = 2 * (yz - wx)
+    m[:, 2, 0] = 2 * (xz - wy)
+    m[:, 2, 1] = 2 * (yz + wx)
+    m[:, 2, 2] = 1 - 2 * (xx + yy)
+    return m
+
+
+def spd_inverse(k):
+    """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
+    pivoting (a loop over R rank-1 updates; elementwise numpy only, so replays are bit
+    identical, unlike LAPACK/BLAS kernels whose summation order can depend on alignment)."""
+    r = k.shape[0]
+    a = np.concatenate((k, np.eye(r)), axis=1)
+    for i in range(r):
+        a[i] /= a[i, i]
+        col = a[:, i].copy()
+        col[i] = 0.0
+        a -= col[:, None] * a[i][None, :]
+    return np.ascontiguousarray(a[:, r:])
+
+
+def _masked_block(k, mask):
+    """K (m, 3, 3) with the rows and columns of unmasked axes replaced by the identity."""
+    both = mask[:, :, None] & mask[:, None, :]
+    eye = np.broadcast_to(np.eye(3, dtype=bool), k.shape)
+    return np.where(both, k, np.where(eye, 1.0, 0.0))
+
+
+class JointSolver:
+    """Joint rows of one collision pass (see the module docstring).
+
+    joints: engine.joints.JointSet; sel: indices of the joints to solve; awake (N,) awake
+    dynamic bodies; inv_mass (N,), inv_inertia (N, 3, 3) world, zero for bodies not moved;
+    h the substep; hertz, damping_ratio the joints' softness."""
+
+    def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio):
+        self.joints = joints
+        self.h = h
+        a_all, b_all = joints.v("body_a")[sel], joints.v("body_b")[sel]
+        col = colour_constraints(a_all, b_all, ~awake)
+        self.sel = sel = sel[col.order]
+        self.offsets = [int(o) for o in col.offsets]
+        self.m = m = len(sel)
+        g = {name: joints.v(name)[sel] for name in (
+            "body_a", "body_b", "world", "anchor_a", "anchor_b", "frame_a", "frame_b", "lock",
+            "target", "limited", "lower", "upper", "spring", "stiffness", "damping", "motor",
+            "motor_speed", "motor_max", "break_force", "break_torque")}
+        self.g = g
+        self.a, self.b, self.world = g["body_a"], g["body_b"], g["world"]
+        # A joint to the world has the world as side A (engine.joints): A's mass is zero.
+        ext = ~self.world
+        self.ima = np.where(ext, inv_mass[self.a], 0.0)
+        self.imb = inv_mass[self.b]
+        self.iia = np.where(ext[:, None, None], inv_inertia[self.a], 0.0)
+        self.iib = inv_inertia[self.b]
+        self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
+        self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
+        self.broken = np.zeros(m, dtype=bool)
+        # Row types present anywhere in this pass, with the axes they use: the colour loop
+        # visits only these.
+        self.lin_lock = bool(g["lock"][:, :3].any())
+        self.ang_lock = bool(g["lock"][:, 3:].any())
+        self.rows = [(t, k) for t, name in ((MOTOR, "motor"), (SPRING, "spring"),
+                                            (LOWER, "limited"), (UPPER, "limited"))
+                     for k in range(6) if g[name][:, k].any()]
+        self.force = np.zeros((m, 3))
+        self.torque = np.zeros((m, 3))
+        # Lock rows alone need one relax sweep (the world's last); limits, motors and springs
+        # interleave with the locks, and one sweep leaves the limits' bias velocity in the
+        # locks (a door bounced off its limit), so they relax in every sweep.
+        self.relax_every = bool(self.rows)
+        # Anchors in the joint frame's own axes (r = F la_f), so one rotation matrix per end
+        # gives both the axes and the anchor arm.
+        ident = np.array([1.0, 0.0, 0.0, 0.0])
+        self.la_f = quat.rotate_inverse(g["frame_a"], g["anchor_a"])
+        self.lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
+        self.ident = ident
+        # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
+        self.nr = 6 if self.ang_lock or any(k >= 3 for _, k in self.rows) else 3
+        # Geometry is measured whenever the positions moved: in relax (right after the
+        # position update) and reused by the next substep's warm start and biased pass, which
+        # see the same positions; the first substep of the pass measures in warm_start.
+        self._stale = True
+        # Direct mode: every lock row of the pass in one system K dl = -(u + bias), solved
+        # exactly; Gauss-Seidel between joints converges like (M / (M + m))^k on a light link
+        # holding a heavy mass (0.99 per sweep at 100:1), which lets such chains stretch and
+        # ring. The rows are few in the scenes that need it (chains, ropes, ragdolls, rigs).
+        lock = g["lock"][:, :self.nr]
+        rows = int(lock.sum())
+        self.direct = 0 < rows <= DIRECT_ROWS
+        if self.direct:
+            self.rj, self.rk = np.nonzero(lock)
+            ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
+            self.la_loc, self.lb_loc = inv[:m], inv[m:]
+            self.n_loc = len(ub)
+            self.kinv_direct = None
+
+    # -- geometry -----------------------------------------------------------------------------
+    def _prepare(self, x, q):
+        """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
+        g, m = self.g, self.m
+        ext = ~self.world
+        qa = np.where(ext[:, None], q[self.a], self.ident)
+        qb = q[self.b]
+        xa = np.where(ext[:, None], x[self.a], 0.0)
+        xb = x[self.b]
+        fa = _quat_matrix(_quat_mul(qa, g["frame_a"]))  # columns: frame A axes, world
+        ra = np.einsum("mij,mj->mi", fa, self.la_f)
+        fb = _quat_matrix(_quat_mul(qb, g["frame_b"]))
+        rb = np.einsum("mij,mj->mi", fb, self.lb_f)
+        d = xb + rb - xa - ra
+        axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
+        nr = self.nr
+        jac = np.zeros((m, nr, 12))
+        jac[:, :3, 0:3] = -axes
+        jac[:, :3, 3:6] = -cross((ra + d)[:, None, :], axes)
+        jac[:, :3, 6:9] = axes
+        jac[:, :3, 9:12] = cross(rb[:, None, :], axes)
+        coord = np.zeros((m, 6))
+        coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
+        if nr == 6:
+            rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
+            coord[:, 3] = np.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
+            coord[:, 4] = np.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
+            coord[:, 5] = np.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
+            e0, e2 = fa[:, :, 0], fb[:, :, 2]
+            e1 = cross(e2, e0)
+            e1 /= np.maximum(np.linalg.norm(e1, axis=1), 1e-9)[:, None]
+            dual = np.stack((cross(e1, e2), cross(e2, e0), cross(e0, e1)), axis=1)
+            det = np.einsum("mi,mi->m", e0, dual[:, 0])
+            det = np.where(np.abs(det) < 1e-3, np.copysign(1e-3, det), det)  # gimbal lock
+            dual /= det[:, None, None]
+            jac[:, 3:, 3:6] = -dual
+            jac[:, 3:, 9:12] = dual
+        jac[:, :, :6] *= ext[:, None, None]
+        mj = np.empty_like(jac)
+        mj[:, :, 0:3] = self.ima[:, None, None] * jac[:, :, 0:3]
+        mj[:, :, 3:6] = np.einsum("mij,mkj->mki", self.iia, jac[:, :, 3:6])
+        mj[:, :, 6:9] = self.imb[:, None, None] * jac[:, :, 6:9]
+        mj[:, :, 9:12] = np.einsum("mij,mkj->mki", self.iib, jac[:, :, 9:12])
+        kdiag = np.einsum("mkc,mkc->mk", jac, mj)
+        self.eff = np.where(kdiag > 1e-12, 1.0 / np.where(kdiag > 1e-12, kdiag, 1.0), 0.0)
+        self.kdiag = kdiag
+        self.jac, self.mj, self.coord = jac, mj, coord
+        lock = g["lock"] & ~self.broken[:, None]
+        self.lock = lock
+        if self.direct:
+            self._factor_direct()
+            self._gather_direct()
+            self.blocks: list = []
+            return
+        # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
+        # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
+        self.blocks = []
+        for blk, on in ((slice(0, 3), self.lin_lock), (slice(3, 6), self.ang_lock)):
+            if not on:
+                continue
+            msk = lock[:, blk]
+            k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
+            kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
+            w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
+            err = np.einsum("mrs,ms->mr", kinv, coord[:, blk] - g["target"][:, blk])
+            self.blocks.append((blk, w_op, err))
+
+    def _factor_direct(self):
+        """K = J M^-1 J^T of all lock rows (dense over the pass's bodies) and its inverse.
+        Broken joints' rows are decoupled (identity) so the others stay exact."""
+        rj, rk = self.rj, self.rk
+        r = len(rj)
+        live = self.lock[rj, rk]
+        jr = self.jac[rj, rk] * live[:, None]
+        mr = self.mj[rj, rk] * live[:, None]
+        cols = np.arange(6)
+        jf = np.zeros((r, self.n_loc * 6))
+        mf = np.zeros((r, self.n_loc * 6))
+        rows = np.arange(r)[:, None]
+        ext = ~self.world[rj]
+        ca = self.la_loc[rj][:, None] * 6 + cols
+        cb = self.lb_loc[rj][:, None] * 6 + cols
+        jf[rows, cb] = jr[:, 6:]
+        mf[rows, cb] = mr[:, 6:]
+        jf[rows[ext], ca[ext]] += jr[ext, :6]   # a world joint's A part is zero anyway
+        mf[rows[ext], ca[ext]] += mr[ext, :6]
+        k = np.einsum("rc,sc->rs", jf, mf)
+        diag = np.einsum("rr->r", k)
+        # A chain pinned at both ends, a closed loop or a fixed joint doubled by a hinge has
+        # redundant rows: K is singular. A relative 1e-9 on the diagonal keeps the inverse
+        # finite; the velocity rows' right-hand sides lie in J's range, so the exact answer
+        # stays the bounded one. (Scaling the diagonal more, as a softness, let a 100:1 chain
+        # stretch 10x more: the heavy load path is K's weak mode.)
+        d = np.where(live, diag, 1.0)
+        off = np.where(live, 0.0, 1.0)
+        idx = rows[:, 0]
+        k[idx, idx] = d * (1.0 + 1e-9) + off
+        self.kinv_direct = spd_inverse(k)
+
+    def _gather_direct(self):
+        """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
+        rj, rk = self.rj, self.rk
+        self.d_live = self.lock[rj, rk]
+        self.d_jac = self.jac[rj, rk]
+        self.d_mj = self.mj[rj, rk]
+        self.d_off = self.coord[rj, rk] - self.g["target"][rj, rk]
+        if not hasattr(self, "d_flat"):
+            self.d_a, self.d_b = self.a[rj], self.b[rj]
+            idx = np.stack((self.d_a, self.d_b), axis=1)
+            self.d_flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
+
+    def _direct_solve(self, vel, use_bias):
+        """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
+        block row, with the whole system as the block)."""
+        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
+        rj, rk = self.rj, self.rk
+        v = np.concatenate((vel[self.d_a], vel[self.d_b]), axis=1)
+        rhs = np.einsum("rc,rc->r", self.d_jac, v)
+        if use_bias:
+            rhs += bias_rate * self.d_off
+        lam = self.imp[rj, LOCK, rk]
+        kinv = self.kinv_direct
+        assert kinv is not None   # factored by the first _prepare
+        dl = -mscale * np.einsum("rs,s->r", kinv, rhs)
+        if use_bias:
+            dl -= iscale * lam
+        dl *= self.d_live
+        n = vel.shape[0]
+        self.imp[rj, LOCK, rk] = lam + dl
+        dv = self.d_mj * dl[:, None]
+        vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+
+    def _row_coefficients(self, use_bias):
+        """Per present row (type, axis): (gain a, bias, leak, low, high, sign) over all joints;
+        the update is new = clip(lam - a (sign u + bias) - leak lam, low, high)."""
+        g, h, live = self.g, self.h, ~self.broken
+        bias_rate, mscale, iscale = self.soft
+        out = []
+        coef: tuple
+        for t, k in self.rows:
+            eff, c = self.eff[:, k], self.coord[:, k]
+            if t == MOTOR:
+                on = g["motor"][:, k] & live
+                lim = g["motor_max"][:, k] * h
+                coef = (eff, -g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
+            elif t == SPRING:
+                on = g["spring"][:, k] & live
+                if not use_bias:
+                    on = np.zeros_like(on)
+                kk, cc = g["stiffness"][:, k], g["damping"][:, k]
+                s = cc + h * kk
+                a2 = h * self.kdiag[:, k] * s
+                rate = np.where(s > 0, kk / np.where(s > 0, s, 1.0), 0.0)
+                coef = (eff * a2 / (1.0 + a2), rate * c, 1.0 / (1.0 + a2), -np.inf, np.inf, 1.0)
+            else:
+                on = g["limited"][:, k] & live
+                sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
+                sign = 1.0 if t == LOWER else -1.0
+                spec = sep > 0.0
+                if use_bias:
+                    gain = np.where(spec, eff, eff * mscale)
+                    bias = np.where(spec, sep / h, bias_rate * sep)
+                    leak = np.where(spec, 0.0, iscale)
+                else:
+                    gain, bias = eff, np.where(spec, sep / h, 0.0)
+                    leak = np.zeros_like(eff)
+                coef = (gain, bias, leak, 0.0, np.inf, sign)
+            out.append((t, k, np.where(on, coef[0], 0.0), np.where(on, coef[1], 0.0),
+                        np.where(on, coef[2], 0.0)) + coef[3:])
+        return out
+
+    def _axis_impulse(self):
+        """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
+        i = self.imp
+        return i[:, LOCK] + i[:, LOWER] - i[:, UPPER] + i[:, SPRING] + i[:, MOTOR]
+
+    # -- passes ---------------------------------------------------------------------------------
+    def warm_start(self, vel, x, q):
+        """Geometry at the substep's start, then the carried impulses applied to the bodies."""
+        if self.m == 0:
+            return
+        if self._stale:
+            self._prepare(x, q)
+            self._stale = False
+        dv = np.einsum("mk,mkc->mc", self._axis_impulse()[:, :self.nr], self.mj)
+        n = vel.shape[0]
+        idx = np.stack((self.a, self.b), axis=1)
+        flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
+        vel += np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+
+    def solve(self, vel, x, q, use_bias):
+        """One Gauss-Seidel sweep over the colours: scalar rows, then the lock blocks."""
+        if self.m == 0:
+            return
+        if self._stale:
+            self._prepare(x, q)   # the positions moved since the biased pass
+            self._stale = False
+        coefs = self._row_coefficients(use_bias)
+        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
+        imp, jac, mj = self.imp, self.jac, self.mj
+        blocks = [] if self.direct else self.blocks
+        for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
+            if c1 <= c0:
+                continue
+            sl = slice(c0, c1)
+            ia, ib = self.a[sl], self.b[sl]
+            v = np.concatenate((vel[ia], vel[ib]), axis=1)  # (mc, 12)
+            for t, k, gain, bias, leak, lo, hi, sign in coefs:
+                lam = imp[sl, t, k]
+                u = sign * np.einsum("mc,mc->m", jac[sl, k], v)
+                lk = leak[sl] if np.ndim(leak) else leak
+                lo_ = lo[sl] if np.ndim(lo) else lo
+                hi_ = hi[sl] if np.ndim(hi) else hi
+                new = np.clip(lam - gain[sl] * (u + bias[sl]) - lk * lam, lo_, hi_)
+                dl = new - lam
+                imp[sl, t, k] = new
+                v += (sign * dl)[:, None] * mj[sl, k]
+            for blk, w_op, err in blocks:
+                lam = imp[sl, LOCK, blk]
+                dl = np.einsum("mrc,mc->mr", w_op[sl], v)
+                if use_bias:
+                    dl += bias_rate * err[sl]
+                    dl *= -mscale
+                    dl -= iscale * lam
+                else:
+                    dl = -dl
+                imp[sl, LOCK, blk] = lam + dl
+                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
+            vel[ia] = v[:, :6]   # A first: a world joint has a == b, and B's value must win
+            vel[ib] = v[:, 6:]
+        if self.direct:
+            self._direct_solve(vel, use_bias)
+        if use_bias:
+            self._stale = True   # the world integrates the positions next
+
+    def end_substep(self):
+        """Reaction on B (force and torque of the last substep) and breaking."""
+        if self.m == 0:
+            return
+        lam = self._axis_impulse() / self.h
+        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
+        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
+            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
+        g = self.g
+        snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
+                | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
+        if snap.any():
+            self.broken |= snap
+            self.imp[snap] = 0.0
+            self.lock = self.lock & ~snap[:, None]
+            # Drop the broken joints' lock rows from the Gauss-Seidel blocks too.
+            self.blocks = [(blk, w * ~snap[:, None, None], e * ~snap[:, None])
+                           for blk, w, e in self.blocks]
+            if self.direct:
+                self._factor_direct()
+                self._gather_direct()
+
+    def finish(self):
+        """Write impulses, reactions and broken flags back to the JointSet."""
+        if self.m == 0:
+            return
+        js = self.joints
+        js.v("impulse")[self.sel] = self.imp
+        js.v("force")[self.sel] = self.force
+        js.v("torque")[self.sel] = self.torque
+        js.v("broken")[self.sel] |= self.broken

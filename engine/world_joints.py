@@ -1,0 +1,172 @@
+"""World's joint API (a mixin of engine.world.World): add_joint and the per-step glue.
+
+Kept apart from world.py so the step pipeline there only gains a few calls: pair filtering
+(disable_collisions), waking islands a joint links, the JointSolver of each collision pass
+(engine.joint_solver) and the joints' edges in the sleeping islands.
+"""
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .errors import EngineError
+from .joint_solver import JointSolver
+from .joints import KINDS, JointSet, parse
+
+__all__ = ["JointSet", "JointWorldMixin"]
+
+
+def _threshold(value, what):
+    if value is None:
+        return math.inf
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise EngineError(f"{what} must be a number or None, got {value!r}") from None
+    if math.isnan(v) or v < 0:
+        raise EngineError(f"{what} must be >= 0 (or None: unbreakable), got {value!r}")
+    return v
+
+
+class JointWorldMixin:
+    """Joints in a World. Needs the World's body arrays (_v, _a, _n) and ``self.joints``."""
+
+    # Provided by World (declared for the type checker).
+    joints: JointSet
+    settings: Any
+    _v: Callable[[str], np.ndarray]
+    _check_index: Callable[[Any], int]
+    wake: Callable[[int], None]
+
+    def add_joint(self, kind, body_a, body_b=None, position=(0.0, 0.0, 0.0),
+                  orientation=(1.0, 0.0, 0.0, 0.0), *, limits=None, springs=None, motor=None,
+                  break_force=None, break_torque=None, disable_collisions=True, enabled=True):
+        """Join two bodies (or body_a and the world, body_b=None) and return the joint index.
+
+        kind: "fixed", "point", "hinge" (turns about the frame's Z), "slider" (along X),
+        "piston" (along and about X), "generic", "generic_spring", "motor" (drives X,
+        constrains nothing). position / orientation (w, x, y, z): the joint frame in world
+        coordinates now; it is fixed in both bodies from here on and the current pose is the
+        zero of the limits and the rest pose of the springs.
+        limits: {"lin_x" .. "ang_z": (lower, upper)} in m / rad, lower == upper locks.
+        springs (generic_spring): {axis: (stiffness, damping)} in N/m, N s/m (N m/rad, N m s/rad).
+        motor: {"lin": (target_velocity, max_force), "ang": (target_velocity, max_torque)}:
+        B relative to A along / about the driven axis.
+        With body_b=None the world is side A and body_a is side B, so limits, motors and
+        reactions describe the body's own motion in the world frame.
+        break_force (N), break_torque (N m): the joint breaks for good in the first substep
+        whose reaction exceeds it. disable_collisions: the two bodies do not collide.
+        """
+        from .world import DYNAMIC, _vec  # the World module imports this one
+        a = self._check_index(body_a)
+        b = None if body_b is None else self._check_index(body_b)
+        if b == a:
+            raise EngineError(f"joint from body {a} to itself; give two different bodies, or "
+                              "body_b=None to attach it to the world")
+        kinds = self._v("kind")
+        if kinds[a] != DYNAMIC and (b is None or kinds[b] != DYNAMIC):
+            other = "the world" if b is None else f"body {b}"
+            raise EngineError(f"joint between body {a} and {other}: neither is dynamic, so the "
+                              "joint could never move anything; make one of them dynamic")
+        pos = _vec(position, 3, "joint position")
+        q = _vec(orientation, 4, "joint orientation")
+        qn = float(np.linalg.norm(q))
+        if qn < 1e-9:
+            raise EngineError(f"joint orientation {orientation!r} has zero length; give a unit "
+                              "quaternion (w, x, y, z)")
+        settings = parse(kind, limits, springs, motor)
+        x, qb = self._v("x"), self._v("q")
+        j = self.joints.add(kind, a, b, x[a], qb[a], None if b is None else x[b],
+                            None if b is None else qb[b], pos, q / qn, settings,
+                            _threshold(break_force, "break_force"),
+                            _threshold(break_torque, "break_torque"), disable_collisions,
+                            enabled)
+        self._wake_joint_bodies(j)
+        return j
+
+    @property
+    def joint_count(self):
+        return self.joints.n
+
+    @property
+    def joint_broken(self):
+        """(J,) bool: joints that broke (for good)."""
+        return self.joints.v("broken")
+
+    @property
+    def joint_enabled(self):
+        return self.joints.v("enabled")
+
+    @property
+    def joint_forces(self):
+        """(J, 3) the force the joint applied to body B (for a joint to the world: to the
+        body) in the last substep of the last step, N."""
+        return self.joints.v("force")
+
+    @property
+    def joint_torques(self):
+        """(J, 3) the angular rows' reaction torque on body B, N m (see joint_forces)."""
+        return self.joints.v("torque")
+
+    @property
+    def joint_kinds(self):
+        return [KINDS[k] for k in self.joints.v("kind")]
+
+    def set_joint_enabled(self, j, flag):
+        """Switch a joint on or off (a broken joint stays broken); wakes its bodies."""
+        j = int(j)
+        if not 0 <= j < self.joints.n:
+            raise EngineError(f"joint index {j} out of range (the world has {self.joints.n} "
+                              "joints)")
+        self.joints.v("enabled")[j] = bool(flag)
+        if not flag:
+            self.joints.v("impulse")[j] = 0.0
+        self._wake_joint_bodies(j)
+
+    def _wake_joint_bodies(self, j):
+        js = self.joints
+        for body in (int(js.v("body_a")[j]), int(js.v("body_b")[j])):
+            if self._v("sleeping")[body]:
+                self.wake(body)
+
+    # -- per step ----------------------------------------------------------------------------
+    def _joint_wake(self, awake_dyn, moving):
+        """Wake the islands of sleepers joined to a moving body (a kinematic driver, an awake
+        body of another island); returns whether anything woke."""
+        js = self.joints
+        if not js.n:
+            return False
+        live = js.live() & ~js.v("world")
+        a, b = js.v("body_a")[live], js.v("body_b")[live]
+        sleeping = self._v("sleeping")
+        hit = np.concatenate((a[sleeping[a] & (moving[b] | awake_dyn[b])],
+                              b[sleeping[b] & (moving[a] | awake_dyn[a])]))
+        if not len(hit):
+            return False
+        isl = self._v("island")
+        wake = sleeping & np.isin(isl, np.unique(isl[hit]))
+        wake[hit] = True
+        sleeping[wake] = False
+        self._v("sleep_time")[wake] = 0.0
+        return True
+
+    def _joint_solver(self, awake, inv_mass, inv_i, h):
+        """The JointSolver of this pass for live joints with an awake dynamic end, or None."""
+        js = self.joints
+        if not js.n:
+            return None
+        a, b = js.v("body_a"), js.v("body_b")
+        sel = np.flatnonzero(js.live() & (awake[a] | (awake[b] & ~js.v("world"))))
+        if not len(sel):
+            return None
+        return JointSolver(js, sel, awake, inv_mass, inv_i, h, self.settings.joint_hertz,
+                           self.settings.joint_damping_ratio)
+
+    def _joints_active(self, awake):
+        """Is there a live joint with an awake dynamic end?"""
+        js = self.joints
+        if not js.n:
+            return False
+        a, b = js.v("body_a"), js.v("body_b")
+        return bool((js.live() & (awake[a] | (awake[b] & ~js.v("world")))).any())
