@@ -1,0 +1,485 @@
+"""Scene fuzzer for the engine (issue 11): random violent worlds and the invariants every step
+must keep. Shared by the seeded CI subset (tests/test_fuzz_world.py) and the long runs
+(bench/fuzz_world.py).
+
+A scene is pure data (``Scene``: a seed, a family, settings and a list of ``BodySpec``), built
+from the seed alone, so a failure is reproduced from ``(seed, family)`` and shrunk by keeping a
+subset of the bodies (``Scene.subset``). Families:
+
+- ``violent``: every shape kind (boxes, spheres, capsules, hulls from random and degenerate-ish
+  point clouds, compounds, triangle meshes as static or kinematic scenery) with sizes from
+  1 mm to 100 m, masses over six decades, speeds up to 500 m/s, spins up to 1000 rad/s,
+  kinematic bodies on wild paths;
+- ``crush``: a heavy ball (sphere or hull, 100-5000 kg, 12-40 m/s) into a stack of light
+  boxes (0.5-5 kg) with passive neighbours: the scene class of issue 11.
+
+Invariants checked after every step (``check_step``): every pose and velocity finite,
+quaternions unit, no dynamic body faster than the scene can explain (twice the fastest surface
+speed at the start or of any kinematic path, plus 50 m/s, plus what gravity adds), and, with
+no kinematic body moving, total mechanical energy bounded by the start's plus what contact
+push-out can add; at the end no dynamic body deeper in a static one than a bounded depth, the
+world's guard never fired, and a replay from a mid-run state is bit-identical.
+
+Joints: ``JOINT_HOOKS`` is a list of ``hook(world, scene, rng, body_ids)`` callables run after
+the bodies are added; the joint work registers a hook that adds random joints between the
+scene's bodies (World.add_joint does not exist yet).
+"""
+import math
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from engine import (Box, Capsule, Compound, ConvexHull, EngineError, Sphere, TriangleMesh,
+                    World, quat)
+
+FAMILIES = ("violent", "crush")
+JOINT_HOOKS = []   # see the module docstring
+
+
+@dataclass
+class BodySpec:
+    shape: tuple            # ("box", half_extents) | ("sphere", r) | ("capsule", r, hh) |
+    #                         ("hull", points) | ("compound", parts) | ("mesh", verts, tris)
+    kind: str
+    position: np.ndarray
+    orientation: np.ndarray
+    linear: np.ndarray
+    angular: np.ndarray
+    mass: float
+    friction: float = 0.5
+    restitution: float = 0.0
+    path: tuple = None      # kinematic: (kind, amplitude (3,), omega, spin (3,))
+
+
+@dataclass
+class Scene:
+    seed: int
+    family: str
+    dt: float
+    ccd: bool
+    steps: int
+    bodies: list = field(default_factory=list)
+    gravity: tuple = (0.0, 0.0, -9.81)
+
+    def subset(self, keep):
+        """The same scene with only the bodies whose index is in keep (for shrinking)."""
+        return replace(self, bodies=[b for i, b in enumerate(self.bodies) if i in set(keep)])
+
+    def describe(self):
+        kinds = {}
+        for b in self.bodies:
+            k = f"{b.kind[:3]}-{b.shape[0]}"
+            kinds[k] = kinds.get(k, 0) + 1
+        return (f"seed={self.seed} family={self.family} dt=1/{round(1 / self.dt)} "
+                f"ccd={self.ccd} steps={self.steps} bodies={kinds}")
+
+
+# -- random shapes ----------------------------------------------------------------------------
+def _log_uniform(rng, lo, hi):
+    return float(math.exp(rng.uniform(math.log(lo), math.log(hi))))
+
+
+def _cloud(rng, size):
+    """A random point cloud, sometimes degenerate-ish (nearly flat, nearly a line, duplicated
+    points, a few points, a jittered regular solid)."""
+    style = int(rng.integers(6))
+    n = int(rng.integers(5, 40))
+    p = rng.normal(size=(n, 3))
+    if style == 1:    # nearly flat
+        p[:, 2] *= rng.choice([1e-2, 1e-3])
+    elif style == 2:  # a needle
+        p[:, 1:] *= rng.choice([2e-2, 5e-3])
+    elif style == 3:  # duplicated points
+        p = np.concatenate((p, p[: n // 2] + rng.normal(scale=1e-9, size=(n // 2, 3))))
+    elif style == 4:  # a tetrahedron-ish minimum
+        p = p[:4] + rng.normal(scale=1e-2, size=(4, 3))
+    elif style == 5:  # a jittered cube
+        p = np.array([(x, y, z) for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)], float)
+        p += rng.normal(scale=1e-6, size=p.shape)
+    p /= max(np.abs(p).max(), 1e-12)
+    return p * size
+
+
+def _random_shape(rng, size, allow_mesh=False):
+    k = int(rng.integers(6 if allow_mesh else 5))
+    aspect = np.exp(rng.uniform(-1.5, 1.5, 3))
+    if k == 0:
+        return ("box", size * aspect / aspect.max())
+    if k == 1:
+        return ("sphere", size)
+    if k == 2:
+        return ("capsule", size * float(aspect[0] / aspect.max()), size)
+    if k == 3:
+        return ("hull", _cloud(rng, size))
+    if k == 4:
+        parts = []
+        for _ in range(int(rng.integers(2, 4))):
+            sub = _random_shape(rng, size * rng.uniform(0.3, 0.7))
+            while sub[0] == "compound":
+                sub = _random_shape(rng, size * 0.5)
+            parts.append((sub, rng.uniform(-size, size, 3), quat.normalize(rng.normal(size=4))))
+        return ("compound", parts)
+    # a bumpy triangle-mesh terrain patch
+    n = int(rng.integers(3, 7))
+    g = np.linspace(-size, size, n)
+    xx, yy = np.meshgrid(g, g)
+    zz = rng.normal(scale=0.2 * size, size=xx.shape)
+    verts = np.stack((xx.ravel(), yy.ravel(), zz.ravel()), axis=1)
+    tris = []
+    for i in range(n - 1):
+        for j in range(n - 1):
+            a, b, c, d = i * n + j, i * n + j + 1, (i + 1) * n + j, (i + 1) * n + j + 1
+            tris += [(a, b, d), (a, d, c)]
+    return ("mesh", verts, np.array(tris))
+
+
+def make_shape(spec):
+    k = spec[0]
+    if k == "box":
+        return Box(spec[1])
+    if k == "sphere":
+        return Sphere(spec[1])
+    if k == "capsule":
+        return Capsule(spec[1], spec[2])
+    if k == "hull":
+        return ConvexHull(spec[1])
+    if k == "compound":
+        return Compound([(make_shape(s), p, q) for s, p, q in spec[1]])
+    return TriangleMesh(spec[1], spec[2])
+
+
+# -- scene families -----------------------------------------------------------------------------
+def random_scene(seed, family=None):
+    rng = np.random.default_rng(seed)
+    if family is None:
+        family = FAMILIES[int(rng.integers(len(FAMILIES)))]
+    dt = 1.0 / 24.0 if rng.random() < 0.5 else 1.0 / 60.0
+    scene = Scene(seed=seed, family=family, dt=dt, ccd=bool(rng.random() < 0.5),
+                  steps=int(round(1.0 / dt)))
+    (_violent if family == "violent" else _crush)(scene, rng)
+    return scene
+
+
+def _unit_q(rng):
+    return quat.normalize(rng.normal(size=4))
+
+
+def _violent(scene, rng):
+    scale = _log_uniform(rng, 1e-3, 100.0)   # the scene's typical size
+    ground = 20 * scale
+    scene.bodies.append(BodySpec(("box", np.array([ground, ground, scale])), "static",
+                                 np.array([0.0, 0.0, -scale]), np.array([1.0, 0, 0, 0]),
+                                 np.zeros(3), np.zeros(3), 1.0))
+    n = int(rng.integers(3, 12))
+    for _ in range(n):
+        size = scale * _log_uniform(rng, 0.1, 10.0)
+        size = min(max(size, 1e-3), 100.0)
+        r = rng.random()
+        kind = "dynamic" if r < 0.7 else ("static" if r < 0.85 else "kinematic")
+        shape = _random_shape(rng, size, allow_mesh=kind != "dynamic")
+        pos = rng.uniform(-4 * scale, 4 * scale, 3)
+        pos[2] = abs(pos[2]) + size
+        speed = _log_uniform(rng, 1e-2, 500.0) if rng.random() < 0.7 else 0.0
+        spin = _log_uniform(rng, 1e-2, 1000.0) if rng.random() < 0.5 else 0.0
+        lin = speed * _unit3(rng)
+        path = None
+        if kind == "kinematic":
+            path = (int(rng.integers(3)), rng.uniform(0, 4 * scale, 3), rng.uniform(0.5, 40.0),
+                    rng.uniform(-20, 20, 3))
+        scene.bodies.append(BodySpec(shape, kind, pos, _unit_q(rng), lin, spin * _unit3(rng),
+                                     _log_uniform(rng, 1e-2, 1e4),
+                                     friction=float(rng.uniform(0, 1.2)),
+                                     restitution=float(rng.choice([0.0, 0.0, 0.5, 1.0])),
+                                     path=path))
+
+
+def _unit3(rng):
+    v = rng.normal(size=3)
+    return v / max(np.linalg.norm(v), 1e-12)
+
+
+def _crush(scene, rng):
+    """A heavy ball into a stack of light boxes with passive neighbours (issue 11)."""
+    scene.bodies.append(BodySpec(("box", np.array([40.0, 40.0, 0.5])), "static",
+                                 np.array([0.0, 0.0, -0.5]), np.array([1.0, 0, 0, 0]),
+                                 np.zeros(3), np.zeros(3), 1.0))
+    passive = float(rng.choice([0.0, 0.25, 0.5]))
+    nx, ny, nz = int(rng.integers(1, 4)), int(rng.integers(2, 6)), int(rng.integers(2, 6))
+    hullbox = rng.random() < 0.5
+    for i in range(nx):
+        for j in range(ny):
+            z = 0.0
+            for _ in range(nz):
+                he = rng.uniform(0.15, 0.3, 3)
+                shape = ("box", he) if not hullbox else (
+                    "hull", np.array([(x, y, w) for x in (-1, 1) for y in (-1, 1)
+                                      for w in (-1, 1)], float) * he)
+                kind = "static" if rng.random() < passive else "dynamic"
+                pos = np.array([i * 0.62, (j - ny / 2) * 0.62, z + he[2] + 0.001])
+                scene.bodies.append(BodySpec(shape, kind, pos, np.array([1.0, 0, 0, 0]),
+                                             np.zeros(3), np.zeros(3),
+                                             float(rng.uniform(0.5, 5.0))))
+                z += 2 * he[2] + 0.002
+    r = float(rng.uniform(0.5, 1.5))
+    shape = ("sphere", r) if rng.random() < 0.5 else ("hull", uv_sphere(r))
+    speed = float(rng.choice([12.0, 17.0, 25.0, 40.0]))
+    scene.bodies.append(BodySpec(shape, "dynamic",
+                                 np.array([-3.0 - r - 0.4 * speed * rng.random(),
+                                           rng.uniform(-1, 1), r + rng.uniform(0, 2)]),
+                                 _unit_q(rng), np.array([speed, rng.uniform(-2, 2), 0.0]),
+                                 np.zeros(3), float(rng.choice([100.0, 300.0, 1000.0, 5000.0]))))
+
+
+def uv_sphere(r, segments=32, rings=16):
+    """Vertices of Blender's UV sphere (the shape of issue 11's hull ball)."""
+    th = np.pi * np.arange(1, rings) / rings
+    ph = 2 * np.pi * np.arange(segments) / segments
+    ring = np.stack((np.sin(th)[:, None] * np.cos(ph), np.sin(th)[:, None] * np.sin(ph),
+                     np.cos(th)[:, None] * np.ones_like(ph)), axis=-1).reshape(-1, 3)
+    return r * np.concatenate(([[0, 0, 1.0], [0, 0, -1.0]], ring))
+
+
+# -- building and running ------------------------------------------------------------------------
+def build_world(scene):
+    """(world, body ids (one per BodySpec, -1 if the engine refused it: a documented error),
+    refused count)."""
+    world = World(gravity=scene.gravity, ccd=scene.ccd)
+    ids = []
+    refused = 0
+    for b in scene.bodies:
+        try:
+            shape = make_shape(b.shape)
+            ids.append(world.add_body(shape, position=b.position, orientation=b.orientation,
+                                      linear_velocity=b.linear, angular_velocity=b.angular,
+                                      kind=b.kind, mass=b.mass, friction=b.friction,
+                                      restitution=b.restitution))
+        except EngineError:
+            ids.append(-1)   # degenerate input refused with a clear error: allowed
+            refused += 1
+    rng = np.random.default_rng(scene.seed + 7)
+    for hook in JOINT_HOOKS:
+        hook(world, scene, rng, ids)
+    return world, ids, refused
+
+
+def kinematic_targets(scene, ids, t):
+    """Targets of the kinematic bodies at time t: (index, position, orientation) rows."""
+    out = []
+    for b, i in zip(scene.bodies, ids):
+        if i < 0 or b.kind != "kinematic" or b.path is None:
+            continue
+        style, amp, om, spin = b.path
+        if style == 0:     # orbit
+            off = amp * np.array([math.cos(om * t), math.sin(om * t), math.sin(0.5 * om * t)])
+        elif style == 1:   # zigzag (velocity jumps)
+            off = amp * (2 * abs((om * t / (2 * math.pi)) % 1.0 - 0.5) - 0.5)
+        else:              # straight line at speed |amp| om
+            off = amp * om * t
+        rot = quat.from_axis_angle(spin / max(np.linalg.norm(spin), 1e-12),
+                                   np.linalg.norm(spin) * t) if np.any(spin) else \
+            np.array([1.0, 0, 0, 0])
+        out.append((i, b.position + off, quat.multiply(rot, b.orientation)))
+    return out
+
+
+def kinematic_speed_bound(scene, ids):
+    """The fastest a kinematic body's surface can move along its path (m/s)."""
+    top = 0.0
+    for b, i in zip(scene.bodies, ids):
+        if i < 0 or b.kind != "kinematic" or b.path is None:
+            continue
+        style, amp, om, spin = b.path
+        reach = _reach(b.shape)
+        lin = np.linalg.norm(amp) * om * (2.0 / math.pi if style == 1 else 1.0) * 2.0
+        top = max(top, lin + np.linalg.norm(spin) * reach)
+    return top
+
+
+def _reach(shape):
+    k = shape[0]
+    if k == "box":
+        return float(np.linalg.norm(shape[1]))
+    if k == "sphere":
+        return float(shape[1])
+    if k == "capsule":
+        return float(shape[1] + shape[2])
+    if k == "hull":
+        return float(np.linalg.norm(shape[1], axis=1).max())
+    if k == "mesh":
+        return float(np.linalg.norm(shape[1], axis=1).max())
+    return max(float(np.linalg.norm(p)) + _reach(s) for s, p, _ in shape[1])
+
+
+@dataclass
+class Outcome:
+    scene: Scene
+    steps: int = 0
+    failure: str = None
+    failed_step: int = -1
+    guard_events: int = 0
+    refused: int = 0
+    max_speed: float = 0.0
+
+    @property
+    def ok(self):
+        return self.failure is None
+
+
+class Limits:
+    """The bounds of a scene, computed once from its start state and kinematic paths."""
+
+    def __init__(self, world, scene, ids):
+        dyn = world.kinds == 0
+        reach = world.table.bound_radius[world._v("shape")] + \
+            np.linalg.norm(world._v("com"), axis=1)
+        surf = np.linalg.norm(world.linear_velocities, axis=1) + \
+            np.linalg.norm(world.angular_velocities, axis=1) * reach
+        self.kin_speed = kinematic_speed_bound(scene, ids)
+        self.surface = max(float(surf[dyn].max()) if dyn.any() else 0.0, self.kin_speed)
+        self.g = float(np.linalg.norm(scene.gravity))
+        self.energy0 = mechanical_energy(world, scene.gravity)
+        mass = world.masses[dyn]
+        # What soft contacts may add: push-out at max_push for every body, and the potential
+        # energy of lifting each body out of an initial overlap (its own size).
+        self.energy_slack = float(np.sum(mass * (0.5 * world.max_push ** 2 + self.g *
+                                                 2 * reach[dyn])))
+        self.kinematic = self.kin_speed > 0
+
+    def speed_cap(self, t):
+        return 2.0 * self.surface + 50.0 + self.g * t
+
+
+def mechanical_energy(world, gravity):
+    dyn = world.kinds == 0
+    if not dyn.any():
+        return 0.0
+    m = world.masses[dyn]
+    v = world.linear_velocities[dyn]
+    w = world.angular_velocities[dyn]
+    ke = 0.5 * np.sum(m * np.einsum("ij,ij->i", v, v))
+    rot = quat.to_matrix(world.orientations[dyn])
+    inertia = rot @ world._v("inertia")[dyn] @ np.swapaxes(rot, 1, 2)
+    ke += 0.5 * np.sum(np.einsum("ni,nij,nj->n", w, inertia, w))
+    pe = -np.sum(m * (world.centers_of_mass[dyn] @ np.asarray(gravity)))
+    return float(ke + pe)
+
+
+def check_step(world, limits, t):
+    """The per-step invariants; returns a failure message or None."""
+    st = world.get_state()
+    for name in ("x", "pos", "q", "vel"):
+        if not np.all(np.isfinite(st[name])):
+            bad = np.flatnonzero(~np.all(np.isfinite(st[name].reshape(len(st[name]), -1)),
+                                         axis=1))
+            return f"non-finite {name} of bodies {bad[:8].tolist()}"
+    qn = np.linalg.norm(st["q"], axis=1)
+    if np.any(np.abs(qn - 1.0) > 1e-6):
+        return f"quaternion not unit: |q| = {qn[np.argmax(np.abs(qn - 1))]!r}"
+    dyn = world.kinds == 0
+    speed = np.linalg.norm(world.linear_velocities, axis=1)
+    cap = limits.speed_cap(t)
+    fast = dyn & (speed > cap)
+    if fast.any():
+        i = int(np.argmax(np.where(fast, speed, 0)))
+        return f"body {i} at {speed[i]:.4g} m/s, more than the scene explains ({cap:.4g})"
+    if not limits.kinematic:
+        e = mechanical_energy(world, world.gravity)
+        allowed = limits.energy0 + abs(limits.energy0) * 0.05 + limits.energy_slack + 1e-9
+        if e > allowed:
+            return f"energy from nowhere: {e:.6g} J > {allowed:.6g} J allowed"
+    return None
+
+
+def max_static_depth(world):
+    """Deepest penetration of a dynamic body into a static one in the last step's record."""
+    rec = world.last_record
+    if not rec or not len(rec["separations"]):
+        return 0.0
+    kind = world.kinds
+    pa, pb = rec["pairs"][:, 0], rec["pairs"][:, 1]
+    st = (kind[pa] == 1) | (kind[pb] == 1)
+    if not st.any():
+        return 0.0
+    return float(max(0.0, -rec["separations"][st].min()))
+
+
+def depth_bound(world, body_pairs):
+    """Allowed static depth: a quarter of the smaller body's bounding radius, at least 5 cm."""
+    return 0.05
+
+
+def run_scene(scene, steps=None, replay=True):
+    """Run a scene, checking the invariants after every step; returns an Outcome."""
+    world, ids, refused = build_world(scene)
+    out = Outcome(scene=scene, refused=refused)
+    if world.body_count == 0:
+        return out
+    limits = Limits(world, scene, ids)
+    steps = scene.steps if steps is None else steps
+    mid = steps // 2
+    snap = None
+    trace = []
+    for s in range(steps):
+        t = (s + 1) * scene.dt
+        for i, p, q in kinematic_targets(scene, ids, t):
+            world.set_kinematic_target(i, p, q)
+        if s == mid:
+            snap = world.get_state()
+        try:
+            world.step(scene.dt, record=(s == steps - 1))
+        except Exception as exc:  # any error mid-step is a failure of the fuzz
+            out.failure, out.failed_step = f"{type(exc).__name__}: {exc}", s
+            break
+        out.steps = s + 1
+        out.guard_events = len(getattr(world, "guard_events", ()))
+        if out.guard_events:
+            ev = world.guard_events[0]
+            out.failure, out.failed_step = f"guard fired: {ev}", s
+            break
+        msg = check_step(world, limits, t)
+        dyn = world.kinds == 0
+        if dyn.any():
+            out.max_speed = max(out.max_speed,
+                                float(np.linalg.norm(world.linear_velocities[dyn], axis=1).max()))
+        if msg:
+            out.failure, out.failed_step = msg, s
+            break
+        if s >= mid:
+            trace.append(world.get_state()["vel"].copy())
+    if out.ok:
+        depth = max_static_depth(world)
+        if depth > depth_bound(world, None):
+            out.failure, out.failed_step = f"ends {depth:.4g} m deep in a static body", steps - 1
+    if out.ok and replay and snap is not None:
+        world.set_state(snap)
+        for k, s in enumerate(range(mid, steps)):
+            t = (s + 1) * scene.dt
+            for i, p, q in kinematic_targets(scene, ids, t):
+                world.set_kinematic_target(i, p, q)
+            world.step(scene.dt, record=(s == steps - 1))
+            if not np.array_equal(world.get_state()["vel"], trace[k]):
+                out.failure, out.failed_step = "replay from a saved state differs", s
+                break
+    return out
+
+
+def shrink(scene, fails=None, rounds=3):
+    """A smaller scene that still fails (delta debugging over the bodies). Returns the kept
+    body indices (into the original scene)."""
+    fails = fails or (lambda sc: not run_scene(sc, replay=False).ok)
+    keep = list(range(len(scene.bodies)))
+    for _ in range(rounds):
+        changed = False
+        chunk = max(1, len(keep) // 2)
+        while chunk >= 1:
+            i = 0
+            while i < len(keep):
+                trial = keep[:i] + keep[i + chunk:]
+                if trial and fails(scene.subset(trial)):
+                    keep, changed = trial, True
+                else:
+                    i += chunk
+            chunk //= 2
+        if not changed:
+            break
+    return keep
