@@ -28,13 +28,15 @@ def main(argv=None):
     ap.add_argument("--seed", type=int, default=None, help="run this one seed")
     ap.add_argument("--keep", default=None, help="comma-separated body indices to keep")
     ap.add_argument("--shrink", action="store_true", help="shrink failures to a minimal repro")
+    ap.add_argument("--extreme", action="store_true",
+                    help="spins up to 1000 rad/s whatever the size (surface speeds to 1e5 m/s)")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.scenes)
     totals = dict(scenes=0, steps=0, failures=0, guard=0, refused=0)
     t0 = time.perf_counter()
     for seed in seeds:
-        scene = fuzzworld.random_scene(seed, args.family)
+        scene = fuzzworld.random_scene(seed, args.family, args.extreme)
         if args.keep:
             scene = scene.subset([int(k) for k in args.keep.split(",")])
         ts = time.perf_counter()
@@ -43,7 +45,8 @@ def main(argv=None):
         totals["steps"] += out.steps
         totals["guard"] += out.guard_events
         totals["refused"] += out.refused
-        fam = f" --family {args.family}" if args.family else ""
+        fam = (f" --family {args.family}" if args.family else "") + \
+            (" --extreme" if args.extreme else "")
         if args.verbose or not out.ok:
             print(f"{'ok  ' if out.ok else 'FAIL'} {scene.describe()} max |v| "
                   f"{out.max_speed:.4g} m/s ({time.perf_counter() - ts:.1f} s)", flush=True)

@@ -48,6 +48,7 @@ from .deform import deform_mesh_body
 from .errors import EngineError
 from .fields import FieldTable, field_forces
 from .graph import colour_constraints, islands
+from .guard import StateGuard, finite_impulses
 from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .kinds import BodyKind, ShapeKind
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
@@ -143,6 +144,10 @@ class World(BodyControl, JointWorldMixin):
     kinds (BodyKind codes), body_count; last_record (a StepRecord when recording). Use
     set_velocity / set_pose to change a body (this wakes it).
 
+    Guard (engine.guard): ``guard_events`` is a list of GuardEvent(time, body, reason), one per
+    body whose state went non-finite in a step; that body was kept at its last good pose and
+    put to sleep, and the step went on for the others. A correct step never adds to it.
+
     Limits: at most 2**31 bodies (pair keys hold two 31-bit body indices; add_body raises an
     EngineError beyond). A body pair may have any number of manifolds.
     """
@@ -167,6 +172,8 @@ class World(BodyControl, JointWorldMixin):
         self._collide = None  # narrowphase function; see _narrowphase
         self.fields = None    # force fields (engine.fields.FieldTable); see set_fields
         self._field_exempt = np.zeros(0, dtype=np.int64)
+        self.guard_events = []     # engine.guard.GuardEvent per repaired body (see the class doc)
+        self._guard = StateGuard()
 
     @property
     def settings(self):
@@ -534,6 +541,7 @@ class World(BodyControl, JointWorldMixin):
 
         act = np.flatnonzero(awake)
         movers = np.flatnonzero(awake | (kind == KINEMATIC))
+        self._guard.save(movers, x, q, vel)
         lin_f = damping_factor(self._v("lin_damp")[act], h)
         ang_f = damping_factor(self._v("ang_damp")[act], h)
         gyro = act[~self._v("isotropic")[act]]
@@ -551,7 +559,8 @@ class World(BodyControl, JointWorldMixin):
             imp_n, imp_f, imp_f2 = self._solve(ia, ib, sub, man, keys, awake, rot, h, nsub,
                                                act, movers, lin_f, ang_f, gyro, inertia_g)
 
-        # 7. Store impulses, snap kinematic bodies.
+        # 7. Store impulses (never a non-finite one: see engine.guard), snap kinematic bodies.
+        imp_n, imp_f, imp_f2 = finite_impulses(imp_n, imp_f, imp_f2)
         self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub)
         if len(kin_t):
             x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
@@ -559,6 +568,9 @@ class World(BodyControl, JointWorldMixin):
             a["has_target"][kin_t] = False
         q[movers] = quat.normalize(q[movers])
         pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
+        self.guard_events += self._guard.repair(
+            self.time, x, q, vel, pos, lambda b: quat.rotate(q[b], a["com"][b]), sleeping,
+            self._v("sleep_time"), self._v("island"))
 
         # 8. Sleep.
         if self.settings.sleeping:

@@ -1,0 +1,78 @@
+"""The step's last line of defence against non-finite body states (issue 11).
+
+A NaN or inf born in one body's update spreads through the contact graph within a step or two
+and then poisons the broadphase for everyone. The world keeps each collision pass's starting
+state of the moving bodies; if a body's centre of mass, orientation or velocity is not finite
+at the end of the pass, that body goes back to its last good pose with zero velocity, is put to
+sleep, and a ``GuardEvent`` is appended to ``World.guard_events``. The rest of the world goes
+on. Non-finite impulses are dropped before they reach the pair table (warm starting would carry
+them into the next step).
+
+This is a guard, not a fix: a correct step never triggers it, and the scene fuzzer
+(tests/fuzzworld.py) counts its firings as failures. The add-on reports each event once, by
+object name.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class GuardEvent:
+    """One guard firing: ``time`` (s, the world time at the start of the failing pass),
+    ``body`` (index), ``reason`` (which part of the state was not finite)."""
+    time: float
+    body: int
+    reason: str
+
+    def __str__(self):
+        return (f"body {self.body}: {self.reason} at t = {self.time:.4g} s; kept at its last "
+                "good pose and put to sleep")
+
+
+class StateGuard:
+    """Snapshot of the moving bodies' state at the start of a pass (``save``) and the repair
+    of the bodies whose state went non-finite (``repair``)."""
+
+    def __init__(self):
+        self.rows = None
+        self.saved = None
+
+    def save(self, rows, x, q, vel):
+        self.rows = rows
+        self.saved = (x[rows].copy(), q[rows].copy(), vel[rows].copy())
+
+    def repair(self, time, x, q, vel, pos, com_world, sleeping, sleep_time, island):
+        """Restore the bodies whose state is not finite; returns their GuardEvents."""
+        rows = self.rows
+        if rows is None or not len(rows):
+            return []
+        bad_x = ~np.isfinite(x[rows]).all(axis=1)
+        bad_q = ~np.isfinite(q[rows]).all(axis=1)
+        bad_v = ~np.isfinite(vel[rows]).all(axis=1)
+        bad = bad_x | bad_q | bad_v
+        if not bad.any():
+            return []
+        which = np.flatnonzero(bad)
+        body = rows[which]
+        x0, q0, _ = self.saved
+        x[body] = x0[which]
+        q[body] = q0[which]
+        vel[body] = 0.0
+        pos[body] = x[body] - com_world(body)
+        sleeping[body] = True
+        sleep_time[body] = 0.0
+        island[body] = -2 - body   # an island of its own (labels of real islands are >= 0)
+        events = []
+        for k, b in zip(which, body):
+            parts = [n for n, f in (("position", bad_x[k]), ("orientation", bad_q[k]),
+                                    ("velocity", bad_v[k])) if f]
+            events.append(GuardEvent(float(time), int(b),
+                                     "non-finite " + " and ".join(parts)))
+        return events
+
+
+def finite_impulses(*arrays):
+    """The impulse arrays with non-finite entries set to 0 (what warm starting may carry)."""
+    return tuple(a if np.isfinite(a).all() else np.where(np.isfinite(a), a, 0.0)
+                 for a in arrays)
