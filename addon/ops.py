@@ -87,6 +87,12 @@ class _BakeOperator:
         _report_problems(self, job.problems)
         seconds = summary["simulation_seconds"] + summary["write_seconds"] + \
             summary["refresh_seconds"]
+        bad = sorted(set(summary.get("unstable", {})) | set(summary.get("guarded", {})))
+        if bad:  # not a success: say which objects went wrong (details in the problems above)
+            names = ", ".join(bad[:MAX_REPORTS]) + (" ..." if len(bad) > MAX_REPORTS else "")
+            self.report({'WARNING'}, f"Baked {summary['objects']} object(s) over "
+                        f"{summary['frames']} frames, but {len(bad)} went unstable: {names}")
+            return {'FINISHED'}
         self.report({'INFO'}, f"Baked {summary['objects']} object(s) over {summary['frames']} "
                     f"frames in {seconds:.2f} s")
         return {'FINISHED'}

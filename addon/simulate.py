@@ -9,12 +9,14 @@ was; scripts call ``run()``.
 Frames: the objects' poses at the first frame are the initial state; each later frame is one
 engine step of 1 / fps seconds (the engine substeps internally).
 """
+import re
 import time
 
 import numpy as np
 
 from .. import engine
 from ..engine import quat
+from ..engine.guard import SpeedWatch
 from . import animation, cache, channels, fields, handoff, joints, transforms
 from .collect import Problem, SceneReader, mesh_points, world_matrices
 
@@ -81,6 +83,9 @@ class BakeJob:
         self.write_seconds = 0.0
         self.refresh_seconds = 0.0
         self.max_penetration = 0.0
+        self.unstable = {}        # object name -> (frame, speed m/s): absurd speeds (SpeedWatch)
+        self.guarded = {}         # object name -> (frame, reason): engine guard firings
+        self._guard_seen = 0
 
     # -- prepare ----------------------------------------------------------------------------
     def prepare(self):
@@ -154,6 +159,7 @@ class BakeJob:
         if prev_cache is not None:
             self._resume_from(prev_cache, first)
         self._start_handoff(first, end)
+        self.watch = SpeedWatch(world)
         self._plan_parents()
         # Force fields: poses and settings of the frame each step ends on (fields.py).
         self.fields = fields.SceneFields(scene, self.depsgraph, self.dynamic, self.problems,
@@ -312,7 +318,11 @@ class BakeJob:
                     self.fields.apply(world, f)
                 if self.handoff.any:
                     self.handoff.step(world, f, self.handoff_index, self._handoff_poses)
-                world.step(self.dt, record=self.record)
+                try:
+                    world.step(self.dt, record=self.record)
+                except engine.EngineError as exc:
+                    raise engine.EngineError(self.name_bodies(str(exc))) from exc
+                self._watch(f)
                 k = f - self.first
                 self.positions[k] = world.positions[self.dyn_idx]
                 self.orientations[k] = world.orientations[self.dyn_idx]
@@ -330,6 +340,45 @@ class BakeJob:
             self.sim_seconds += time.perf_counter() - t0
         return self.frame >= self.frame_end
 
+    def name_bodies(self, message):
+        """An engine message with every "body <index>" replaced by the object's name (the
+        engine only knows indices; the user only knows names)."""
+        def name(m):
+            i = int(m.group(1))
+            return f'object "{self.names[i]}"' if 0 <= i < len(self.names) else m.group(0)
+        return re.sub(r"\bbody (\d+)", name, message)
+
+    def _watch(self, f):
+        """After the step to frame f: new guard firings and absurd speeds, once per object."""
+        events = self.world.guard_events
+        for ev in events[self._guard_seen:]:
+            name = self.names[ev.body]
+            if name not in self.guarded:
+                self.guarded[name] = (f, ev.reason)
+                self.problems.append(Problem(
+                    "WARNING", name, f"the simulation of this object failed at frame {f} "
+                    f"({ev.reason}); it was kept at its last good pose and put to sleep, the "
+                    "rest of the scene went on. Please report this with the .blend file."))
+        self._guard_seen = len(events)
+        if self.fields.objects:
+            return  # force fields add speed the watch cannot bound: no absurd-speed report
+        kin = self.world.kinds == 2     # animated bodies (and hand-offs) this frame
+        if kin.any():
+            w = self.world
+            self.watch.kinematic(float(np.max(
+                np.linalg.norm(w.linear_velocities[kin], axis=1)
+                + np.linalg.norm(w.angular_velocities[kin], axis=1) * self.watch.reach[kin])))
+        idx, speed = self.watch.check(self.world, self.dt)
+        for i, v in zip(idx, speed):
+            name = self.names[i]
+            self.unstable[name] = (f, float(v))
+            self.problems.append(Problem(
+                "WARNING", name, f"reached {v:.3g} m/s at frame {f}, far beyond any speed at "
+                f"the start of the bake or of the animated objects ({self.watch.reference:.3g} "
+                "m/s): the simulation went unstable there, its keys from that frame on are "
+                "not trustworthy. Try more substeps, or a less extreme mass ratio between "
+                "touching objects."))
+
     def _sample(self, f):
         """Animated bodies' targets, deforming meshes and moving parents' matrices at frame
         f (the scene is evaluated at f unless it already is: the live preview samples the
@@ -342,6 +391,8 @@ class BakeJob:
             mats = np.array([_obj_matrix(b.obj) for b in self.kinematic])
             R, _ = transforms.polar_decompose(mats[:, :3, :3])
             q = quat.from_matrix(R)
+            idx = np.array([b.index for b in self.kinematic])
+            self._kinematic_speed(idx, mats[:, :3, 3], q)
             # Animated bodies are few (scenery, hand-offs): one call each.
             for j, b in enumerate(self.kinematic):
                 self.world.set_kinematic_target(b.index, mats[j, :3, 3], q[j])
@@ -372,6 +423,14 @@ class BakeJob:
                                          f"shape from frame {f} on."))
             self.world.set_mesh_vertices(b.index, d["points"])
             self.deforming.remove(b)
+
+    def _kinematic_speed(self, idx, pos, q):
+        """Tell the speed watch how fast the animated bodies' surfaces move this frame."""
+        w = self.world
+        lin = np.linalg.norm(pos - w.positions[idx], axis=1)
+        dot = np.abs(np.einsum("ij,ij->i", q, w.orientations[idx]))
+        ang = 2.0 * np.arccos(np.clip(dot, 0.0, 1.0))
+        self.watch.kinematic(float(np.max((lin + ang * self.watch.reach[idx]) / self.dt)))
 
     def run(self):
         """Synchronous bake (scripts, headless): prepare, simulate everything, write."""
@@ -475,5 +534,7 @@ class BakeJob:
             "refresh_seconds": self.refresh_seconds,
             "max_penetration": self.max_penetration if self.record else None,
             "problems": [str(p) for p in self.problems],
+            "unstable": dict(self.unstable),
+            "guarded": dict(self.guarded),
         }
 

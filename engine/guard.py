@@ -76,3 +76,47 @@ def finite_impulses(*arrays):
     """The impulse arrays with non-finite entries set to 0 (what warm starting may carry)."""
     return tuple(a if np.isfinite(a).all() else np.where(np.isfinite(a), a, 0.0)
                  for a in arrays)
+
+
+class SpeedWatch:
+    """Flags dynamic bodies whose speed goes far beyond anything the scene can explain.
+
+    The reference is the fastest surface speed at the start (|v| + |w| * reach over the
+    bodies, kinematic ones included) and of the kinematic motion seen since (``kinematic``).
+    A body is absurd when its linear speed exceeds ``2 * reference + 50 m/s + |g| * t``:
+    collisions can at most about double a speed (an elastic hit of a light body by a heavy
+    one), gravity adds |g| t. Energy from nowhere (a solver blow-up) crosses it at once;
+    a real scene never does. ``check`` returns the bodies newly over the line, once each.
+    """
+
+    def __init__(self, world, slack=50.0):
+        self.slack = float(slack)
+        self.g = float(np.linalg.norm(world.gravity))
+        self.reach = self._reach(world)
+        moving = world.kinds != 1
+        surf = (np.linalg.norm(world.linear_velocities, axis=1)
+                + np.linalg.norm(world.angular_velocities, axis=1) * self.reach)
+        self.reference = float(surf[moving].max()) if moving.any() else 0.0
+        self.t = 0.0
+        self.flagged = np.zeros(world.body_count, dtype=bool)
+
+    @staticmethod
+    def _reach(world):
+        sid = world._v("shape")
+        return world.table.bound_radius[sid] + np.linalg.norm(world._v("com"), axis=1)
+
+    def kinematic(self, speed):
+        """Account for a kinematic body's surface speed (m/s) seen in the motion."""
+        self.reference = max(self.reference, float(speed))
+
+    def cap(self):
+        return 2.0 * self.reference + self.slack + self.g * self.t
+
+    def check(self, world, dt):
+        """After a step of dt: (indices, speeds) of dynamic bodies newly over the cap."""
+        self.t += dt
+        speed = np.linalg.norm(world.linear_velocities, axis=1)
+        over = (world.kinds == 0) & ~(speed <= self.cap()) & ~self.flagged
+        idx = np.flatnonzero(over)
+        self.flagged[idx] = True
+        return idx, speed[idx]
