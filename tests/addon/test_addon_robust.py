@@ -107,3 +107,97 @@ def test_absurd_speed_is_reported_by_name_not_as_success(monkeypatch):
     frame, speed = last["summary"]["unstable"]["Wild"]
     assert speed > 1e5 and 5 <= frame <= 8
     assert any(m.startswith("Wild:") and "m/s" in m for m in _messages())
+
+
+# -- mesh fuzz ---------------------------------------------------------------------------------
+def _random_mesh(rng, name):
+    """A random, often broken, mesh: (vertices, faces, label)."""
+    kind = int(rng.integers(9))
+    cube = [(x, y, z) for z in (-1, 1) for y in (-1, 1) for x in (-1, 1)]
+    cube_faces = [(0, 1, 3, 2), (4, 6, 7, 5), (0, 4, 5, 1), (2, 3, 7, 6), (0, 2, 6, 4),
+                  (1, 5, 7, 3)]
+    if kind == 0:
+        return cube, cube_faces, "cube"
+    if kind == 1:   # non-manifold: a cube missing faces plus a dangling fin
+        return cube + [(3, 0, 0)], cube_faces[:3] + [(1, 8, 3)], "non-manifold"
+    if kind == 2:   # flat
+        return [(x, y, 0) for x, y, _ in cube[:4]], [(0, 1, 3, 2)], "flat"
+    if kind == 3:   # duplicated vertices
+        return cube + cube, cube_faces + [tuple(i + 8 for i in f) for f in cube_faces], "dup"
+    if kind == 4:   # a single vertex
+        return [(0.0, 0.0, 0.0)], [], "single vertex"
+    if kind == 5:   # vertices, zero faces
+        return [tuple(v) for v in rng.normal(size=(12, 3))], [], "no faces"
+    if kind == 6:   # a random cloud with random triangles
+        v = [tuple(p) for p in rng.normal(size=(20, 3))]
+        return v, [tuple(int(i) for i in rng.choice(20, 3, replace=False)) for _ in range(10)], \
+            "random"
+    if kind == 7:   # a line
+        return [(0, 0, 0), (1, 0, 0), (2, 0, 0)], [], "line"
+    return [], [], "empty"
+
+
+def test_fuzz_of_broken_meshes_bakes_without_crash_nan_or_loss():
+    """Random broken meshes (non-manifold, flat, duplicated vertices, single vertices, zero
+    faces, empty), random shapes and body types, huge/tiny/negative/NaN transforms and
+    modifiers that empty the mesh, in batches through import + bake in the real Blender:
+    every bake finishes (or stops before touching anything with a message), no key is NaN,
+    each skipped object is named in the problems, and no object or mesh of the scene is lost
+    or changed outside its keys. Counts are printed (pytest -s)."""
+    rng = np.random.default_rng(11)
+    shapes = ["CONVEX_HULL", "BOX", "SPHERE", "CAPSULE", "MESH", "COMPOUND"]
+    counts = dict(scenes=0, objects=0, baked=0, skipped=0, stopped=0)
+    for scene_no in range(6):
+        scene = hb.empty_scene(frame_end=6)
+        hb.add_box("Ground", size=(40, 40, 1), location=(0, 0, -0.5), body_type='PASSIVE')
+        made = []
+        for k in range(10):
+            verts, faces, label = _random_mesh(rng, f"m{k}")
+            mesh = bpy.data.meshes.new(f"S{scene_no}_{label}_{k}")
+            mesh.from_pydata(verts, [], faces)
+            mesh.update()
+            body = str(rng.choice(["DYNAMIC", "DYNAMIC", "PASSIVE", "ANIMATED"]))
+            shape = str(rng.choice(shapes))
+            if shape == "MESH" and body == "DYNAMIC":
+                body = "PASSIVE"
+            o = hb.add_object(mesh.name, mesh, location=tuple(rng.uniform(-15, 15, 2)) + (
+                float(rng.uniform(1, 6)),), body_type=body, shape=shape)
+            t = int(rng.integers(6))
+            if t == 1:
+                o.scale = (1e4, 1e4, 1e4)
+            elif t == 2:
+                o.scale = (1e-5, 1e-5, 1e-5)
+            elif t == 3:
+                o.scale = (-1.0, 1.0, 2.0)
+            elif t == 4:
+                o.location.x = float("nan")
+            elif t == 5 and len(mesh.vertices):
+                mod = o.modifiers.new("Empty", 'MASK')   # no vertex group: empties the mesh
+                mod.vertex_group = ""
+            made.append(o)
+        scene.frame_set(1)
+        counts["scenes"] += 1
+        counts["objects"] += len(made)
+        names_before = sorted(o.name for o in bpy.data.objects)
+        meshes_before = {m.name: len(m.vertices) for m in bpy.data.meshes}
+        try:
+            bpy.ops.hullabaloo.bake()
+        except RuntimeError as exc:           # stopped before touching anything: a message
+            counts["stopped"] += 1
+            assert "Nothing to bake" in str(exc) or "no valid" in str(exc), str(exc)
+            continue
+        finally:
+            assert sorted(o.name for o in bpy.data.objects) == names_before
+            assert {m.name: len(m.vertices) for m in bpy.data.meshes} == meshes_before
+        problems = hb.pkg().addon.ops.LAST["problems"]
+        skipped = {p.name for p in problems if p.level == "ERROR"}
+        for o in made:
+            if o.hullabaloo.bake.baked:
+                counts["baked"] += 1
+                for ch, attrs in hb.keys_of(o).items():
+                    assert np.all(np.isfinite(attrs["co"])), (o.name, ch)
+            elif o.hullabaloo.body_type == "DYNAMIC":
+                counts["skipped"] += 1
+                assert o.name in skipped, (o.name, [str(p) for p in problems])
+    print(f"mesh fuzz: {counts}")
+    assert counts["baked"] > 0 and counts["skipped"] > 0
