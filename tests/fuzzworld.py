@@ -352,7 +352,7 @@ class Limits:
         mass = world.masses[dyn]
         # What soft contacts may add: push-out at max_push for every body, and the potential
         # energy of lifting each body out of an initial overlap (its own size).
-        self.energy_slack = float(np.sum(mass * (0.5 * world.max_push ** 2 + self.g *
+        self.energy_slack = float(np.sum(mass * (0.5 * world.settings.max_push ** 2 + self.g *
                                                  2 * reach[dyn])))
         self.kinematic = self.kin_speed > 0
 
@@ -407,18 +407,18 @@ def static_depth_excess(world):
     by millimetres; a body half inside a wall is a failure). Returns (depth, allowed) of the
     worst offender or None."""
     rec = world.last_record
-    if not rec or not len(rec["separations"]):
+    if not rec or not len(rec.separations):
         return None
     kind = world.kinds
-    pa, pb = rec["pairs"][:, 0], rec["pairs"][:, 1]
+    pa, pb = rec.pairs[:, 0], rec.pairs[:, 1]
     st = ((kind[pa] == 1) & (kind[pb] == 0)) | ((kind[pb] == 1) & (kind[pa] == 0))
     if not st.any():
         return None
     reach = world.table.bound_radius[world._v("shape")]
     allowed = 0.25 * np.minimum(reach[pa], reach[pb]) + 0.02
-    excess = np.where(st, -rec["separations"] - allowed, -np.inf)
+    excess = np.where(st, -rec.separations - allowed, -np.inf)
     j = int(np.argmax(excess))
-    return (float(-rec["separations"][j]), float(allowed[j])) if excess[j] > 0 else None
+    return (float(-rec.separations[j]), float(allowed[j])) if excess[j] > 0 else None
 
 
 def run_scene(scene, steps=None, replay=True):  # noqa: C901 (one loop, several checks)
