@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import EngineError
+
 
 @dataclass(frozen=True)
 class GuardEvent:
@@ -70,6 +72,29 @@ class StateGuard:
             events.append(GuardEvent(float(time), int(b),
                                      "non-finite " + " and ".join(parts)))
         return events
+
+
+def unit_quaternion(q, what):
+    """q (4,) finite, normalised; a zero-length one is refused (dividing by its norm made
+    every pose of the body NaN: set_pose / set_kinematic_target with (0, 0, 0, 0))."""
+    n = float(np.linalg.norm(q))
+    if not n > 1e-9:
+        raise EngineError(f"{what} {tuple(q)!r} has zero length; give a unit quaternion "
+                          "(w, x, y, z), e.g. (1, 0, 0, 0)")
+    return q / n
+
+
+def sound_manifolds(normal, points, separation, count):
+    """(M,) bool: manifolds the solver may use: a finite unit normal (the solver's tangent
+    basis divides by |n x helper|, which is >= 0.57 only for a unit n; a zero normal, which
+    a degenerate query may return, gave NaN tangents) and finite used points and
+    separations. The others are dropped for this pass (documented fallback: no contact
+    from that pair this pass; the next pass queries again)."""
+    used = np.arange(points.shape[1])[None, :] < count[:, None]
+    n2 = np.einsum("mi,mi->m", normal, normal)
+    unit = np.abs(n2 - 1.0) < 1e-6
+    pts = np.where(used, np.isfinite(points).all(axis=2) & np.isfinite(separation), True)
+    return unit & pts.all(axis=1)
 
 
 def finite_impulses(*arrays):

@@ -50,7 +50,11 @@ def solve3(m, f):
     singular."""
     cof = cross(m[:, _P1], m[:, _P2])  # (K, 3, 3): row i = r_{i+1} x r_{i+2}
     det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
-    return np.einsum("nji,nj->ni", cof, f) / det[:, None]
+    # A singular Newton matrix (not seen, but not excluded for a needle-thin inertia at a
+    # large h |w|) gives no step rather than inf/NaN: gyroscopic() then keeps w1 as it is.
+    ok = np.abs(det) > 0.0
+    x = np.einsum("nji,nj->ni", cof, f) / np.where(ok, det, 1.0)[:, None]
+    return np.where(ok[:, None] & np.isfinite(x), x, 0.0)
 
 
 def world_inverse_inertia(rot, inv_inertia_body):

@@ -48,7 +48,7 @@ from .deform import deform_mesh_body
 from .errors import EngineError
 from .fields import FieldTable, field_forces
 from .graph import colour_constraints, islands
-from .guard import StateGuard, finite_impulses
+from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
 from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .kinds import BodyKind, ShapeKind
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
@@ -362,8 +362,7 @@ class World(BodyControl, JointWorldMixin):
         if position is not None:
             a["pos"][i] = _vec(position, 3, "position")
         if orientation is not None:
-            q = _vec(orientation, 4, "orientation")
-            a["q"][i] = q / np.linalg.norm(q)
+            a["q"][i] = unit_quaternion(_vec(orientation, 4, "orientation"), "orientation")
         a["x"][i] = a["pos"][i] + quat.rotate(a["q"][i], a["com"][i])
         self.wake(i)
 
@@ -376,7 +375,7 @@ class World(BodyControl, JointWorldMixin):
                               "kinematic bodies only (use set_pose for others)")
         self._a["target_pos"][i] = _vec(position, 3, "target position")
         q = self._a["q"][i] if orientation is None else _vec(orientation, 4, "target orientation")
-        self._a["target_q"][i] = q / np.linalg.norm(q)
+        self._a["target_q"][i] = unit_quaternion(q, "target orientation")
         self._a["has_target"][i] = True
 
     # -- force fields (engine.fields) -------------------------------------------------------
@@ -786,7 +785,8 @@ class World(BodyControl, JointWorldMixin):
                              self._v("q")[ib], margin=self._speculative_margin(ia, ib, vel, dt),
                              collide=self._collide)
         man = res.manifolds
-        live = np.flatnonzero(man.count[:] > 0)
+        live = np.flatnonzero((man.count[:] > 0) & sound_manifolds(man.normal, man.points,
+                                                                   man.separation, man.count))
         out = {k: getattr(man, k)[live] for k in ("normal", "points", "separation", "count",
                                                    "ids", "axis_kind", "axis_index")}
         rows = res.pair[live]

@@ -75,3 +75,57 @@ def test_guard_keeps_a_poisoned_body_at_its_last_good_pose_and_lets_the_others_g
     for b in (1, 3):
         assert np.array_equal(world.positions[b], reference.positions[b])
     assert np.all(np.isfinite(world.positions)) and reference.guard_events == []
+
+
+def test_zero_quaternion_in_set_pose_or_a_target_is_refused_not_a_nan_pose():
+    """Sibling of the NaN hunt: set_pose / set_kinematic_target divided by |q| unchecked, so
+    (0, 0, 0, 0) made the body's pose NaN (and the next step's broadphase fail for all)."""
+    import pytest
+    from engine import EngineError
+
+    world = _three_boxes()
+    kin = world.add_body(Box((0.5, 0.5, 0.5)), position=(0, 5, 1), kind="kinematic")
+    with pytest.raises(EngineError, match="zero length"):
+        world.set_pose(1, orientation=(0.0, 0.0, 0.0, 0.0))
+    with pytest.raises(EngineError, match="zero length"):
+        world.set_kinematic_target(kin, (0, 5, 2), (0.0, 0.0, 0.0, 0.0))
+    world.step(1.0 / 60.0)
+    assert np.all(np.isfinite(world.orientations)) and world.guard_events == []
+
+
+def test_sound_manifolds_drops_zero_normals_and_non_finite_points_only():
+    from engine.guard import sound_manifolds
+
+    rng = np.random.default_rng(3)
+    m = 64
+    n = rng.normal(size=(m, 3))
+    n /= np.linalg.norm(n, axis=1, keepdims=True)
+    pts = rng.normal(size=(m, 4, 3))
+    sep = rng.normal(size=(m, 4))
+    count = rng.integers(1, 5, m)
+    n[3] = 0.0                      # degenerate query
+    pts[5, 0] = np.nan              # a used slot
+    pts[7, 3] = np.nan              # an unused slot (count 1): harmless
+    count[7] = 1
+    sep[9, 0] = np.inf
+    ok = sound_manifolds(n, pts, sep, count)
+    expect = np.ones(m, dtype=bool)
+    expect[[3, 5, 9]] = False
+    assert np.array_equal(ok, expect)
+
+
+def test_speed_watch_flags_a_body_launched_from_nowhere_once_and_respects_kinematics():
+    from engine.guard import SpeedWatch
+
+    world = _three_boxes()
+    watch = SpeedWatch(world)
+    assert watch.reference == 0.0 and watch.cap() == 50.0
+    world.step(1.0 / 60.0)
+    assert len(watch.check(world, 1.0 / 60.0)[0]) == 0
+    world.set_velocity(2, linear=(0.0, 0.0, 80.0))
+    idx, speed = watch.check(world, 1.0 / 60.0)
+    assert idx.tolist() == [2] and abs(speed[0] - 80.0) < 1e-9
+    assert len(watch.check(world, 1.0 / 60.0)[0]) == 0          # once per body
+    watch.kinematic(40.0)                                        # an animated body at 40 m/s
+    world.set_velocity(3, linear=(0.0, 0.0, 100.0))
+    assert len(watch.check(world, 1.0 / 60.0)[0]) == 0          # 100 < 2 * 40 + 50 + g t
