@@ -17,7 +17,7 @@ ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 
-import fuzzworld  # noqa: E402
+import fuzzworld
 
 
 def main(argv=None):

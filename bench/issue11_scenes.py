@@ -23,8 +23,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests"))
 
-from engine import Box, ConvexHull, EngineError, Sphere, World  # noqa: E402
-from fuzzworld import uv_sphere  # noqa: E402
+from fuzzworld import uv_sphere
+
+from engine import Box, ConvexHull, EngineError, Sphere, World
 
 
 def wall(ball="hull", mass=1000.0, speed=17.0, ccd=True, seed=0, radius=1.5):

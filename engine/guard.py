@@ -37,8 +37,8 @@ class StateGuard:
     of the bodies whose state went non-finite (``repair``)."""
 
     def __init__(self):
-        self.rows = None
-        self.saved = None
+        self.rows = np.zeros(0, dtype=np.int64)
+        self.saved = (np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((0, 6)))
 
     def save(self, rows, x, q, vel):
         self.rows = rows
@@ -47,7 +47,7 @@ class StateGuard:
     def repair(self, time, x, q, vel, pos, com_world, sleeping, sleep_time, island):
         """Restore the bodies whose state is not finite; returns their GuardEvents."""
         rows = self.rows
-        if rows is None or not len(rows):
+        if not len(rows):
             return []
         bad_x = ~np.isfinite(x[rows]).all(axis=1)
         bad_q = ~np.isfinite(q[rows]).all(axis=1)

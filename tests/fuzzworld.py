@@ -29,8 +29,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from engine import (Box, Capsule, Compound, ConvexHull, EngineError, Sphere, TriangleMesh,
-                    World, quat)
+from engine import Box, Capsule, Compound, ConvexHull, EngineError, Sphere, TriangleMesh, World, quat
 
 FAMILIES = ("violent", "crush")
 JOINT_HOOKS = []   # see the module docstring
@@ -158,7 +157,7 @@ def random_scene(seed, family=None, extreme=False):
         family = FAMILIES[int(rng.integers(len(FAMILIES)))]
     dt = 1.0 / 24.0 if rng.random() < 0.5 else 1.0 / 60.0
     scene = Scene(seed=seed, family=family, dt=dt, ccd=bool(rng.random() < 0.5),
-                  steps=int(round(1.0 / dt)))
+                  steps=round(1.0 / dt))
     if family == "violent":
         _violent(scene, rng, extreme)
     else:
@@ -421,7 +420,7 @@ def static_depth_excess(world):
     return (float(-rec.separations[j]), float(allowed[j])) if excess[j] > 0 else None
 
 
-def run_scene(scene, steps=None, replay=True):  # noqa: C901 (one loop, several checks)
+def run_scene(scene, steps=None, replay=True):
     """Run a scene, checking the invariants after every step; returns an Outcome."""
     world, ids, refused = build_world(scene)
     out = Outcome(scene=scene, refused=refused)

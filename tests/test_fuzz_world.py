@@ -3,10 +3,9 @@ bench/fuzz_world.py). Every scene's invariants are checked after every step (fin
 unit quaternions, no speed or energy from nowhere, bounded depth in static bodies, the guard
 never firing, a bit-identical replay from a mid-run state); a failure names the seed and the
 command that reproduces it."""
+import fuzzworld
 import numpy as np
 import pytest
-
-import fuzzworld
 
 # Small, quick seeds of each family (a few seconds each on the CI machine), plus the seeds
 # whose failures were root-caused and fixed (issue 11): 39 (gyroscopic energy gain of a fast

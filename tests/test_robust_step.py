@@ -16,7 +16,8 @@ def _rot_energy_and_momentum(world):
 def test_fast_free_spin_of_a_thin_box_keeps_its_energy_and_momentum():
     """A free rigid body conserves rotational energy and |L| exactly. A 4 cm stick spinning at
     10^4 rad/s (h |w| ~ 14 per substep: what a hit gives a small thin body in the fuzzer)
-    gained x19 energy in 1 s before the fix (x10 in the 0.5 s run here) (Newton's two steps diverge for h |w| > 1)."""
+    gained x19 energy in 1 s before the fix (x10 in the 0.5 s run here): Newton's two steps
+    diverge for h |w| > 1."""
     for spin in (1.0e3, 1.0e4, 3.0e4):
         world = World(gravity=(0.0, 0.0, 0.0))
         world.add_body(Box((0.001, 0.005, 0.02)), mass=1.0,
@@ -81,6 +82,7 @@ def test_zero_quaternion_in_set_pose_or_a_target_is_refused_not_a_nan_pose():
     """Sibling of the NaN hunt: set_pose / set_kinematic_target divided by |q| unchecked, so
     (0, 0, 0, 0) made the body's pose NaN (and the next step's broadphase fail for all)."""
     import pytest
+
     from engine import EngineError
 
     world = _three_boxes()
