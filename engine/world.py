@@ -604,7 +604,7 @@ class World(BodyControl, JointWorldMixin):
         solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
                                re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
                                warm_f, col.order, col.offsets, h, self.settings,
-                               overflow=col.overflow > 0)
+                               overflow=col.overflow > 0, reach=self._reach())
         joints = self._joint_solver(awake, inv_mass, inv_i, h)  # None without live joints
         dpose = np.zeros((self._n, 6))
         for _ in range(nsub):
@@ -632,6 +632,10 @@ class World(BodyControl, JointWorldMixin):
         solver.restitution(vel, self.settings.restitution_threshold)
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2
+
+    def _reach(self):
+        """(N,) bounding radius of each body about its centre of mass (m)."""
+        return self.table.bound_radius[self._v("shape")] + np.linalg.norm(self._v("com"), axis=1)
 
     def collision_steps_for(self, dt):
         """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
