@@ -42,7 +42,7 @@ its bodies' velocities, runs its rows and writes them back with plain assignment
 import numpy as np
 
 from . import quat
-from .graph import colour_constraints
+from .graph import colour_constraints, islands
 from .integrate import cross
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
@@ -118,6 +118,20 @@ def _masked_block(k, mask):
     return np.where(both, k, np.where(eye, 1.0, 0.0))
 
 
+def _has_cycle(a, b, world, awake):
+    """Do the joints (a[k], b[k]) close a loop? Bodies that do not move (the world, asleep or
+    static ones) count as one node, so two bodies fixed to the ground and to each other close
+    one too. A forest has as many edges as nodes minus trees."""
+    n = len(awake)
+    ground = n
+    ea = np.where(world | ~awake[a], ground, a)
+    eb = np.where(~awake[b], ground, b)
+    nodes = np.unique(np.concatenate((ea, eb)))
+    lab = islands(n + 1, ea, eb, np.zeros(n + 1, dtype=bool))
+    trees = len(np.unique(lab[nodes]))
+    return len(a) > len(nodes) - trees
+
+
 class JointSolver:
     """Joint rows of one collision pass (see the module docstring).
 
@@ -179,7 +193,11 @@ class JointSolver:
         # ring. The rows are few in the scenes that need it (chains, ropes, ragdolls, rigs).
         lock = g["lock"][:, :self.nr]
         rows = int(lock.sum())
-        self.direct = 0 < rows <= DIRECT_ROWS
+        # A cycle of joints (glued fracture pieces: every three mutual neighbours) makes the
+        # lock rows redundant and K singular, which the direct inverse cannot take; those
+        # systems go to Gauss-Seidel, which handles redundant rows.
+        self.direct = 0 < rows <= DIRECT_ROWS and not _has_cycle(self.a, self.b,
+                                                                  self.world, awake)
         if self.direct:
             self.rj, self.rk = np.nonzero(lock)
             ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
