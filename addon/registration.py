@@ -7,7 +7,7 @@ extension leaves Blender as it found it.
 import bpy
 from bpy.app.handlers import persistent
 
-from . import cache, cli, joints, ops, preview, props, ui
+from . import cache, cli, fracture, joints, ops, preview, props, ui
 from .overlay import registration as overlay
 
 _STATE = {"cli": None}
@@ -32,6 +32,7 @@ def _on_load_post(*args):
 def register():
     props.register()
     joints.register()
+    fracture.register()
     for cls in ops.CLASSES:
         bpy.utils.register_class(cls)
     ui.register()
@@ -56,6 +57,7 @@ def unregister():
     ui.unregister()
     for cls in reversed(ops.CLASSES):
         bpy.utils.unregister_class(cls)
+    fracture.unregister()
     joints.unregister()
     props.unregister()
     cache.clear_memory()

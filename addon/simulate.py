@@ -17,7 +17,7 @@ import numpy as np
 from .. import engine
 from ..engine import quat
 from ..engine.guard import SpeedWatch
-from . import animation, cache, channels, fields, handoff, joints, transforms
+from . import animation, cache, channels, fields, fracture, handoff, joints, transforms
 from .collect import Problem, SceneReader, mesh_points, world_matrices
 
 # How far below the lowest point of all passive / animated bodies a dynamic body must end to
@@ -132,7 +132,8 @@ class BakeJob:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
             raise BakeError("Nothing to bake: no object has Hullabaloo enabled (Physics "
                             "properties)." if not errs else f"Nothing to bake: {errs}")
-        world = engine.World(settings=world_settings(scene))
+        world = engine.World(settings=fracture.glue_world_settings(scene,
+                                                                   world_settings(scene)))
         kept = []
         for b in bodies:
             try:
@@ -147,6 +148,7 @@ class BakeJob:
         bodies = kept
         self.bodies = bodies
         self.joints = self._add_joints(world, bodies)
+        self.glue = self._add_glue(world, bodies)
         self.dynamic = [b for b in bodies if b.kind == "dynamic"]
         if not self.dynamic:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
@@ -191,6 +193,14 @@ class BakeJob:
         return joints.add_scene_joints(
             world, self.scene, index,
             lambda obj, msg: self.problems.append(Problem("ERROR", obj.name, msg)))
+
+    def _add_glue(self, world, bodies):
+        """Glue bonds of fractured collections (addon.fracture), after the scene's joints."""
+        from .collect import Problem
+        index = {b.name: (b.index, b.kind) for b in bodies}
+        return fracture.add_scene_glue(
+            world, self.scene, index,
+            lambda owner, msg: self.problems.append(Problem("WARNING", owner.name, msg)))
 
     def _resume_from(self, prev, frame):
         """Put the world in the stored state of frame (bit-exact when the body set is the

@@ -139,8 +139,18 @@ def convex_faces(vertices, faces, tol=1e-9):
     nl = np.linalg.norm(normal, axis=1)
     unit = normal / np.where(nl > 0, nl, 1.0)[:, None]
     off = np.einsum("ij,ij->i", v[flat] - v[flat[_starts(sizes)[face_of]]], unit[face_of])
-    np.logical_and.at(ok, face_of, np.abs(off) <= tol * scale * 1e3)
+    np.logical_and.at(ok, face_of, np.abs(off) <= tol * scale)
     return ok & (nl > 0)
+
+
+def _check_solid(v, sizes, flat):
+    """Closed, manifold and with volume (signed volume, size) or EngineError."""
+    _check_closed(v, sizes, flat)
+    vol, _ = _volume_centroid(v, sizes, flat)
+    scale = float(np.ptp(v, axis=0).max())
+    if not scale > 0 or not abs(vol) > 1e-12 * scale ** 3:
+        raise EngineError("the mesh has no volume (it is flat); fracture needs a closed solid")
+    return vol, scale
 
 
 def _volume_centroid(v, sizes, flat):
@@ -226,6 +236,7 @@ def _sample_inside(mesh, n, rng, draw):
 def volume_points(vertices, faces, n, seed=0):
     """n points uniform in the mesh's volume (deterministic for the seed)."""
     v, sizes, flat = _as_mesh(vertices, faces)
+    _check_solid(v, sizes, flat)
     lo, hi = v.min(axis=0), v.max(axis=0)
     rng = np.random.default_rng(seed)
     return _sample_inside((v, sizes, flat), n, rng,
@@ -236,6 +247,7 @@ def cluster_points(vertices, faces, n, centre, radius, seed=0):
     """n points inside the mesh, normally distributed (sigma = radius) about ``centre``: fine
     pieces near an impact point, coarse ones away from it."""
     v, sizes, flat = _as_mesh(vertices, faces)
+    _check_solid(v, sizes, flat)
     c = np.asarray(centre, dtype=np.float64).reshape(3)
     r = float(radius)
     if not r > 0:
@@ -529,11 +541,7 @@ def fracture(vertices, faces, points, min_volume=0.0):
 
     Raises EngineError for an open, non-manifold or flat mesh, no points, or too many."""
     v, sizes, flat = _as_mesh(vertices, faces)
-    _check_closed(v, sizes, flat)
-    vol, _ = _volume_centroid(v, sizes, flat)
-    scale = float(np.ptp(v, axis=0).max())
-    if not scale > 0 or not abs(vol) > 1e-12 * scale ** 3:
-        raise EngineError("the mesh has no volume (it is flat); fracture needs a closed solid")
+    vol, scale = _check_solid(v, sizes, flat)
     if vol < 0:   # inward-facing normals: flip the faces (documented fallback)
         flat = _reverse_faces(sizes, flat)
         vol = -vol
