@@ -2,7 +2,7 @@
 
 - ``piece_shape(piece)``: the body shape of an ``engine.fracture.Piece`` in its own frame (origin
   at the piece's centre of mass): a ConvexHull for a convex piece, a Compound of convex parts
-  (``engine.decompose``) for a non-convex one.
+  for a non-convex one (the piece cut again into Voronoi parts, each hulled).
 - ``add_pieces(world, fracture, ...)``: one dynamic body per piece, origin at its centre of mass.
 - ``add_glue(world, bodies_a, bodies_b, centres, areas, strength)``: one fixed joint per bond,
   created in one batch; it breaks (for good) when its reaction force exceeds
@@ -18,8 +18,8 @@ import numpy as np
 
 from . import quat
 from .compound import Compound
-from .decompose import decompose
 from .errors import EngineError
+from .fracture import fracture, volume_points
 from .hull import ConvexHull
 from .joints import _FIELDS as _JOINT_FIELDS
 from .joints import KINDS as _JOINT_KINDS
@@ -28,21 +28,17 @@ from .joints import parse
 __all__ = ["piece_shape", "add_pieces", "add_glue", "start_asleep", "bond_strengths"]
 
 
-def _triangles(piece):
-    tris = []
-    for f in piece.faces():
-        for k in range(1, len(f) - 1):
-            tris.append((f[0], f[k], f[k + 1]))
-    return np.array(tris, dtype=np.int64)
-
-
 def piece_shape(piece, max_parts=8):
-    """The piece's shape in a frame at its centre of mass (world axes)."""
+    """The piece's shape in a frame at its centre of mass (world axes). A non-convex piece is
+    cut again into up to ``max_parts`` Voronoi parts (exact and fast, engine.fracture) and each
+    part hulled: the hulls hug the piece the closer the smaller the parts."""
     local = piece.vertices - piece.centroid
     size = float(np.ptp(local, axis=0).max())
     if piece.convex:
         return ConvexHull(local, tolerance=1e-9 * size)
-    parts = decompose(local, _triangles(piece), max_parts=max_parts)
+    faces = piece.faces()
+    seeds = volume_points(local, faces, max_parts, seed=0)
+    parts = [p.vertices for p in fracture(local, faces, seeds).pieces]
     if len(parts) == 1:
         return ConvexHull(parts[0], tolerance=1e-9 * size)
     ident = (1.0, 0.0, 0.0, 0.0)

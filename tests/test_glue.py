@@ -70,7 +70,11 @@ def test_pieces_as_bodies_mass_and_shapes():
     tfr = fracture(tv, tf, np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]]))
     ring = [p for p in tfr.pieces if p.seed == 0][0]       # a C-shaped arc: not convex
     assert not ring.convex
-    assert isinstance(piece_shape(ring), Compound)
+    shape = piece_shape(ring)
+    assert isinstance(shape, Compound) and len(shape.shapes) == 8
+    # The parts' hulls cover the piece and hug it (coarse 16 x 8 torus: within 20 %).
+    hulls = sum(h.volume for h in shape.shapes)
+    assert ring.volume <= hulls < 1.2 * ring.volume
 
 
 @pytest.mark.parametrize("factor, broken", [(0.9, True), (1.1, False)])
