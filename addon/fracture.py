@@ -334,6 +334,29 @@ def add_scene_glue(world, scene, bodies, problem):
     return out
 
 
+def bond_model(scene, rows, first_pos, first_rot):
+    """The glue bonds the bake adds (same order, same filter), for the joint overlay:
+    (a, b, anchor_a, anchor_b, frame_a) with anchors in the pieces' origin frames. rows: body
+    name -> overlay row; first_pos (N, 3), first_rot (N, 3, 3) at the bake's first frame."""
+    out_a, out_b, anc_a, anc_b = [], [], [], []
+    for coll in scene_glue_collections(scene):
+        by_num, a, b, area, local = collection_bonds(coll)
+        for i, j, c in zip(a, b, local):
+            oa, ob = by_num.get(int(i)), by_num.get(int(j))
+            if oa is None or ob is None or oa.name not in rows or ob.name not in rows:
+                continue
+            ra, rb = rows[oa.name], rows[ob.name]
+            centre = first_pos[ra] + first_rot[ra] @ c
+            out_a.append(ra)
+            out_b.append(rb)
+            anc_a.append(c)
+            anc_b.append(first_rot[rb].T @ (centre - first_pos[rb]))
+    n = len(out_a)
+    frame = np.array([first_rot[r].T for r in out_a]) if n else np.zeros((0, 3, 3))
+    return (np.array(out_a, np.int64), np.array(out_b, np.int64),
+            np.array(anc_a).reshape(-1, 3), np.array(anc_b).reshape(-1, 3), frame)
+
+
 # ------------------------------------------------------------------------------ operators
 def _source_of(obj):
     """The object to fracture for a selected object: itself (a mesh), the original of a

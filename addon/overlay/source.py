@@ -169,7 +169,7 @@ def joint_model(scene, model, first_pos, first_q):
            "frame_a": np.zeros((n, 3, 3)), "ang_limits": np.full((n, 2), np.nan),
            "lin_limits": np.full((n, 2), np.nan), "spring": np.zeros(n, bool)}
     if not n:
-        return out
+        return _with_glue(out, scene, rows, first_pos, first_q)
     rot0 = quat.to_matrix(np.asarray(first_q, dtype=np.float64))
     for j, (ia, ib, (p, q), kw, _js) in enumerate(picked):
         r = quat.to_matrix(q)
@@ -183,7 +183,23 @@ def joint_model(scene, model, first_pos, first_q):
         if "lin_x" in limits:
             out["lin_limits"][j] = limits["lin_x"]
         out["spring"][j] = bool(kw["springs"])
-    return out
+    return _with_glue(out, scene, rows, first_pos, first_q)
+
+
+def _with_glue(out, scene, rows, first_pos, first_q):
+    """Append the glue bonds of fractured collections (addon.fracture), after the scene's
+    joints as the bake adds them, as fixed joints (drawn piece centre - bond - piece centre,
+    intact and broken in the joint colours)."""
+    from .. import fracture as addon_fracture
+    rot0 = quat.to_matrix(np.asarray(first_q, dtype=np.float64).reshape(-1, 4))
+    a, b, pa, pb, fa = addon_fracture.bond_model(scene, rows, np.asarray(first_pos), rot0)
+    if not len(a):
+        return out
+    m = len(a)
+    add = {"a": a, "b": b, "anchor_a": pa, "anchor_b": pb, "frame_a": fa,
+           "ang_limits": np.full((m, 2), np.nan), "lin_limits": np.full((m, 2), np.nan),
+           "spring": np.zeros(m, bool)}
+    return {k: np.concatenate((out[k], add[k])) for k in out}
 
 
 def _joint_state(joints, state):

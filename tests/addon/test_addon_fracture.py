@@ -174,6 +174,29 @@ def _bake_wall(strength, ball):
     return x0, x1, pieces, job
 
 
+def _check_bond_overlay(n_bonds):
+    """The joint overlay draws the glue bonds: piece centre - bond centre - piece centre,
+    closed at the first frame, with the baked broken flags (broken in their own colour)."""
+    import importlib
+    base = hb.pkg().__name__ + ".addon.overlay."
+    src, jg, quat = (importlib.import_module(base + m) for m in ("source", "joint_geometry",
+                                                                   "geometry"))
+    quat = quat.quat
+    scene = bpy.context.scene
+    model, first, _ = src.frame_data(scene, bpy.context, scene.frame_start)
+    j = first["joints"]
+    assert len(j["a"]) == n_bonds and not j["broken"].any()
+    pa, pb, _ = jg.world_frames(j, first["pos"], quat.to_matrix(first["q"]))
+    assert np.abs(pa - pb).max() < 1e-5
+    model, last, _ = src.frame_data(scene, bpy.context, scene.frame_end)
+    j = last["joints"]
+    assert 0.2 * n_bonds < j["broken"].sum() < n_bonds
+    layers = jg.joint_layers(j, last["pos"], quat.to_matrix(last["q"]), {})
+    links = [ly for ly in layers if ly.name == "joint_links"][0]
+    cols = np.asarray(links.colours).reshape(-1, 4)[:, :3]
+    assert np.isclose(cols, jg.BROKEN_COLOUR[:3]).all(axis=1).sum() == 4 * j["broken"].sum()
+
+
 def _stretch(x0, x1):
     """Largest change of a distance between two pieces (0 for a rigid motion)."""
     d0 = np.linalg.norm(x0[:, None] - x0[None], axis=2)
@@ -186,6 +209,7 @@ def test_glued_wall_holds_then_breaks_only_when_weak():
     assert np.linalg.norm(x1 - x0, axis=1).max() < 2e-3      # 2 s at 24 fps
     x0, x1, pieces, _ = _bake_wall(1e6, ball=True)
     assert _stretch(x0, x1) > 0.3                            # weak glue: the wall bursts
+    _check_bond_overlay(len(bpy.data.collections["Wall_pieces"]["hb_bond_a"]))
     x0, x1, pieces, _ = _bake_wall(1e10, ball=True)
     assert np.linalg.norm(x1 - x0, axis=1).min() > 0.05      # strong glue: hit and moved,
     assert _stretch(x0, x1) < 0.01                           # as one body
