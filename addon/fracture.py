@@ -19,8 +19,14 @@ pieces (engine.fracture), glue bonds between pieces sharing a face, and the bake
 """
 import bpy
 import numpy as np
-from bpy.props import (BoolProperty, EnumProperty, FloatProperty, FloatVectorProperty,
-                       IntProperty, PointerProperty)
+from bpy.props import (
+    BoolProperty,
+    EnumProperty,
+    FloatProperty,
+    FloatVectorProperty,
+    IntProperty,
+    PointerProperty,
+)
 
 from .. import engine
 from ..engine import fracture as efr

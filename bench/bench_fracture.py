@@ -18,9 +18,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import Box, EngineError, Sphere, World  # noqa: E402
-from engine.fracture import fracture, mesh_volume, volume_points  # noqa: E402
-from engine.glue import add_glue, add_pieces  # noqa: E402
+from engine import Box, EngineError, Sphere, World
+from engine.fracture import fracture, mesh_volume, volume_points
+from engine.glue import add_glue, add_pieces
 
 WALL = (2.0, 0.25, 1.5)
 
@@ -73,7 +73,7 @@ def wall(strength, iterations, ball, asleep, seconds):
     t = time.perf_counter()
     status = "ok"
     try:
-        for _ in range(int(round(seconds * 24))):
+        for _ in range(round(seconds * 24)):
             w.step(1 / 24)
     except EngineError as exc:
         status = f"FAILED ({str(exc)[:40]})"

@@ -25,8 +25,17 @@ import numpy as np
 
 from .errors import EngineError
 
-__all__ = ["Piece", "Fracture", "fracture", "volume_points", "cluster_points", "mesh_volume",
-           "check_closed", "convex_faces", "MAX_PIECES"]
+__all__ = [
+    "MAX_PIECES",
+    "Fracture",
+    "Piece",
+    "check_closed",
+    "cluster_points",
+    "convex_faces",
+    "fracture",
+    "mesh_volume",
+    "volume_points",
+]
 
 # More cells than this is a mistake (each piece becomes a body and an object), not a request.
 MAX_PIECES = 20000
@@ -259,7 +268,7 @@ def cluster_points(vertices, faces, n, centre, radius, seed=0):
 # -- clipping ---------------------------------------------------------------------------------
 class _Poly:
     """A closed polygon mesh being clipped: vertices, face sizes, flat loops, face labels."""
-    __slots__ = ("v", "sizes", "flat", "labels")
+    __slots__ = ("flat", "labels", "sizes", "v")
 
     def __init__(self, v, sizes, flat, labels):
         self.v, self.sizes, self.flat, self.labels = v, sizes, flat, labels
@@ -447,7 +456,7 @@ def _bridge_holes(ids, p, holes):
             if not _segments_cross(q, p[j], segs_a, segs_b).any():
                 pick = int(j)
                 break
-        hl = list(range(k, len(hids))) + list(range(0, k + 1))
+        hl = list(range(k, len(hids))) + list(range(k + 1))
         new_ids = ids[:pick + 1] + [hids[i] for i in hl] + ids[pick:]
         new_p = np.concatenate((p[:pick + 1], hp[hl], p[pick:]))
         ids, p = new_ids, new_p
@@ -625,7 +634,7 @@ def _bonds(pieces, scale):
             sel = pc.face_labels == lab
             a = area[sel].sum()
             rows.append((k, -1 - int(lab), a, (cen[sel] * area[sel, None]).sum(0)))
-    by_seed = {}
+    by_seed: dict[int, list[int]] = {}
     for k, pc in enumerate(pieces):
         by_seed.setdefault(pc.seed, []).append(k)
     table = {(r[0], r[1]): r for r in rows}
@@ -637,9 +646,9 @@ def _bonds(pieces, scale):
             back = table.get((m, pieces[k].seed))
             if back is None:
                 continue
-            if len(by_seed[other]) > 1 or len(by_seed[pieces[k].seed]) > 1:
-                if not _touch(pieces[k], pieces[m], other, pieces[k].seed, scale):
-                    continue
+            split = len(by_seed[other]) > 1 or len(by_seed[pieces[k].seed]) > 1
+            if split and not _touch(pieces[k], pieces[m], other, pieces[k].seed, scale):
+                continue
             a = 0.5 * (r[2] + back[2])
             if a <= 1e-12 * scale * scale:
                 continue

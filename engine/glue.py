@@ -25,7 +25,7 @@ from .joints import _FIELDS as _JOINT_FIELDS
 from .joints import KINDS as _JOINT_KINDS
 from .joints import parse
 
-__all__ = ["piece_shape", "add_pieces", "add_glue", "start_asleep", "bond_strengths"]
+__all__ = ["add_glue", "add_pieces", "bond_strengths", "piece_shape", "start_asleep"]
 
 
 def piece_shape(piece, max_parts=8):

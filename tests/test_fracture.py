@@ -6,8 +6,15 @@ import pytest
 import trimesh
 
 from engine import EngineError
-from engine.fracture import (MAX_PIECES, check_closed, cluster_points, fracture, inside_mesh,
-                             mesh_volume, volume_points)
+from engine.fracture import (
+    MAX_PIECES,
+    check_closed,
+    cluster_points,
+    fracture,
+    inside_mesh,
+    mesh_volume,
+    volume_points,
+)
 
 
 def box_mesh(size=(2.0, 0.3, 1.5)):

@@ -9,13 +9,12 @@ sweeps over a 60-piece network gain energy under the impact (see the report / be
 """
 import numpy as np
 import pytest
+from test_fracture import box_mesh, torus_mesh
 
 from engine import Box, Compound, ConvexHull, EngineError, Sphere, World
 from engine.fracture import fracture, volume_points
 from engine.glue import add_glue, add_pieces, piece_shape, start_asleep
 from engine.joints import _FIELDS
-
-from test_fracture import box_mesh, torus_mesh
 
 WALL = (2.0, 0.25, 1.5)
 DENSITY = 2000.0
@@ -68,7 +67,7 @@ def test_pieces_as_bodies_mass_and_shapes():
     assert isinstance(piece_shape(fr.pieces[0]), ConvexHull)
     tv, tf = torus_mesh(nu=16, nv=8)
     tfr = fracture(tv, tf, np.array([[0.0, 0.0, 0.0], [2.0, 0.0, 0.0]]))
-    ring = [p for p in tfr.pieces if p.seed == 0][0]       # a C-shaped arc: not convex
+    ring = next(p for p in tfr.pieces if p.seed == 0)       # a C-shaped arc: not convex
     assert not ring.convex
     shape = piece_shape(ring)
     assert isinstance(shape, Compound) and len(shape.shapes) == 8

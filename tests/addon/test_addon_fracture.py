@@ -7,7 +7,8 @@ import hb_blender as hb
 import numpy as np
 
 bpy = hb.bpy
-import bmesh  # noqa: E402  (available once bpy is imported)
+import bmesh
+
 WALL = (2.0, 0.25, 1.5)
 
 
@@ -192,7 +193,7 @@ def _check_bond_overlay(n_bonds):
     j = last["joints"]
     assert 0.2 * n_bonds < j["broken"].sum() < n_bonds
     layers = jg.joint_layers(j, last["pos"], quat.to_matrix(last["q"]), {})
-    links = [ly for ly in layers if ly.name == "joint_links"][0]
+    links = next(ly for ly in layers if ly.name == "joint_links")
     cols = np.asarray(links.colours).reshape(-1, 4)[:, :3]
     assert np.isclose(cols, jg.BROKEN_COLOUR[:3]).all(axis=1).sum() == 4 * j["broken"].sum()
 
