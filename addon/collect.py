@@ -24,6 +24,7 @@ import bpy
 import numpy as np
 
 from .. import engine
+from ..engine import glue as engine_glue
 from ..engine import quat
 from . import transforms
 
@@ -579,6 +580,13 @@ class SceneReader:
     def _decompose(self, obj, pts, s, dg):
         """Convex part point clouds of the evaluated mesh in the body frame (cached)."""
         tris = mesh_triangles(obj, dg)
+        if "hb_piece" in obj and is_closed(tris):
+            # A fractured piece (addon.fracture): cut into its own Voronoi parts, exact and
+            # fast (engine.glue.convex_parts), instead of the general decomposition.
+            try:
+                return engine_glue.convex_parts(pts, tris, s.decompose_max_parts)
+            except engine.EngineError:
+                pass
         if not is_closed(tris):
             self.problem("WARNING", obj, "is not a closed mesh (it has holes or loose "
                          "faces), so the decomposition can miss or add volume; close it, or "

@@ -36,14 +36,19 @@ def piece_shape(piece, max_parts=8):
     size = float(np.ptp(local, axis=0).max())
     if piece.convex:
         return ConvexHull(local, tolerance=1e-9 * size)
-    faces = piece.faces()
-    seeds = volume_points(local, faces, max_parts, seed=0)
-    parts = [p.vertices for p in fracture(local, faces, seeds).pieces]
+    parts = convex_parts(local, piece.faces(), max_parts)
     if len(parts) == 1:
         return ConvexHull(parts[0], tolerance=1e-9 * size)
     ident = (1.0, 0.0, 0.0, 0.0)
     return Compound([(ConvexHull(p, tolerance=1e-9 * size), (0.0, 0.0, 0.0), ident)
                      for p in parts])
+
+
+def convex_parts(vertices, faces, max_parts=8):
+    """Vertex arrays of up to max_parts parts of a closed mesh (its Voronoi pieces for
+    max_parts seeds uniform in its volume, seed 0), to be hulled as a Compound's parts."""
+    seeds = volume_points(vertices, faces, max_parts, seed=0)
+    return [p.vertices for p in fracture(vertices, faces, seeds).pieces]
 
 
 def add_pieces(world, fracture, density=1000.0, offset=(0.0, 0.0, 0.0), friction=0.5,
