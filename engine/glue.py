@@ -133,6 +133,9 @@ def start_asleep(world, bodies):
         return
     if len(idx) and (idx.min() < 0 or idx.max() >= world.body_count):
         raise EngineError("start_asleep: a body index is out of range")
+    if not world.settings.sleeping:
+        raise EngineError("start_asleep needs the world's sleeping on (WorldSettings.sleeping): "
+                          "without it nothing would wake the bodies")
     from .world import DYNAMIC
     if np.any(world._v("kind")[idx] != DYNAMIC):
         raise EngineError("start_asleep: only dynamic bodies can start asleep")

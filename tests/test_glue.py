@@ -126,6 +126,8 @@ def test_start_asleep_still_until_touched():
     assert w.positions[hit][0] > p0[hit][0] + 0.05          # woken and pushed by the ball
     with pytest.raises(EngineError):
         start_asleep(w, [0])                                 # the static ground
+    with pytest.raises(EngineError, match="sleeping"):
+        start_asleep(World(sleeping=False), [])
 
 
 def test_wall_holds_under_gravity():
