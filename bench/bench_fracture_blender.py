@@ -11,11 +11,11 @@ hullabaloo.fracture (60 pieces, seed 7). Then, on identical pieces:
 
 Runs: hold (2 s, gravity only, pieces awake) and ball (1 s: a 0.4 m ball driven (Animated) at
 15 m/s through the wall's middle; Bullet gives a body released from Animated no velocity,
-so a free ball cannot be launched in Blender; the free 1000 kg ball is in tests/test_glue.py). Figures: wall-clock
-simulation time, largest piece displacement (sag), bonded pairs whose centre distance changed
-by more than 1 cm (a bond broken, the same measure for both), mean change of bonded centre
-distances at the end of the hold (gaps opened by collision margins / glue softness), and for
-ours the engine's own count of broken bonds.
+so a free ball cannot be launched in Blender; the free 1000 kg ball is in tests/test_glue.py).
+Figures: wall-clock simulation time, largest piece displacement (sag), bonded pairs whose
+centre distance changed by more than 1 cm (a bond broken, the same measure for both), mean
+change of bonded centre distances at the end of the hold (gaps opened by collision margins /
+glue softness), and for ours the engine's own count of broken bonds.
 
     .venv/bin/python bench/bench_fracture_blender.py [--ball]
 """
