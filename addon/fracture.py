@@ -333,15 +333,9 @@ def add_scene_glue(world, scene, bodies, problem):
             problem(coll, f"glue: {exc}. Skipped.")
             continue
         if g.start_deactivated:
-            # Without the world's sleeping (Scene > Hullabaloo) a sleeper is never woken by
-            # this engine unless it has per-body deactivation (World.set_deactivation).
-            if world.settings.sleeping or hasattr(world, "set_deactivation"):
-                dyn = [bodies[o.name][0] for o in coll.objects
-                       if o.name in bodies and bodies[o.name][1] == "dynamic"]
-                eglue.start_asleep(world, dyn)
-            else:
-                problem(coll, "Start Deactivated needs Sleeping on (Scene > Hullabaloo); the "
-                        "pieces start awake")
+            dyn = [bodies[o.name][0] for o in coll.objects
+                   if o.name in bodies and bodies[o.name][1] == "dynamic"]
+            eglue.start_asleep(world, dyn)
         out.append((coll.name, joints))
     return out
 

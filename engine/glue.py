@@ -8,7 +8,7 @@
   created in one batch; it breaks (for good) when its reaction force exceeds
   ``strength (N/m^2) x area (m^2)``. The joint frame sits at the shared face's centre.
 - ``start_asleep(world, bodies)``: the bodies sleep where they are until a moving body touches
-  them (Blender's Start Deactivated). Uses ``World.set_deactivation`` when the world has it.
+  them (Blender's Start Deactivated), through ``World.set_deactivation``.
 
 Glued neighbours do not collide while their bond holds (Blender's Connect default
 ``disable_collisions``); once it breaks they collide again (engine.joints.filter_pairs looks at
@@ -123,24 +123,8 @@ def add_glue(world, bodies_a, bodies_b, centres, areas, strength, disable_collis
 
 
 def start_asleep(world, bodies):
-    """Put dynamic bodies to sleep where they are (Blender's Start Deactivated): gravity does
-    not move them; a moving body touching one wakes it (and, through live joints, what it is
-    glued to). Each starts in an island of its own."""
-    idx = np.asarray(bodies, dtype=np.int64).reshape(-1)
-    if hasattr(world, "set_deactivation"):   # the world's own per-body deactivation
-        for i in idx:
-            world.set_deactivation(int(i), start_asleep=True)
-        return
-    if len(idx) and (idx.min() < 0 or idx.max() >= world.body_count):
-        raise EngineError("start_asleep: a body index is out of range")
-    if not world.settings.sleeping:
-        raise EngineError("start_asleep needs the world's sleeping on (WorldSettings.sleeping): "
-                          "without it nothing would wake the bodies")
-    from .world import DYNAMIC
-    if np.any(world._v("kind")[idx] != DYNAMIC):
-        raise EngineError("start_asleep: only dynamic bodies can start asleep")
-    world._v("sleeping")[idx] = True
-    world._v("sleep_time")[idx] = 0.0
-    world._v("vel")[idx] = 0.0
-    # Island labels are body indices (>= 0) or -1, so -(i + 2) is unique to the body.
-    world._v("island")[idx] = -(idx + 2)
+    """Put dynamic bodies to sleep where they are (Blender's Start Deactivated, through
+    World.set_deactivation): gravity does not move them; a moving body touching one wakes it
+    (and, through live joints, what it is glued to), also with the world's sleeping off."""
+    for i in np.asarray(bodies, dtype=np.int64).reshape(-1):
+        world.set_deactivation(int(i), start_asleep=True)
