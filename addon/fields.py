@@ -19,6 +19,7 @@ approximates or ignores are reported too (see ``_check``). The bake goes on.
 import numpy as np
 
 from ..engine import fields as efields
+from . import transforms
 
 SUPPORTED = {"FORCE", "WIND", "VORTEX", "MAGNET", "HARMONIC", "LENNARDJ", "TURBULENCE", "DRAG"}
 # Why the others are ignored (the report's wording).
@@ -50,16 +51,6 @@ def gravity_weight(scene):
     return 1.0 if w is None else float(w.gravity) * float(w.all)
 
 
-def _animated(obj):
-    """Whether an object's pose or field settings may change over the frames."""
-    o = obj
-    while o is not None:
-        if o.animation_data is not None or len(o.constraints):
-            return True
-        o = o.parent
-    return False
-
-
 def _has_field(obj):
     fd = getattr(obj, "field", None)
     return fd is not None and fd.type != 'NONE'
@@ -84,7 +75,7 @@ class SceneFields:
                 self.objects.append(obj)
         # Blender leaves a rigid body that is itself a field alone.
         self.exempt = [b.index for b in bodies if _has_field(b.obj)]
-        self.animated = any(_animated(o) for o in self.objects)
+        self.animated = any(transforms.may_move(o) for o in self.objects)
         self.per_frame = self.animated or any(o.field.noise > 0 for o in self.objects)
 
     def _candidates(self, scene, depsgraph):

@@ -52,16 +52,6 @@ def _obj_matrix(obj):
     return np.array(obj.matrix_world, dtype=np.float64)
 
 
-def _moves(obj):
-    """Whether an object (not simulated by us) may move over the frames."""
-    o = obj
-    while o is not None:
-        if o.animation_data is not None or len(o.constraints):
-            return True
-        o = o.parent
-    return False
-
-
 class BakeJob:
     def __init__(self, scene, depsgraph, from_frame=None, record=None, package=None,
                  resume=None, preview=False):
@@ -282,7 +272,7 @@ class BakeJob:
             if pb is not None and pb.kind == "dynamic":
                 self.parent_body[i] = dyn_row[par.name]
             elif (pb is not None and pb.kind == "kinematic") or \
-                    (pb is None and _moves(par)):
+                    (pb is None and transforms.may_move(par)):
                 self.parent_sampled.append((i, par))
         self.sampled_parent_mats = []
         self.deforming = [b for b in self.bodies if b.deform is not None]

@@ -254,3 +254,15 @@ def basis_rotation(B3, total_scale, delta_rot):
     R = np.swapaxes(np.asarray(delta_rot), -1, -2)[None] @ R
     q = quat.from_matrix(R)
     return q, quat.to_matrix_normalized(q)
+
+
+def may_move(obj):
+    """Whether a Blender object's pose (or its animated settings) may change over the frames:
+    it or a parent has animation data or constraints. Duck-typed, so this module stays free of
+    bpy."""
+    o = obj
+    while o is not None:
+        if o.animation_data is not None or len(o.constraints):
+            return True
+        o = o.parent
+    return False
