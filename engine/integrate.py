@@ -62,6 +62,10 @@ def world_inverse_inertia(rot, inv_inertia_body):
     return rot @ inv_inertia_body @ np.swapaxes(rot, -1, -2)
 
 
+# Most midpoint sub-steps a fast spinner's gyroscopic update is split into (see gyroscopic).
+MAX_GYRO_SPLIT = 64
+
+
 def gyroscopic(q, w, inertia_body, h, iterations=2):
     """New world angular velocities (K, 3) after the free gyroscopic motion over h.
 
@@ -81,7 +85,9 @@ def gyroscopic(q, w, inertia_body, h, iterations=2):
     w1 = _midpoint(w0, inertia_body, h, iterations)
     fast = np.flatnonzero(hw > 1.0)
     if len(fast):
-        n = np.ceil(hw[fast])
+        # At most MAX_GYRO_SPLIT sub-steps: a body spun absurdly fast (by a bug elsewhere)
+        # must not stall the step in this loop; past the cap the energy clamp below bounds it.
+        n = np.minimum(np.ceil(hw[fast]), MAX_GYRO_SPLIT)
         hf = h / n
         wf = w0[fast]
         for j in range(int(n.max())):
