@@ -61,6 +61,8 @@ import math
 
 import numpy as np
 
+from .integrate import cross
+
 # Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
 UNUSED_SEPARATION = 1.0e3
 # After a colour's one-product sweep had to fall back to the sequential sweep, the number of
@@ -180,38 +182,37 @@ class ContactSolver:
         self.friction = friction[order]
         self.restitution_coef = restitution[order]
 
-        t1, t2 = tangent_basis(n) if m else (n.copy(), n.copy())
+        t1, t2 = tangent_basis(n)
         dirs = np.stack((n, t1, t2), axis=1)  # (m, 3, 3)
+        # Unused slots' points are never read (a NaN there would survive a multiply by 0).
+        pts = np.where(valid[..., None], pts, 0.0)
         ra = pts - x_com[ia][:, None, :]  # (m, 4, 3)
         rb = pts - x_com[ib][:, None, :]
         if reach is not None:
             ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
-        # Angular Jacobian parts r x d for every point and direction: (m, 4, 3, 3).
-        ra_x_d = np.cross(ra[:, :, None, :], dirs[:, None, :, :])
-        rb_x_d = np.cross(rb[:, :, None, :], dirs[:, None, :, :])
-        d = np.broadcast_to(dirs[:, None, :, :], ra_x_d.shape)
-        jac = np.concatenate((-d, -ra_x_d, d, rb_x_d), axis=-1)  # (m, 4, 3, 12)
-        ima = inv_mass[ia][:, None, None, None]
-        imb = inv_mass[ib][:, None, None, None]
-        iia = inv_inertia[ia]
-        iib = inv_inertia[ib]
-        mj = np.concatenate((
-            -ima * d,
-            -np.einsum("mij,mpkj->mpki", iia, ra_x_d),
-            imb * d,
-            np.einsum("mij,mpkj->mpki", iib, rb_x_d),
-        ), axis=-1)
-        live = valid[:, :, None]
-        jac = np.where(live[..., None], jac, 0.0)
-        mj = np.where(live[..., None], mj, 0.0)
-        # Rows in solver order: (m, 12 rows, 12 velocity components).
-        jr = np.ascontiguousarray(jac[:, ROW_POINT, ROW_DIR])
-        mjr = np.ascontiguousarray(mj[:, ROW_POINT, ROW_DIR])
+        # Rows in solver order (see ROWS): direction d and arms per row, d zero on unused
+        # slots so every row built from it is zero there.
+        live = valid[:, ROW_POINT]  # (m, 12)
+        d = dirs[:, ROW_DIR] * live[..., None]  # (m, 12, 3)
+        ra_x_d = cross(ra[:, ROW_POINT], d)  # angular Jacobian parts r x d
+        rb_x_d = cross(rb[:, ROW_POINT], d)
+        ia_ang = np.einsum("mij,mrj->mri", inv_inertia[ia], ra_x_d)  # I_a^-1 (r_a x d)
+        ib_ang = np.einsum("mij,mrj->mri", inv_inertia[ib], rb_x_d)
+        ima, imb = inv_mass[ia][:, None, None], inv_mass[ib][:, None, None]
+        # J = [-d, -ra x d, d, rb x d] per row; M^-1 J^T the same with the inverse masses.
+        jr = np.concatenate((-d, -ra_x_d, d, rb_x_d), axis=-1)  # (m, 12 rows, 12)
+        mjr = np.concatenate((-ima * d, -ia_ang, imb * d, ib_ang), axis=-1)
         self.jr = jr      # u = J v per manifold: jr @ v
         self.mjr = mjr    # dv = M^-1 J^T dl: dl @ mjr
-        # Delassus matrices, (12, 12, m) so that K[r, :, colour] is a contiguous (12, m) block.
-        kmat = np.einsum("mrk,msk->mrs", jr, mjr)  # (m, 12, 12)
+        # Delassus matrices K = J M^-1 J^T, by parts: the directions of a manifold are
+        # orthonormal, so the linear part is (1/m_a + 1/m_b) where two rows share a direction
+        # (and both are live); the angular part is (r x d_r) . I^-1 (r x d_s) for each body.
+        same_dir = (ROW_DIR[:, None] == ROW_DIR[None, :]) * (live[:, :, None] & live[:, None, :])
+        kmat = ((ima + imb) * same_dir
+                + np.einsum("mri,msi->mrs", np.concatenate((ra_x_d, rb_x_d), axis=-1),
+                            np.concatenate((ia_ang, ib_ang), axis=-1)))  # (m, 12, 12)
         kdiag = np.einsum("mrr->rm", kmat)
+        # (12, 12, m) so that K[r, :, colour] is a contiguous (12, m) block.
         self.kmat = np.ascontiguousarray(kmat.transpose(1, 2, 0))
         ok = kdiag > 1e-12
         self.eff = np.where(ok, 1.0 / np.where(ok, kdiag, 1.0), 0.0)  # (12, m)
@@ -301,6 +302,7 @@ class ContactSolver:
             # (see the module docstring). Their rows get a zero gain and skip the block step.
             skip = spec & (eff_n > 0.0)
             if skip.any():
+                skip_m = skip.any(axis=0)  # manifolds whose block step is skipped
                 a_n = np.where(skip, 0.0, eff_n)
                 sweep_n = _normal_sweep_operator(a_n, self.kmat[:4, :4])
             else:
@@ -327,7 +329,7 @@ class ContactSolver:
             # the sequential sweep below is the right tool there.
             ok = (new >= 0.0).all(axis=0)
             if skip is not None:
-                ok &= ~skip[:, sl].any(axis=0)
+                ok &= ~skip_m[sl]
             new = np.where(ok, new, lam0[:4])
             u += np.einsum("psm,pm->sm", kmat[:4, :, sl], new - lam0[:4])
             imp[:4, sl] = new
@@ -360,15 +362,21 @@ class ContactSolver:
                     npts_seq = 0
                 else:
                     self._wait_normal[ci] = RETRY_AFTER
+            if npts_seq:
+                start = imp[:npts_seq, sl].copy()
             for p in range(npts_seq):
                 # Normal: soft non-penetration with accumulated-impulse clamping.
                 pn = imp[p, sl]
                 old = pn * keep[p, sl] if use_bias else pn
                 new = np.maximum(old - a_n[p, sl] * u[p] - ab[p, sl], 0.0)
-                delta = new - pn
-                imp[p, sl] = new
-                # Only rows after p are read again in this sweep.
-                u[p + 1:] += kmat[p, p + 1:, sl] * delta
+                # Only the later normal rows are read again in the normal sweep; the
+                # tangent rows take all the normal changes at once after it.
+                if p + 1 < npts_seq:
+                    u[p + 1:npts_seq] += kmat[p, p + 1:npts_seq, sl] * (new - pn)
+                imp[p, sl] = new  # (pn is a view: after its last use)
+            if npts_seq:
+                u[4:] += np.einsum("psm,pm->sm", kmat[:npts_seq, 4:, sl],
+                                   imp[:npts_seq, sl] - start)
             np.maximum(self.max_normal[:npts, sl], imp[:npts, sl],
                        out=self.max_normal[:npts, sl])
             lim = self.friction[sl] * imp[:npts, sl]  # (npts, mc)
