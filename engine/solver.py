@@ -204,16 +204,22 @@ class ContactSolver:
         mjr = np.concatenate((-ima * d, -ia_ang, imb * d, ib_ang), axis=-1)
         self.jr = jr      # u = J v per manifold: jr @ v
         self.mjr = mjr    # dv = M^-1 J^T dl: dl @ mjr
-        # Delassus matrices K = J M^-1 J^T, by parts: the directions of a manifold are
-        # orthonormal, so the linear part is (1/m_a + 1/m_b) where two rows share a direction
-        # (and both are live); the angular part is (r x d_r) . I^-1 (r x d_s) for each body.
-        same_dir = (ROW_DIR[:, None] == ROW_DIR[None, :]) * (live[:, :, None] & live[:, None, :])
-        kmat = ((ima + imb) * same_dir
-                + np.einsum("mri,msi->mrs", np.concatenate((ra_x_d, rb_x_d), axis=-1),
-                            np.concatenate((ia_ang, ib_ang), axis=-1)))  # (m, 12, 12)
-        kdiag = np.einsum("mrr->rm", kmat)
-        # (12, 12, m) so that K[r, :, colour] is a contiguous (12, m) block.
-        self.kmat = np.ascontiguousarray(kmat.transpose(1, 2, 0))
+        # Delassus matrices K = J M^-1 J^T, (12, 12, m) so that K[r, :, colour] is a
+        # contiguous (12, m) block. By parts: the angular part (r x d_r) . I^-1 (r x d_s) of
+        # both bodies is one product over 6 terms, laid out with the manifolds last (einsum
+        # runs several times faster along a contiguous last axis than over a 6-long one);
+        # the directions of a manifold are orthonormal, so the linear part is
+        # 1/m_a + 1/m_b exactly where two live rows share a direction.
+        ang = np.concatenate((ra_x_d, rb_x_d), axis=-1).transpose(1, 2, 0)  # (12, 6, m)
+        ang_m = np.concatenate((ia_ang, ib_ang), axis=-1).transpose(1, 2, 0)
+        kt = np.einsum("rim,sim->rsm", np.ascontiguousarray(ang), np.ascontiguousarray(ang_m))
+        livep = valid.T  # (4, m)
+        lin = (livep[:, None, :] & livep[None, :, :]) * (inv_mass[ia] + inv_mass[ib])
+        kt[:4, :4] += lin           # normal rows: direction n
+        kt[4::2, 4::2] += lin       # first tangents
+        kt[5::2, 5::2] += lin       # second tangents
+        self.kmat = kt
+        kdiag = np.einsum("rrm->rm", kt)
         ok = kdiag > 1e-12
         self.eff = np.where(ok, 1.0 / np.where(ok, kdiag, 1.0), 0.0)  # (12, m)
         self.sep0 = np.ascontiguousarray(np.where(valid, sep, UNUSED_SEPARATION).T)  # (4, m)
@@ -225,7 +231,8 @@ class ContactSolver:
         # statically indeterminate (rank 3), hence the pseudo-inverse: the least-norm, i.e.
         # symmetric, split. Where it would need a negative (pulling) entry the block step is
         # skipped and the sequential sweep does the work.
-        self.k_pinv = np.ascontiguousarray(_pinv_psd(kmat[:, :4, :4]).transpose(1, 2, 0))
+        self.k_pinv = np.ascontiguousarray(
+            _pinv_psd(kt[:4, :4].transpose(2, 0, 1)).transpose(1, 2, 0))
         # Sweeps as matrices (see solve): the strictly lower normal block of K, the relax
         # sweep's normal operator (its coefficients are constant over the step) and the
         # friction sweep's operator, pairs of tangent rows being updated together.
