@@ -2,6 +2,9 @@
 
     .venv/bin/python bench/bench_speed.py [--scenes cubes27,cubes216,cubes1000,rocks125]
                                           [--frames 72] [--calls] [--profile SCENE]
+                                          [--repeat 3] [--report docs/benchmarks/speed.md]
+    HB_ENGINE_ROOT=/path/to/an/exported/commit .venv/bin/python bench/bench_speed.py ...
+                                          # measure another commit's engine (before/after)
 
 Scenes (bench/scenes.py data, so both engines build the same bodies): ``cubesN`` are N unit
 cubes thrown into a heap (random tilts, 1-3 m/s, up to 6 rad/s: they tumble the whole run);
@@ -30,24 +33,26 @@ ROOT = os.path.dirname(BENCH)
 for p in (ROOT, BENCH):
     if p not in sys.path:
         sys.path.insert(0, p)
+ENGINE_ROOT = os.environ.get("HB_ENGINE_ROOT", ROOT)
+sys.path.insert(0, ENGINE_ROOT)  # the engine measured (scenes.py imports it too)
 
-import scenes  # noqa: E402
-from scenes import STATIC, Scene, ShapeSpec, grid_positions, random_tilts  # noqa: E402
+import scenes
+from scenes import STATIC, Scene, ShapeSpec, grid_positions, random_tilts
 
-from engine import quat  # noqa: E402
-from engine.world import World  # noqa: E402
+from engine import quat
+from engine.world import World
 
 
 def tumbling_cubes(n, frames=72, seed=7):
     """n unit cubes (1 kg) in a grid 1.5 m apart, random tilts, thrown with 1-3 m/s sideways
-    and up to 6 rad/s of spin into a walled pen (static walls 2 m high, half the grid's width
-    each way): a heap that keeps tumbling and piling up for the 3 s."""
+    and up to 6 rad/s of spin into a walled pen (static walls 2 m high, 0.33 m clear of the
+    grid): a heap that keeps tumbling and piling up for the 3 s."""
     s = Scene(f"cubes{n}", f"{n} tumbling cubes", frames)
     rng = np.random.default_rng(seed)
     layers = min(10, max(1, round(n ** (1 / 3))))
     pos, side = grid_positions(n, 1.5, layers, 1.2)
     scenes._ground(s, half=max(20.0, side * 1.5))
-    half = 0.75 * max(side, 2) * 1.5 / 2.0 + 0.5
+    half = (side - 1) * 0.75 + 1.2  # clear of the grid's tilted cubes (0.87 m half-diagonal)
     wall_x = s.shape(ShapeSpec("box", (0.25, half + 0.5, 1.0)))
     wall_y = s.shape(ShapeSpec("box", (half + 0.5, 0.25, 1.0)))
     for sgn in (-1.0, 1.0):
@@ -90,15 +95,24 @@ def build_ours(s, **settings):
 
 
 def run_ours(s, frames, poses):
+    """CPU s per frame, the world, and collision passes per frame."""
     w = build_ours(s)
     dt = 1.0 / s.fps
     cpu = 0.0
-    for f in range(frames):
+    passes = [0]
+    inner = w._step
+
+    def counted(*a, **k):
+        passes[0] += 1
+        return inner(*a, **k)
+    w._step = counted
+    for _f in range(frames):
         t0 = time.process_time()
         w.step(dt)
         cpu += time.process_time() - t0
         poses.append((w.positions.copy(), w.orientations.copy()))
-    return cpu / frames, w
+    del w._step
+    return cpu / frames, w, passes[0] / frames
 
 
 def count_calls(w, dt):
@@ -126,7 +140,7 @@ def run_pybullet(s, frames, poses):
     for b in ids:
         p.changeDynamics(b, -1, activationState=p.ACTIVATION_STATE_DISABLE_SLEEPING)
     cpu = 0.0
-    for f in range(frames):
+    for _f in range(frames):
         t0 = time.process_time()
         p.stepSimulation()
         cpu += time.process_time() - t0
@@ -157,10 +171,12 @@ def fcl_geoms(s):
             for f in h.faces:
                 faces += [len(f)] + list(f)
 
-            def make(v=h.vertices, faces=faces, nf=len(h.faces)):
-                return fcl.Convex(np.asarray(v, float), nf, np.asarray(faces, np.int64))
-            out.append(make)
+            out.append(_convex_maker(fcl, h.vertices, faces, len(h.faces)))
     return out
+
+
+def _convex_maker(fcl, vertices, faces, count):
+    return lambda: fcl.Convex(np.asarray(vertices, float), count, np.asarray(faces, np.int64))
 
 
 def deepest_penetration(s, poses, every=1):
@@ -211,17 +227,24 @@ def main():
     ap.add_argument("--no-penetration", action="store_true")
     ap.add_argument("--profile", default=None, help="cProfile our run of this scene")
     ap.add_argument("--warm", type=int, default=24, help="frames before profiling")
+    ap.add_argument("--repeat", type=int, default=1, help="runs per engine; the fastest counts "
+                    "(the machine is shared)")
     a = ap.parse_args()
     if a.profile:
         profile_ours(a.profile, a.frames, a.warm)
         return
+    print(f"engine: {ENGINE_ROOT}")
     print(f"{'scene':>10} {'bodies':>6} {'ours ms/f':>10} {'pybullet ms/f':>14} {'ratio':>6}"
-          f" {'ours pen mm':>11} {'pyb pen mm':>10}" + ("  calls/step" if a.calls else ""))
+          f" {'ours pen mm':>11} {'pyb pen mm':>10} {'passes/f':>8}"
+          + ("  calls/step" if a.calls else ""))
     for name in a.scenes.split(","):
         s = SCENES[name](a.frames)
-        ours_poses, pyb_poses = [], []
-        t_ours, w = run_ours(s, a.frames, ours_poses)
-        t_pyb = run_pybullet(s, a.frames, pyb_poses)
+        t_ours = t_pyb = math.inf
+        for _ in range(a.repeat):
+            ours_poses, pyb_poses = [], []
+            t, w, passes = run_ours(s, a.frames, ours_poses)
+            t_ours = min(t_ours, t)
+            t_pyb = min(t_pyb, run_pybullet(s, a.frames, pyb_poses))
         pen = ("", "")
         if not a.no_penetration:
             every = max(1, a.frames // 24) if s.body_count > 300 else 1
@@ -232,7 +255,7 @@ def main():
             c, py = count_calls(w, 1.0 / s.fps)
             calls = f"  {c} C + {py} py"
         print(f"{name:>10} {len(s.dynamic):>6} {1000 * t_ours:>10.1f} {1000 * t_pyb:>14.2f} "
-              f"{t_ours / t_pyb:>6.2f} {pen[0]:>11} {pen[1]:>10}{calls}", flush=True)
+              f"{t_ours / t_pyb:>6.2f} {pen[0]:>11} {pen[1]:>10} {passes:>8.2f}{calls}", flush=True)
 
 
 if __name__ == "__main__":
