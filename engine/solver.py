@@ -412,9 +412,9 @@ class ContactSolver:
                 # min(1, lim / mag): 1 inside the disc, and 0/tiny = 0 keeps mag = lim = 0 at 0.
                 f *= np.minimum(lim[p] / np.maximum(mag, 1e-200), 1.0)
                 if p + 1 < npts:
-                    delta = f - old
-                    rest = slice(r + 2, None)
-                    u[rest] += kmat[r, rest, sl] * delta[0] + kmat[r + 1, rest, sl] * delta[1]
+                    # Later tangent rows only (the normal rows are not read again).
+                    rest = slice(r + 2, 4 + 2 * npts)
+                    u[rest] += np.einsum("qsm,qm->sm", kmat[r:r + 2, rest, sl], f - old)
                 imp[r:r + 2, sl] = f
             dv = np.einsum("rm,mrk->mk", imp[:, sl] - lam0, self.mjr[sl])
             if self._shared(c1):
