@@ -4,10 +4,20 @@ and importing Blender's rigid-body constraints.
 
 The settings mirror Blender's constraint property names (type, object1, object2,
 use_limit_lin_x, limit_lin_x_lower, use_spring_x, spring_stiffness_x, ...) so the import is a
-copy, except the quantities Blender gives per Bullet substep: its breaking threshold and motor
-max impulse are impulses per substep, which the import turns into forces,
-force = impulse x fps x substeps per frame / time scale (Blender's Bullet steps
-fps x substeps / time scale times per simulated second).
+copy, except Blender's breaking threshold, an impulse per Bullet substep, which the import
+turns into a force, force = impulse x fps x substeps per frame / time scale (Blender's
+Bullet steps fps x substeps / time scale times per simulated second).
+
+Motors: Blender drives only its Motor type (along / about X); its Hinge, Slider and Piston
+store motor settings that Bullet never uses. Blender's "max impulse" of a motor is used by
+Bullet's 6-DOF motor as a force bound (N, N m: it bounds each substep's impulse by
+max x substep time), so it is copied as the max force / torque unchanged, and Bullet drives
+the first object relative to the second: the second moves at minus the target velocity
+(tests/addon/test_joints_motors.py measures both against Blender's own simulation).
+Hullabaloo's joints drive Hinge (about Z), Slider (along X) and Piston (along and about X)
+too; a positive target moves toward the upper limit as the panel shows it (so a Hinge's, like
+its limits, in Bullet's sense, first object relative to the second). The import copies
+Blender's values on those types but leaves the motor off, as Blender runs it, and names it.
 
 The joint frame is the object's world matrix at the first baked frame (location and
 rotation; scale ignored), as in Blender: the pose there is the zero of the limits and the
@@ -18,9 +28,10 @@ import math
 
 import bpy
 import numpy as np
-from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty
+from bpy.props import BoolProperty, EnumProperty, FloatProperty, PointerProperty, StringProperty
 
 from .. import engine
+from . import animation
 
 JOINT_TYPES = [
     ('FIXED', "Fixed", "Glue the two objects together"),
@@ -40,6 +51,12 @@ _TYPE_LIMITS = {
     'GENERIC': ("lin_x", "lin_y", "lin_z", "ang_x", "ang_y", "ang_z"),
     'GENERIC_SPRING': ("lin_x", "lin_y", "lin_z", "ang_x", "ang_y", "ang_z"),
 }
+# Motors each type drives (engine add_joint's motor keys): Blender's Motor type, and ours.
+MOTORS = {'MOTOR': ("lin", "ang"), 'HINGE': ("ang",), 'SLIDER': ("lin",),
+          'PISTON': ("lin", "ang")}
+# Sign of the engine's target velocity (B relative to A) per type: Bullet's Motor and Hinge
+# measure the first object relative to the second (see the module docstring).
+_MOTOR_SIGN = {'MOTOR': -1.0, 'HINGE': -1.0, 'SLIDER': 1.0, 'PISTON': 1.0}
 # Engine spring axis -> Blender's property suffix (use_spring_x, spring_stiffness_ang_x, ...).
 _SPRING_SUFFIX = {"lin_x": "x", "lin_y": "y", "lin_z": "z",
                   "ang_x": "ang_x", "ang_y": "ang_y", "ang_z": "ang_z"}
@@ -56,6 +73,9 @@ def _joint_annotations():
         "object2": PointerProperty(name="Second Object", type=bpy.types.Object,
                                    description="Body B of the joint (limits and motors "
                                    "measure B relative to A)"),
+        "import_notes": StringProperty(default="", options={'HIDDEN'},
+                                       description="Settings of Blender's rigid-body "
+                                       "constraint the last import could not carry"),
         "disable_collisions": BoolProperty(name="Disable Collisions", default=True,
                                            description="The two objects do not collide "
                                            "with each other"),
@@ -63,12 +83,18 @@ def _joint_annotations():
         "break_force": FloatProperty(name="Break Force", default=1000.0, min=0.0,
                                      description="The joint breaks for good when the force "
                                      "(N) or torque (N m) it carries exceeds this"),
-        "use_motor_lin": BoolProperty(name="Linear Motor", default=False),
+        "use_motor_lin": BoolProperty(name="Linear Motor", default=False,
+                                      description="Drive along the joint's X (Motor, "
+                                      "Slider, Piston; Motor as Blender's: the first object "
+                                      "relative to the second)"),
         "motor_lin_target_velocity": FloatProperty(name="Target Velocity", default=1.0,
                                                    unit='VELOCITY'),
         "motor_lin_max_force": FloatProperty(name="Max Force", default=10.0, min=0.0,
                                              description="N"),
-        "use_motor_ang": BoolProperty(name="Angular Motor", default=False),
+        "use_motor_ang": BoolProperty(name="Angular Motor", default=False,
+                                      description="Turn about the joint's X (Motor, "
+                                      "Piston) or Z (Hinge; like its limits and Blender's "
+                                      "Motor: the first object relative to the second)"),
         "motor_ang_target_velocity": FloatProperty(name="Target Velocity", default=1.0,
                                                    description="rad/s"),
         "motor_ang_max_torque": FloatProperty(name="Max Torque", default=10.0, min=0.0,
@@ -118,11 +144,12 @@ def joint_kwargs(js):
                 springs[ax] = (getattr(js, f"spring_stiffness_{suffix}"),
                                getattr(js, f"spring_damping_{suffix}"))
     motor = {}
-    if js.type == 'MOTOR':
-        if js.use_motor_lin:
-            motor["lin"] = (js.motor_lin_target_velocity, js.motor_lin_max_force)
-        if js.use_motor_ang:
-            motor["ang"] = (js.motor_ang_target_velocity, js.motor_ang_max_torque)
+    kinds = MOTORS.get(js.type, ())
+    sign = _MOTOR_SIGN.get(js.type, 1.0)
+    if "lin" in kinds and js.use_motor_lin:
+        motor["lin"] = (sign * js.motor_lin_target_velocity, js.motor_lin_max_force)
+    if "ang" in kinds and js.use_motor_ang:
+        motor["ang"] = (sign * js.motor_ang_target_velocity, js.motor_ang_max_torque)
     brk = js.break_force if js.use_breaking else None
     return dict(limits=limits or None, springs=springs or None, motor=motor or None,
                 break_force=brk, break_torque=brk, disable_collisions=js.disable_collisions)
@@ -144,13 +171,19 @@ def frame_of(obj):
 
 def add_scene_joints(world, scene, bodies, problem):
     """Add the joints of the scene's objects to the world. bodies: name -> (engine index,
-    kind). problem(obj, message) reports one that cannot be made (it is skipped). Returns
+    kind). problem(obj, message, level="ERROR") reports one that cannot be made (it is
+    skipped) and, as INFO, what the import of a joint could not carry. Returns
     [(object name, joint index)]."""
     out = []
+    for obj, message in unused_constraints(scene, bodies):
+        problem(obj, message, "WARNING")
     for obj in scene.objects:
         js = getattr(obj, "hullabaloo_joint", None)
         if js is None or not js.enabled:
             continue
+        if js.import_notes:
+            problem(obj, "joint imported from Blender's rigid-body constraint; not carried: "
+                    + js.import_notes, "INFO")
         o1, o2 = js.object1, js.object2
         if o1 is None or o2 is None:
             problem(obj, "joint is missing its " + ("first" if o1 is None else "second")
@@ -160,10 +193,14 @@ def add_scene_joints(world, scene, bodies, problem):
             problem(obj, f"joint joins {o1.name!r} to itself; pick two different objects. "
                     "Skipped.")
             continue
-        missing = [o.name for o in (o1, o2) if o.name not in bodies]
+        missing = [o for o in (o1, o2) if o.name not in bodies]
         if missing:
-            problem(obj, f"joint names {', '.join(repr(m) for m in missing)}, which Hullabaloo "
-                    "does not simulate (turn Hullabaloo on for it, or fix its errors). Skipped.")
+            linked = [o for o in missing if o.library is not None]
+            problem(obj, f"joint names {', '.join(repr(m.name) for m in missing)}, which "
+                    "Hullabaloo does not simulate ("
+                    + (f"{linked[0].name!r} is linked from the library "
+                       f"{linked[0].library.name!r}: make it local, then " if linked else "")
+                    + "turn Hullabaloo on for it, or fix its errors). Skipped.")
             continue
         (ia, ka), (ib, kb) = bodies[o1.name], bodies[o2.name]
         if ka != "dynamic" and kb != "dynamic":
@@ -216,31 +253,127 @@ def import_constraint(obj, scene):
         for name in (f"use_spring_{suffix}", f"spring_stiffness_{suffix}",
                      f"spring_damping_{suffix}"):
             setattr(js, name, getattr(c, name))
-    js.use_motor_lin, js.use_motor_ang = c.use_motor_lin, c.use_motor_ang
+    # Bullet drives only Blender's Motor type: a motor ticked on any other type is stored
+    # but never runs in Blender, so it is imported off (values kept) and named.
+    for kind, label in (("lin", "Linear"), ("ang", "Angular")):
+        on = getattr(c, f"use_motor_{kind}")
+        setattr(js, f"use_motor_{kind}", on and c.type == 'MOTOR')
+        if on and c.type != 'MOTOR':
+            notes.append(f"use_motor_{kind}: Blender runs no motor on a {c.type.title()} "
+                         "constraint (only the Motor type drives), so it is imported off"
+                         + (f"; tick {label} Motor in Hullabaloo Joint to drive it"
+                            if kind in MOTORS.get(c.type, ()) else ""))
     js.motor_lin_target_velocity = c.motor_lin_target_velocity
     js.motor_ang_target_velocity = c.motor_ang_target_velocity
-    js.motor_lin_max_force = c.motor_lin_max_impulse * per_second
-    js.motor_ang_max_torque = c.motor_ang_max_impulse * per_second
+    js.motor_lin_max_force = c.motor_lin_max_impulse    # a force bound in Bullet's motor
+    js.motor_ang_max_torque = c.motor_ang_max_impulse
     if c.type == 'GENERIC_SPRING' and c.spring_type == 'SPRING1' and any(
             getattr(c, f"use_spring_{s}") for s in _SPRING_SUFFIX.values()):
         notes.append("spring_type: Blender 2.7 springs (SPRING1) take damping as a per-step "
                      "factor; imported as N s/m damping, check the motion")
+    fcs = animation.fcurve_collection(obj)
+    for fc in (fcs or ()):
+        if fc.data_path.startswith("rigid_body_constraint.") and not fc.mute:
+            notes.append(f"the keys on {fc.data_path} (its value at the import is used)")
     if c.use_override_solver_iterations:
         notes.append("solver_iterations: a per-constraint iteration override has no "
                      "meaning in Hullabaloo's solver (ignored)")
     return notes
 
 
+def library_reason(obj):
+    """Why the import must not store Hullabaloo settings on obj (linked from a library, or
+    a library override, whose added settings Blender drops when the file is reloaded), or
+    None."""
+    if obj.library is not None:
+        return (f"linked from the library {obj.library.name!r} (read-only here), not "
+                "imported; make it local (Object > Relations > Make Local) and import again")
+    if obj.override_library is not None:
+        return (f"a library override of {obj.override_library.reference.name!r}: imported for "
+                "this session only (Blender keeps only overridable settings when the file is "
+                "reloaded); make it local to keep the Hullabaloo settings")
+    return None
+
+
+def _object_notes(c):
+    """What keeps a constraint from joining two bodies, per object setting (Blender, too,
+    ignores a constraint without two rigid bodies)."""
+    notes = []
+    for name in ("object1", "object2"):
+        o = getattr(c, name)
+        if o is None:
+            notes.append(f"{name}: not set; Blender ignores the constraint and the bake "
+                         "skips the joint until both objects are set")
+        elif o.rigid_body is None:
+            notes.append(f"{name}: {o.name!r} has no Rigid Body; Blender ignores the "
+                         "constraint and the bake skips the joint until Hullabaloo "
+                         "simulates it")
+        elif o.library is not None:
+            notes.append(f"{name}: {o.name!r} is linked from the library {o.library.name!r}, "
+                         "so it is not imported as a body; the bake skips the joint")
+    return notes
+
+
 def import_constraints(objects, scene):
-    """Import the rigid-body constraints of objects. Returns (count, ['object: note'])."""
+    """Import the rigid-body constraints of objects. Returns (count imported,
+    [(object name, note)]): what was not carried, settings and whole constraints."""
+    rbw = scene.rigidbody_world
+    members = None
+    if rbw is not None and rbw.constraints is not None:
+        members = {o.name for o in rbw.constraints.all_objects}
     count, notes = 0, []
     for obj in objects:
-        if getattr(obj, "rigid_body_constraint", None) is None:
+        c = getattr(obj, "rigid_body_constraint", None)
+        if c is None:
             continue
-        for n in import_constraint(obj, scene):
-            notes.append(f"{obj.name}: {n}")
+        if members is not None and obj.name not in members:
+            notes.append((obj.name, "rigid_body_constraint: not in the Rigid Body World's "
+                          "constraints collection (Blender does not simulate it), not "
+                          "imported"))
+            continue
+        why = library_reason(obj)
+        if why is not None and obj.library is not None:
+            notes.append((obj.name, f"rigid_body_constraint: {why}"))
+            continue
+        found = import_constraint(obj, scene) + _object_notes(c)
+        if why is not None:
+            found.append(f"rigid_body_constraint: {why}")
+        obj.hullabaloo_joint.import_notes = "; ".join(found)
+        notes += [(obj.name, n) for n in found]
         count += 1
     return count, notes
+
+
+def notes_by_object(notes):
+    """[(name, note)] -> {name: [note, ...]} (for the operator's per-object lines)."""
+    out = {}
+    for name, note in notes:
+        out.setdefault(name, []).append(note)
+    return out
+
+
+def unused_constraints(scene, bodies):
+    """Blender rigid-body data this bake does not use: [(obj, message)] for an enabled
+    rigid-body constraint that is not imported although Hullabaloo simulates an object it
+    joins, and for linked rigid bodies and constraints (read-only, so never imported)."""
+    out = []
+    for obj in scene.objects:
+        c = getattr(obj, "rigid_body_constraint", None)
+        linked = obj.library is not None
+        if linked and obj.rigid_body is not None and not obj.hullabaloo.enabled:
+            out.append((obj, "has a Blender Rigid Body that this bake does not simulate: "
+                        + library_reason(obj)))
+        if c is None or not c.enabled or obj.hullabaloo_joint.enabled:
+            continue
+        joined = [o.name for o in (c.object1, c.object2) if o is not None and o.name in bodies]
+        if not joined and not linked:
+            continue
+        out.append((obj, "has Blender's rigid-body constraint"
+                    + (" joining " + " and ".join(repr(n) for n in joined) if joined else "")
+                    + ", which this bake does not use: "
+                    + (library_reason(obj) if linked else "import it (Import Blender Rigid "
+                       "Body) or turn on its Hullabaloo Joint")))
+    return out
 
 
 # ----------------------------------------------------------------------------- panel
@@ -290,8 +423,8 @@ class HULLABALOO_PT_joint(bpy.types.Panel):
                 sub.active = getattr(js, f"use_spring_{suffix}")
                 sub.prop(js, f"spring_stiffness_{suffix}")
                 sub.prop(js, f"spring_damping_{suffix}")
-        if js.type == 'MOTOR':
-            for kind, unit in (("lin", "force"), ("ang", "torque")):
+        for kind, unit in (("lin", "force"), ("ang", "torque")):
+            if kind in MOTORS.get(js.type, ()):
                 col = layout.column(align=True)
                 col.prop(js, f"use_motor_{kind}")
                 sub = col.column(align=True)

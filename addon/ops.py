@@ -288,9 +288,10 @@ cannot be carried"""
         objs = [o for o in pool if o.rigid_body is not None]
         # Blender's rigid-body constraints (usually on Empties) become Hullabaloo joints.
         n_joints, joint_notes = joints.import_constraints(pool, scene)
-        for note in joint_notes:
-            self.report({'WARNING'}, note)
+        for name, note in joint_notes:
+            self.report({'WARNING'}, f"{name}: {note}")
         if not objs and n_joints:
+            LAST_IMPORT.update(objects=joints.notes_by_object(joint_notes), general=[])
             self.report({'INFO'}, f"Imported {n_joints} rigid-body constraint(s)")
             return {'FINISHED'}
         if not objs:
@@ -299,6 +300,7 @@ cannot be carried"""
             return {'CANCELLED'}
         done, per_object, general = rb_import.import_scene(scene, objs,
                                                            self.disable_blender_world)
+        per_object.update(joints.notes_by_object(joint_notes))
         LAST_IMPORT.update(objects=per_object, general=general)
         if not done:
             self.report({'ERROR'}, "; ".join(general) or "Nothing imported")

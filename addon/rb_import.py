@@ -16,10 +16,13 @@ What is carried, and how (measured against Blender 4.2 / 5.2's own simulation):
   objects in the world's collection (its gravity effector weights are read by the bake
   itself, addon.fields.gravity_weight, so they need no copy).
 
+Objects linked from a library are left alone (read-only) and library overrides imported for
+the session only (Blender drops added settings of an override on reload), both said by name.
+
 Everything the import cannot carry is listed per object (``import_notes``, also shown in
 the bake summary) and returned to the operator for its report: nothing is dropped silently.
 """
-from . import animation
+from . import animation, joints
 
 RB_SHAPES = {"BOX": "BOX", "SPHERE": "SPHERE", "CAPSULE": "CAPSULE",
              "CONVEX_HULL": "CONVEX_HULL", "MESH": "MESH", "COMPOUND": "COMPOUND",
@@ -221,7 +224,14 @@ def import_scene(scene, objs, disable_blender_world=True):
     for o in objs:
         if members is not None and o.name not in members:
             continue
+        why = joints.library_reason(o)
+        if why is not None and o.library is not None:
+            per_object[o.name] = [f"rigid_body: {why}"]   # read-only: nothing written
+            continue
         notes = import_object(o, members)
+        if why is not None:   # an override: carried for this session, said so
+            notes.append(f"rigid_body: {why}")
+            o.hullabaloo.import_notes = "; ".join(notes)
         if notes:
             per_object[o.name] = notes
         if not o.rigid_body.use_deactivation and o.hullabaloo.body_type == 'DYNAMIC':

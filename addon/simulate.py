@@ -182,7 +182,8 @@ class BakeJob:
         index = {b.name: (b.index, b.kind) for b in bodies}
         return joints.add_scene_joints(
             world, self.scene, index,
-            lambda obj, msg: self.problems.append(Problem("ERROR", obj.name, msg)))
+            lambda obj, msg, level="ERROR": self.problems.append(Problem(level, obj.name,
+                                                                         msg)))
 
     def _add_glue(self, world, bodies):
         """Glue bonds of fractured collections (addon.fracture), after the scene's joints."""
