@@ -253,6 +253,7 @@ def import_constraint(obj, scene):
         for name in (f"use_spring_{suffix}", f"spring_stiffness_{suffix}",
                      f"spring_damping_{suffix}"):
             setattr(js, name, getattr(c, name))
+    notes += _unusable_limits_and_springs(c, js)
     # Bullet drives only Blender's Motor type: a motor ticked on any other type is stored
     # but never runs in Blender, so it is imported off (values kept) and named.
     for kind, label in (("lin", "Linear"), ("ang", "Angular")):
@@ -311,6 +312,30 @@ def _object_notes(c):
         elif o.library is not None:
             notes.append(f"{name}: {o.name!r} is linked from the library {o.library.name!r}, "
                          "so it is not imported as a body; the bake skips the joint")
+    return notes
+
+
+def _unusable_limits_and_springs(c, js):
+    """Blender accepts a limit with lower > upper (Bullet then leaves the axis free: Blender
+    itself writes lower 0, upper -1 for 'no limit') and a negative spring stiffness or
+    damping (Hullabaloo's never go below 0): such a limit or spring is imported off and
+    named, so the joint itself is still made."""
+    notes = []
+    for ax in _TYPE_LIMITS.get(c.type, ()):
+        kind, a = ax.split("_")
+        lo, hi = (getattr(c, f"limit_{kind}_{a}_{end}") for end in ("lower", "upper"))
+        if getattr(c, f"use_limit_{kind}_{a}") and lo > hi:
+            setattr(js, f"use_limit_{kind}_{a}", False)
+            notes.append(f"limit_{kind}_{a}: lower {lo:.4g} > upper {hi:.4g}, which leaves "
+                         "the axis free in Blender; imported off (free)")
+    if c.type == 'GENERIC_SPRING':
+        for suffix in _SPRING_SUFFIX.values():
+            k, d = (getattr(c, f"spring_{what}_{suffix}") for what in ("stiffness", "damping"))
+            if getattr(c, f"use_spring_{suffix}") and (k < 0 or d < 0):
+                setattr(js, f"use_spring_{suffix}", False)
+                notes.append(f"spring_{suffix}: stiffness {k:.4g}, damping {d:.4g}: a "
+                             "negative spring pushes away from its rest pose; left out "
+                             "(the rest of the joint is made)")
     return notes
 
 
