@@ -23,6 +23,7 @@ The joint frame is the object's world matrix at the first baked frame (location 
 rotation; scale ignored), as in Blender: the pose there is the zero of the limits and the
 rest pose of the springs.
 """
+import contextlib
 import itertools
 import math
 
@@ -220,6 +221,34 @@ def add_scene_joints(world, scene, bodies, problem):
             continue
         out.append((obj.name, j))
     return out
+
+
+@contextlib.contextmanager
+def bodies_where_joints_were_made(world, bodies, prev):
+    """While joints are added for a re-bake from a later frame: the bodies stand where the
+    bake being continued made its joints (their stored poses at its first frame), so every
+    joint gets the same anchors, limit zeros and spring rest poses as then, not new ones
+    measured from the bodies' poses at the re-bake frame (a door resting against its limit
+    would get its limit's zero moved there). bodies: the bake's BodySpecs (name, index);
+    prev: the BakeCache being continued, or None. The poses are put back afterwards."""
+    if prev is None or not prev.has_frame(prev.frame_start):
+        yield
+        return
+    state = prev.state(prev.frame_start)
+    where = {n: i for i, n in enumerate(prev.names)}
+    moved = []
+    for b in bodies:
+        j = where.get(b.name)
+        if j is None:
+            continue
+        moved.append((b.index, world.positions[b.index].copy(),
+                      world.orientations[b.index].copy()))
+        world.set_pose(b.index, position=state["pos"][j], orientation=state["q"][j])
+    try:
+        yield
+    finally:
+        for i, p, q in moved:
+            world.set_pose(i, position=p, orientation=q)
 
 
 # ----------------------------------------------------------------------------- import

@@ -137,8 +137,9 @@ class BakeJob:
             kept.append(b)
         bodies = kept
         self.bodies = bodies
-        self.joints = self._add_joints(world, bodies)
-        self.glue = self._add_glue(world, bodies)
+        with joints.bodies_where_joints_were_made(world, bodies, prev_cache):
+            self.joints = self._add_joints(world, bodies)
+            self.glue = self._add_glue(world, bodies)
         self.dynamic = [b for b in bodies if b.kind == "dynamic"]
         if not self.dynamic:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
