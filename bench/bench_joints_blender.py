@@ -11,9 +11,14 @@ Scenes (2 s at 24 fps unless said):
   falling onto its limit: overshoot past it, end angle and hinge point drift;
 - cantilever: three 0.5 m 1 kg blocks glued to a passive wall and to each other by Fixed
   constraints (breaking threshold 2.0 impulse per Bullet substep): tip sag after 1 s, then a
-  60 kg ball dropped from 5 m on the tip: does it snap.
+  60 kg ball dropped from 5 m on the tip: does it snap;
+- rope: the issue's new-user rope (tests/addon/joints_rope_scene.py): 50 capsules joined by
+  Connect (Point), overlapping at the joints, both ends keyed Animated for 0.5 s, then
+  released onto a table, 3 s; Blender's run is a point-cache bake (ptcache.bake_all):
+  worst link gap, fastest capsule, capsules on the table, time to simulate.
 
-    python bench/bench_joints_blender.py
+    python bench/bench_joints_blender.py            (all scenes)
+    python bench/bench_joints_blender.py --rope     (the rope only)
 """
 import math
 import os
@@ -27,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "addon"))
 
 import hb_blender as hb
+import joints_rope_scene as rope
 
 bpy = hb.bpy
 
@@ -184,8 +190,47 @@ def run_cantilever():
     return out
 
 
+def run_rope(frames=72):
+    import time
+    out = {}
+    for engine in ("blender", "ours"):
+        scene, links, empties, _ = rope.build(hb, frames)
+        pins = rope.joint_locals(empties)
+        t0, c0 = time.perf_counter(), time.process_time()
+        if engine == "blender":
+            rope.blender_bake(hb, scene)
+        else:
+            for o in scene.objects:
+                o.select_set(False)
+            bpy.ops.hullabaloo.import_rigid_body(all=True)
+            hb.bake()
+        secs = time.perf_counter() - t0
+        cpu = time.process_time() - c0
+        m = rope.measure(hb, scene, links, pins, list(range(1, frames + 1)))
+        settle = np.flatnonzero(m["speed"] > 0.05)
+        out[engine] = dict(gap=m["gap"].max(), gap_end=m["gap"][-1], fast=m["speed"].max(),
+                           table=int(m["on_table"][-1]), secs=secs, cpu=cpu,
+                           settled=(int(settle[-1]) + 2) if len(settle) else 1)
+    return out
+
+
 def main():
     hb.session()
+    if "--rope" not in sys.argv:
+        main_small()
+    r = run_rope()
+    b, o = r["blender"], r["ours"]
+    print(f"rope        worst link gap (mm)          {1000 * b['gap']:8.2f}   {1000 * o['gap']:8.2f}")
+    print(f"rope        link gap at the end (mm)     {1000 * b['gap_end']:8.2f}   "
+          f"{1000 * o['gap_end']:8.2f}")
+    print(f"rope        fastest capsule (m/s)        {b['fast']:8.2f}   {o['fast']:8.2f}")
+    print(f"rope        on the table at the end      {b['table']:8d}   {o['table']:8d}")
+    print(f"rope        settled (< 5 cm/s) by frame  {b['settled']:8d}   {o['settled']:8d}")
+    print(f"rope        72 frames: wall / CPU (s)  {b['secs']:5.2f} / {b['cpu']:5.2f}   "
+          f"{o['secs']:5.2f} / {o['cpu']:5.2f}")
+
+
+def main_small():
     b, o, secs = run_chain()
     print("scene       figure                         Blender     Hullabaloo")
     print(f"chain       worst link gap (mm)          {1000 * b:8.2f}   {1000 * o:8.2f}"
