@@ -191,3 +191,17 @@ def test_motor_settings_on_hinge_slider_piston_blender_ignores_ours_drive():
     assert np.abs(pos["Body1"][:, 1:] - pos["Body1"][0, 1:]).max() < 1e-3
     assert np.abs(rot["Body1"] - rot["Body1"][0]).max() < 1e-3
     assert math.isfinite(w_rod)
+    # A positive target drives toward the upper limit as the panel shows it: the hinge's
+    # (Bullet's angle, the first object relative to the second: the door at minus it) and
+    # the slider's.
+    jh, jsl = hinge.hullabaloo_joint, slider.hullabaloo_joint
+    jh.use_limit_ang_z, jh.limit_ang_z_lower, jh.limit_ang_z_upper = True, -0.1, 0.5
+    jsl.use_limit_lin_x, jsl.limit_lin_x_lower, jsl.limit_lin_x_upper = True, -0.1, 0.4
+    scene.frame_set(1)
+    hb.bake()
+    pos, rot = tracks(scene, bodies)
+    door_turn = spin(rot["Body0"], 2)
+    print(f"against the upper limits: door {door_turn[-1]:.4f} rad (-0.5), sled "
+          f"{pos['Body1'][-1, 0] - pos['Body1'][0, 0]:.4f} m (0.4)")
+    assert abs(door_turn[-1] + 0.5) < np.radians(2) and door_turn.min() > -0.5 - np.radians(2)
+    assert abs(pos["Body1"][-1, 0] - pos["Body1"][0, 0] - 0.4) < 2e-3
