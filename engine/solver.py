@@ -9,7 +9,6 @@ Per step the world calls, in order::
         s.solve(vel, dpose, True)     # soft contacts with position bias
         integrate positions; dpose += h * vel
         s.solve(vel, dpose, False)    # relax: remove the bias velocity (touching points only)
-        s.solve(vel, dpose, False, friction=False)  # last relax: normal rows only
     s.restitution(vel)
     impulses = s.impulses()           # stored in the pair table for warm starting
 
@@ -276,11 +275,9 @@ class ContactSolver:
         dv = np.einsum("rm,mrk->mk", self.imp, self.mjr)
         _scatter_add(vel, self.idx, dv)
 
-    def solve(self, vel, dpose, use_bias, friction=True):
+    def solve(self, vel, dpose, use_bias):
         """One Gauss-Seidel sweep over the colours. use_bias: the soft pass (True) or relax.
-        dpose (N, 6): each body's displacement and rotation vector since the pass began.
-        friction=False sweeps the normal rows only (the world's last relax sweep: see
-        engine.world.World._solve)."""
+        dpose (N, 6): each body's displacement and rotation vector since the pass began."""
         m = self.m
         if m == 0:
             return
@@ -394,9 +391,7 @@ class ContactSolver:
             # of prepare (constant over the step); taken where every point stays inside its
             # disc (then no row of the sequential sweep would have been clamped).
             npts_seq = npts
-            if not friction:
-                npts_seq = 0
-            elif self._wait_friction[ci] or not fast:
+            if self._wait_friction[ci] or not fast:
                 self._wait_friction[ci] = max(self._wait_friction[ci] - 1, 0)
             else:
                 rows = slice(4, 4 + 2 * npts)

@@ -622,11 +622,7 @@ class World(BodyControl, JointWorldMixin):
             dpose[movers] += h * vel[movers]
             relax = self.settings.relax_iterations
             for r in range(relax):
-                # The last of several relax sweeps does the normal rows only: friction was
-                # just solved against nearly the same normal impulses, and skipping it is
-                # 6-11 % of a substep (bench/bench_solver_states.py) with the pyramid, stacks,
-                # slopes and rolling unchanged (tests/test_world_*.py).
-                solver.solve(vel, dpose, False, friction=r == 0 or r < relax - 1)
+                solver.solve(vel, dpose, False)
                 if joints and (joints.relax_every or r == relax - 1):
                     joints.solve(vel, x, q, False)
             if joints:

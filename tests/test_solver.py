@@ -456,32 +456,6 @@ def test_relax_leaves_speculative_points_alone(one_product):
     np.testing.assert_allclose(vel, vref, atol=1e-15)
 
 
-@BOTH_ROUTES
-def test_normal_only_relax_solves_the_normal_rows_and_keeps_friction(one_product):
-    """solve(..., friction=False) (the world's last relax sweep): a sliding, sinking box on
-    four points gets exactly the normal impulses a full sweep gives it (the normal rows come
-    first in a manifold's sweep), while its friction impulses stay as carried and its
-    velocity changes by the normal impulses alone."""
-    pts = [(-0.5, -0.5, -0.5), (0.5, -0.5, -0.5), (0.5, 0.5, -0.5), (-0.5, 0.5, -0.5)]
-    vel_b = [0.8, -0.3, -0.4, 0.2, -0.1, 0.3]
-    warm_f = np.zeros((4, 3))
-    warm_f[:, 0] = -0.05
-    kw = dict(mass=2.0, sep=-0.002, friction=0.6, warm_n=[0.3, 0.2, 0.25, 0.35],
-              warm_f=warm_f, one_product=one_product)
-    full, vf = ground_scene(pts, vel_b, **kw)
-    only, vo = ground_scene(pts, vel_b, **kw)
-    before = only.impulses()
-    full.solve(vf, np.zeros((2, 6)), False)
-    only.solve(vo, np.zeros((2, 6)), False, friction=False)
-    np.testing.assert_allclose(only.impulses()[0], full.impulses()[0], rtol=1e-14, atol=1e-16)
-    np.testing.assert_array_equal(only.impulses()[1], before[1])
-    assert not np.allclose(full.impulses()[1], before[1])  # the full sweep did change them
-    # The velocity change is the normal impulses' alone: M^-1 J_n^T dl.
-    dl = only.impulses()[0][0] - before[0][0]
-    dv = np.einsum("p,pk->k", dl, only.mjr[0, :4])[6:]
-    np.testing.assert_allclose(vo[1], np.asarray(vel_b) + dv, rtol=1e-13, atol=1e-15)
-
-
 # ----------------------------------------------------------------------------- restitution
 
 def drop_step(local_points, v0, gap, e, one_product, nsub=4, h=1.0 / 240.0, m=1.5,
