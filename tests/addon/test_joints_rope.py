@@ -43,7 +43,7 @@ def test_connected_rope_released_onto_a_table_stays_intact_like_blenders():
     assert ours["pos"][-1, :, 2].max() < rope.TABLE_TOP + 0.1
     assert ours["on_table"][-1] == rope.N_LINKS == blender["on_table"][-1]
     assert ours["on_table"].min() == rope.N_LINKS       # nothing ever left the table top
-    assert ours["speed"][-2:].max() < 0.05              # at rest by the end, like Blender's
+    assert ours["speed"][-4:].max() < 0.05              # settled, like Blender's
     # Intact: no link opens beyond 10 mm at any frame, and no more than Blender's do.
     assert ours["gap"].max() < 10e-3
     assert ours["gap"].max() <= blender["gap"].max()
