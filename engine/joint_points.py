@@ -25,6 +25,8 @@ Velocities live in a padded flat copy: a joint to the world reads and writes its
 spare zero slot, so one gather and one scatter per colour serve every joint (within a colour
 no awake body appears twice; bodies that do not move may, and get their own values back).
 """
+import itertools
+
 import numpy as np
 
 from .joint_math import inv3_soa, quat_matrix, quat_mul
@@ -101,7 +103,7 @@ class PointLocks:
         six = np.arange(6)[:, None]
         flat = np.concatenate((ia[None] * 6 + six, b[None] * 6 + six))
         self.flat_all = flat.ravel()
-        self.cols = [slice(int(c0), int(c1)) for c0, c1 in zip(offsets[:-1], offsets[1:])
+        self.cols = [slice(int(c0), int(c1)) for c0, c1 in itertools.pairwise(offsets)
                      if c1 > c0]
         self.idx_c = [np.ascontiguousarray(flat[:, sl]) for sl in self.cols]
         self.vp = np.zeros((n + 1) * 6)
@@ -128,7 +130,8 @@ class PointLocks:
         self.breakable = bool(np.isfinite(break_force).any())
         self.break_force = break_force
         self.broken = np.zeros(m, dtype=bool)
-        self.imp = None                     # (3, m) world impulses, from the first warm start
+        self.imp = np.zeros((3, m))         # world impulses, read at the first warm start
+        self.loaded = False
         self.tmp = np.empty((3, m))
 
     # -- geometry ---------------------------------------------------------------------------
@@ -172,7 +175,8 @@ class PointLocks:
     # -- passes -----------------------------------------------------------------------------
     def warm_start(self, vel):
         """The carried impulses applied to the bodies (after prepare)."""
-        if self.imp is None:
+        if not self.loaded:
+            self.loaded = True
             # The carried A-frame impulses as world vectors (frame A's axes at the pose the
             # last prepare read: this one).
             qa = np.ascontiguousarray(self.qs[:, self.idx2[:self.m]].T)
@@ -224,7 +228,7 @@ class PointLocks:
     def impulse_a_frame(self):
         """(m, 3) the lock impulses along frame A's axes at the current pose (engine.joints'
         storage)."""
-        if self.imp is None:
+        if not self.loaded:
             return self.lam0
         qa = np.ascontiguousarray(self.qs[:, self.idx2[:self.m]].T)
         return np.einsum("mji,jm->mi", _frame_a(qa, self.frame_a), self.imp)
