@@ -116,9 +116,12 @@ class PointLocks:
         self.inert2 = np.ascontiguousarray(iip[self.idx2].transpose(1, 2, 0))  # (3, 3, 2m)
         self.msum = ima + imb
         eye = np.eye(3)[:, :, None]
-        # W = K^-1 G and MJ = (M^-1 G^T)^T as (3 rows, 4 blocks, 3, m): G's blocks are
-        # [-I, [s]x, I, -[r_b]x]; the linear blocks of MJ are constant over the pass.
-        self.w4 = np.zeros((3, 4, 3, m))
+        # G and MJ = (M^-1 G^T)^T as (3 rows, 4 blocks, 3, m): G's blocks are
+        # [-I, [s]x, I, -[r_b]x]; the linear blocks of both are constant over the pass.
+        self.g4 = np.zeros((3, 4, 3, m))
+        self.g4[:, 0] = -eye
+        self.g4[:, 2] = eye
+        self.g = self.g4.reshape(3, 12, m)
         self.mj4 = np.zeros((3, 4, 3, m))
         self.mj4[:, 0] = -ima * eye
         self.mj4[:, 2] = imb * eye
@@ -136,7 +139,7 @@ class PointLocks:
 
     # -- geometry ---------------------------------------------------------------------------
     def prepare(self, x, q):
-        """Anchors, W = K_w^-1 G (the block's velocity operator), MJ and the scaled errors."""
+        """Anchors, G, K_w^-1, MJ and the scaled errors."""
         n, m = self.n, self.m
         self.xs[:, :n] = x.T
         self.qs[:, :n] = q.T
@@ -155,20 +158,18 @@ class PointLocks:
         k += kk[:, :, m:]
         k.reshape(9, m)[::4] += self.msum
         kinv = inv3_soa(k)
-        w4 = self.w4
-        np.negative(kinv, out=w4[:, 0])
-        w4[:, 2] = kinv
-        w4[:, 1::2] = _mm3(kinv[:, :, None], skew.reshape(3, 3, 2, m)).transpose(0, 2, 1, 3)
+        # G and MJ's angular blocks; the sweeps apply K^-1 after G (two small products per
+        # colour are cheaper than forming K^-1 G here).
+        self.g4[:, 1::2] = skew.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
         self.mj4[:, 1::2] = si.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
-        w = w4.reshape(3, 12, m)
         err = np.einsum("rsm,sm->rm", kinv, d)
         if self.broken.any():
             keep = ~self.broken
-            w = w * keep
+            kinv *= keep
             err *= keep
             self.mj *= keep
-        self.w = w
-        self.wb = w * self.mscale
+        self.kinv = kinv
+        self.kinvb = kinv * self.mscale
         err *= self.mscale * self.bias_rate
         self.err = err
 
@@ -191,11 +192,12 @@ class PointLocks:
         n = self.n
         vp = self.vp
         vp[:n * 6] = vel.ravel()
-        imp, tmp, mj = self.imp, self.tmp, self.mj
-        w, err, iscale = (self.wb, self.err, self.iscale) if use_bias else (self.w, None, 0.0)
+        imp, tmp, mj, g = self.imp, self.tmp, self.mj, self.g
+        kinv, err, iscale = ((self.kinvb, self.err, self.iscale) if use_bias
+                             else (self.kinv, None, 0.0))
         for sl, idx in zip(self.cols, self.idx_c):
             v = vp[idx]
-            t = np.einsum("rcm,cm->rm", w[:, :, sl], v)
+            t = np.einsum("rsm,sm->rm", kinv[:, :, sl], np.einsum("rcm,cm->rm", g[:, :, sl], v))
             if err is not None:
                 t += err[:, sl]
                 if iscale:
@@ -216,8 +218,8 @@ class PointLocks:
         if snap.any():
             self.broken |= snap
             self.imp[:, snap] = 0.0
-            self.w = self.w * ~snap
-            self.wb = self.wb * ~snap
+            self.kinv[:, :, snap] = 0.0
+            self.kinvb[:, :, snap] = 0.0
             self.err[:, snap] = 0.0
             self.mj[:, :, snap] = 0.0
 
