@@ -192,18 +192,19 @@ class PointLocks:
         n = self.n
         vp = self.vp
         vp[:n * 6] = vel.ravel()
-        imp, tmp, mj, g = self.imp, self.tmp, self.mj, self.g
-        kinv, err, iscale = ((self.kinvb, self.err, self.iscale) if use_bias
-                             else (self.kinv, None, 0.0))
+        imp, mj, g = self.imp, self.mj, self.g
+        kinv, err = self.kinv, None
+        if use_bias:
+            # A colour's impulses are still the carried ones when its turn comes, so the
+            # leak is * lam of the whole sweep joins the bias term up front.
+            kinv, err = self.kinvb, self.tmp
+            np.multiply(imp, self.iscale, out=err)
+            err += self.err
         for sl, idx in zip(self.cols, self.idx_c):
             v = vp[idx]
             t = np.einsum("rsm,sm->rm", kinv[:, :, sl], np.einsum("rcm,cm->rm", g[:, :, sl], v))
             if err is not None:
                 t += err[:, sl]
-                if iscale:
-                    tc = tmp[:, sl]
-                    np.multiply(imp[:, sl], iscale, out=tc)
-                    t += tc
             imp[:, sl] -= t
             v -= np.einsum("rm,rcm->cm", t, mj[:, :, sl])
             vp[idx] = v
