@@ -13,8 +13,8 @@ A dl is the world-frame impulse of the world-frame block
 (G v = v_b + w_b x r_b - v_a - w_a x s; the s, not r_a, is the "axes turn with A" term of the
 general rows). So this path keeps the impulses as world vectors and never builds the joint
 frames, Euler angles or 12-wide row Jacobians of the six axes; per substep it costs a fixed
-number of numpy calls (about 50 for the geometry, 9 per colour in the biased sweep, 6 in
-relax) whatever the number of joints. The stored A-frame impulses of engine.joints are read on
+number of numpy calls (about 50 for the geometry, 8 per colour in a sweep) whatever the
+number of joints. The stored A-frame impulses of engine.joints are read on
 the first warm start and written back by finish, so either path can pick up the other's.
 
 Arrays are component-major, joints last ((3, 3, m) matrices, (3, m) vectors): numpy's
@@ -154,9 +154,8 @@ class PointLocks:
         skew = (t2[_SKEW_IDX] * self.sign2).reshape(3, 3, 2 * m)  # [[s]x, -[r_b]x]
         si = _mm3(skew, self.inert2)                       # M^-1 G^T's angular blocks, ^T
         kk = _mm3t(si, skew)
-        k = kk[:, :, :m]
-        k += kk[:, :, m:]
-        k.reshape(9, m)[::4] += self.msum
+        k = kk[:, :, :m] + kk[:, :, m:]
+        k.reshape(9, m)[::4] += self.msum                 # contiguous: reshape is a view
         kinv = inv3_soa(k)
         # G and MJ's angular blocks; the sweeps apply K^-1 after G (two small products per
         # colour are cheaper than forming K^-1 G here).
