@@ -151,6 +151,9 @@ class JointSolver:
                      for k in range(6) if g[name][:, k].any()]
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
+        self.substeps = 0
+        self.breakable = bool(np.isfinite(g["break_force"]).any()
+                              or np.isfinite(g["break_torque"]).any())
         # Lock rows alone need one relax sweep (the world's last); limits, motors and springs
         # interleave with the locks, and one sweep leaves the limits' bias velocity in the
         # locks (a door bounced off its limit), so they relax in every sweep.
@@ -459,10 +462,10 @@ class JointSolver:
         if self.points is not None:
             self.points.end_substep()
             return
-        lam = self._axis_impulse() / self.h
-        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
-        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
-            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
+        self.substeps += 1
+        if not self.breakable:
+            return   # nothing can snap: finish measures the last substep's reaction
+        self._reaction()
         g = self.g
         snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
                 | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
@@ -476,6 +479,13 @@ class JointSolver:
             if self.direct:
                 self._factor_direct()
                 self._gather_direct()
+
+    def _reaction(self):
+        """Force and torque on B of the last substep (from its impulses and Jacobians)."""
+        lam = self._axis_impulse() / self.h
+        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
+        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
+            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
 
     def finish(self):
         """Write impulses, reactions and broken flags back to the JointSet."""
@@ -491,6 +501,8 @@ class JointSolver:
             js.v("torque")[self.sel] = 0.0
             js.v("broken")[self.sel] |= pts.broken
             return
+        if not self.breakable and self.substeps:
+            self._reaction()
         js.v("impulse")[self.sel] = self.imp
         js.v("force")[self.sel] = self.force
         js.v("torque")[self.sel] = self.torque
