@@ -16,7 +16,11 @@ joint: a point joint at the midpoint lets both spheres turn, so two linked centr
 anywhere from 0 to 0.1 m apart without any error, and a fully folded link reads 100 mm); and
 the worst drift of a pinned corner.
 
-    python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet]
+--split also prints where our frame goes: CPU ms per frame in the joint solver's calls, the
+contact solver's, the broad and narrow phase and the integration (the functions wrapped with
+timers, so the total runs a little slower).
+
+    python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet] [--split]
 """
 import argparse
 import os
@@ -118,6 +122,35 @@ def run_pybullet(n, frames):
     return out
 
 
+def split_timers():
+    """Wrap the engine's per-pass / per-substep calls with CPU timers; returns the totals."""
+    import collections
+
+    from engine import joint_solver, solver, world
+    acc = collections.defaultdict(float)
+
+    def wrap(owner, name, label):
+        f = getattr(owner, name)
+
+        def timed(*a, **k):
+            c = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                acc[label] += time.process_time() - c
+        setattr(owner, name, timed)
+    for name in ("__init__", "warm_start", "solve", "end_substep", "finish"):
+        wrap(joint_solver.JointSolver, name, "joints." + name)
+    for name in ("__init__", "warm_start", "solve", "restitution"):
+        wrap(solver.ContactSolver, name, "contacts." + name)
+    for name in ("_broadphase", "_narrowphase", "_step"):
+        wrap(world.World, name, "world." + name)
+    for name in ("integrate_velocities", "integrate_positions"):
+        if hasattr(world, name):
+            wrap(world, name, "integrate." + name)
+    return acc
+
+
 def _loop(step, poses, links, pins, pos0, frames):
     wall = cpu = 0.0
     worst = {"gap": 0.0, "ext": 0.0, "old": 0.0}
@@ -146,8 +179,16 @@ def main():
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--frames", type=int, default=96)
     ap.add_argument("--no-pybullet", action="store_true")
+    ap.add_argument("--split", action="store_true")
     args = ap.parse_args()
+    acc = split_timers() if args.split else None
     rows = [("ours", run_ours(args.n, args.frames))]
+    if acc is not None:
+        print("our CPU ms per frame by call:")
+        for k, v in sorted(acc.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:32s} {1000 * v / args.frames:7.2f}")
+        joints = sum(v for k, v in acc.items() if k.startswith("joints."))
+        print(f"  {'joints, all calls':32s} {1000 * joints / args.frames:7.2f}")
     if not args.no_pybullet:
         rows.append(("pybullet", run_pybullet(args.n, args.frames)))
     print(f"{args.n}x{args.n} sphere grid, {args.frames} frames at 24 fps")
