@@ -8,10 +8,19 @@ stepSimulation per frame split into 10 substeps = 240 Hz, 10 solver iterations,
 createConstraint JOINT_POINT2POINT, maximal coordinates: btRigidBody + btPoint2PointConstraint,
 what Blender builds); ours at its defaults (one World.step(1/24) per frame).
 
-Printed per engine: wall and CPU time per frame, worst link stretch (|centre distance - 0.1 m|
-over all links and frames, and at the end) and the worst drift of a pinned corner.
+Printed per engine, worst over all links and frames (and at the end): wall and CPU time per
+frame; the joint gap (distance between a joint's two anchor points, one fixed in each sphere:
+the constraint error itself); the link stretch (centre distance beyond 0.1 m, which a gap
+allows); the old figure |centre distance - 0.1 m| (which also counts a link folded at its
+joint: a point joint at the midpoint lets both spheres turn, so two linked centres may be
+anywhere from 0 to 0.1 m apart without any error, and a fully folded link reads 100 mm); and
+the worst drift of a pinned corner.
 
-    python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet]
+--split also prints where our frame goes: CPU ms per frame in the joint solver's calls, the
+contact solver's, the broad and narrow phase and the integration (the functions wrapped with
+timers, so the total runs a little slower).
+
+    python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet] [--split]
 """
 import argparse
 import os
@@ -41,7 +50,29 @@ def grid(n):
 
 
 def stretch(pos, links):
+    """|centre distance - 0.1 m| per link (folding counts too; see the docstring)."""
     return np.abs(np.linalg.norm(pos[links[:, 1]] - pos[links[:, 0]], axis=1) - SPACING)
+
+
+def extension(pos, links):
+    """Centre distance beyond 0.1 m per link."""
+    return np.maximum(np.linalg.norm(pos[links[:, 1]] - pos[links[:, 0]], axis=1) - SPACING, 0)
+
+
+def _rotate(q, v):
+    """Rotate v (k, 3) by unit quaternions q (k, 4) given (w, x, y, z)."""
+    u, w = q[:, 1:], q[:, :1]
+    t = 2.0 * np.cross(u, v)
+    return v + w * t + np.cross(u, t)
+
+
+def gap(pos, quat, links, pos0):
+    """Distance between each link's two anchors (the midpoint at the start, fixed in each
+    sphere; the spheres start unrotated)."""
+    half = 0.5 * (pos0[links[:, 1]] - pos0[links[:, 0]])
+    pa = pos[links[:, 0]] + _rotate(quat[links[:, 0]], half)
+    pb = pos[links[:, 1]] - _rotate(quat[links[:, 1]], half)
+    return np.linalg.norm(pb - pa, axis=1)
 
 
 def run_ours(n, frames):
@@ -54,8 +85,8 @@ def run_ours(n, frames):
         w.add_joint("point", int(a), int(b), position=m)
     for c in pins:
         w.add_joint("point", c, None, position=pos[c])
-    return _loop(lambda: w.step(1.0 / 24.0), lambda: w.positions.copy(), links, pins, pos,
-                 frames)
+    return _loop(lambda: w.step(1.0 / 24.0),
+                 lambda: (w.positions.copy(), w.orientations.copy()), links, pins, pos, frames)
 
 
 def run_pybullet(n, frames):
@@ -83,28 +114,64 @@ def run_pybullet(n, frames):
                            [0, 0, 0], physicsClientId=cid)
 
     def poses():
-        return np.array([p.getBasePositionAndOrientation(b, physicsClientId=cid)[0]
-                         for b in ids])
+        pq = [p.getBasePositionAndOrientation(b, physicsClientId=cid) for b in ids]
+        quat = np.array([q for _, q in pq])[:, [3, 0, 1, 2]]    # pybullet: (x, y, z, w)
+        return np.array([x for x, _ in pq]), quat
     out = _loop(lambda: p.stepSimulation(physicsClientId=cid), poses, links, pins, pos, frames)
     p.disconnect(cid)
     return out
 
 
+def split_timers():
+    """Wrap the engine's per-pass / per-substep calls with CPU timers; returns the totals."""
+    import collections
+
+    from engine import joint_solver, solver, world
+    acc = collections.defaultdict(float)
+
+    def wrap(owner, name, label):
+        f = getattr(owner, name)
+
+        def timed(*a, **k):
+            c = time.process_time()
+            try:
+                return f(*a, **k)
+            finally:
+                acc[label] += time.process_time() - c
+        setattr(owner, name, timed)
+    for name in ("__init__", "warm_start", "solve", "end_substep", "finish"):
+        wrap(joint_solver.JointSolver, name, "joints." + name)
+    for name in ("__init__", "warm_start", "solve", "restitution"):
+        wrap(solver.ContactSolver, name, "contacts." + name)
+    for name in ("_broadphase", "_narrowphase", "_step"):
+        wrap(world.World, name, "world." + name)
+    for name in ("integrate_velocities", "integrate_positions"):
+        if hasattr(world, name):
+            wrap(world, name, "integrate." + name)
+    return acc
+
+
 def _loop(step, poses, links, pins, pos0, frames):
     wall = cpu = 0.0
-    worst = corner = 0.0
+    worst = {"gap": 0.0, "ext": 0.0, "old": 0.0}
+    corner = 0.0
     for _ in range(frames):
         t0, c0 = time.perf_counter(), time.process_time()
         step()
         wall += time.perf_counter() - t0
         cpu += time.process_time() - c0
-        pos = poses()
-        worst = max(worst, float(stretch(pos, links).max()))
+        pos, quat = poses()
+        now = {"gap": gap(pos, quat, links, pos0).max(), "ext": extension(pos, links).max(),
+               "old": stretch(pos, links).max()}
+        worst = {k: max(v, float(now[k])) for k, v in worst.items()}
         corner = max(corner, float(np.linalg.norm(pos[list(pins)] - pos0[list(pins)],
                                                   axis=1).max()))
-    return {"ms_wall": 1000 * wall / frames, "ms_cpu": 1000 * cpu / frames,
-            "stretch_mm": 1000 * worst, "end_stretch_mm": 1000 * float(stretch(pos, links).max()),
-            "corner_mm": 1000 * corner, "lowest_z": float(pos[:, 2].min())}
+    out = {"ms_wall": 1000 * wall / frames, "ms_cpu": 1000 * cpu / frames,
+           "corner_mm": 1000 * corner, "lowest_z": float(pos[:, 2].min())}
+    for k in worst:
+        out[k + "_mm"] = 1000 * worst[k]
+        out[k + "_end_mm"] = 1000 * float(now[k])
+    return out
 
 
 def main():
@@ -112,16 +179,27 @@ def main():
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--frames", type=int, default=96)
     ap.add_argument("--no-pybullet", action="store_true")
+    ap.add_argument("--split", action="store_true")
     args = ap.parse_args()
+    acc = split_timers() if args.split else None
     rows = [("ours", run_ours(args.n, args.frames))]
+    if acc is not None:
+        print("our CPU ms per frame by call:")
+        for k, v in sorted(acc.items(), key=lambda kv: -kv[1]):
+            print(f"  {k:32s} {1000 * v / args.frames:7.2f}")
+        joints = sum(v for k, v in acc.items() if k.startswith("joints."))
+        print(f"  {'joints, all calls':32s} {1000 * joints / args.frames:7.2f}")
     if not args.no_pybullet:
         rows.append(("pybullet", run_pybullet(args.n, args.frames)))
     print(f"{args.n}x{args.n} sphere grid, {args.frames} frames at 24 fps")
-    print(f"{'engine':10s} {'ms/frame':>9s} {'cpu ms':>7s} {'worst stretch mm':>17s} "
-          f"{'end stretch mm':>15s} {'corner drift mm':>16s} {'lowest z':>9s}")
+    print("worst over the run / at the end, mm")
+    print(f"{'engine':10s} {'ms/frame':>9s} {'cpu ms':>7s} {'joint gap':>15s} "
+          f"{'link stretch':>15s} {'|dist - 0.1|':>15s} {'corner drift':>13s} {'lowest z':>9s}")
     for name, r in rows:
-        print(f"{name:10s} {r['ms_wall']:9.2f} {r['ms_cpu']:7.2f} {r['stretch_mm']:17.2f} "
-              f"{r['end_stretch_mm']:15.2f} {r['corner_mm']:16.2f} {r['lowest_z']:9.3f}")
+        cols = "".join(f"{r[k + '_mm']:9.2f} /{r[k + '_end_mm']:5.1f}"
+                       for k in ("gap", "ext", "old"))
+        print(f"{name:10s} {r['ms_wall']:9.2f} {r['ms_cpu']:7.2f} {cols} "
+              f"{r['corner_mm']:13.2f} {r['lowest_z']:9.3f}")
 
 
 if __name__ == "__main__":

@@ -44,6 +44,10 @@ import numpy as np
 from . import quat
 from .graph import colour_constraints, islands
 from .integrate import cross
+from .joint_math import inv3
+from .joint_math import quat_matrix as _quat_matrix
+from .joint_math import quat_mul as _quat_mul
+from .joint_points import PointLocks, point_lock_only
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
 
@@ -54,48 +58,6 @@ from .solver import soft_params
 # 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240, hence the cap (a rope of 50
 # links by point joints has 150 rows).
 DIRECT_ROWS = 160
-
-_P1 = np.array([1, 2, 0])
-_P2 = np.array([2, 0, 1])
-
-
-def inv3(m):
-    """Inverses of (K, 3, 3) matrices by the adjugate (einsum-free, deterministic)."""
-    cof = cross(m[:, _P1], m[:, _P2])  # row i = r_{i+1} x r_{i+2}
-    det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
-    return np.swapaxes(cof, 1, 2) / det[:, None, None]
-
-
-def _quat_mul(a, b):
-    """Hamilton products of (m, 4) arrays (quat.multiply without moveaxis/stack)."""
-    aw, ax, ay, az = a[:, 0], a[:, 1], a[:, 2], a[:, 3]
-    bw, bx, by, bz = b[:, 0], b[:, 1], b[:, 2], b[:, 3]
-    out = np.empty_like(a)
-    out[:, 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[:, 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[:, 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[:, 3] = aw * bz + ax * by - ay * bx + az * bw
-    return out
-
-
-def _quat_matrix(q):
-    """Rotation matrices (m, 3, 3) of unit quaternions (m, 4) (quat.to_matrix's arithmetic)."""
-    w, x, y, z = q[:, 0], q[:, 1], q[:, 2], q[:, 3]
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    m = np.empty((len(q), 3, 3))
-    m[:, 0, 0] = 1 - 2 * (yy + zz)
-    m[:, 0, 1] = 2 * (xy - wz)
-    m[:, 0, 2] = 2 * (xz + wy)
-    m[:, 1, 0] = 2 * (xy + wz)
-    m[:, 1, 1] = 1 - 2 * (xx + zz)
-    m[:, 1, 2] = 2 * (yz - wx)
-    m[:, 2, 0] = 2 * (xz - wy)
-    m[:, 2, 1] = 2 * (yz + wx)
-    m[:, 2, 2] = 1 - 2 * (xx + yy)
-    return m
-
 
 def spd_inverse(k):
     """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
@@ -132,6 +94,21 @@ def _has_cycle(a, b, world, awake):
     return len(a) > len(nodes) - trees
 
 
+def _colouring(joints, sel, awake):
+    """colour_constraints of the selected joints' body pairs, reused while the selection and
+    which of their bodies move stay the same (the common case from pass to pass: colouring
+    760 joints costs more than a substep of the point-lock path)."""
+    a, b = joints.v("body_a")[sel], joints.v("body_b")[sel]
+    static = ~awake
+    key = (sel.tobytes(), static[a].tobytes(), static[b].tobytes())
+    cached = joints.colour_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    col = colour_constraints(a, b, static)
+    joints.colour_cache = (key, col)
+    return col
+
+
 class JointSolver:
     """Joint rows of one collision pass (see the module docstring).
 
@@ -142,11 +119,14 @@ class JointSolver:
     def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio):
         self.joints = joints
         self.h = h
-        a_all, b_all = joints.v("body_a")[sel], joints.v("body_b")[sel]
-        col = colour_constraints(a_all, b_all, ~awake)
+        col = _colouring(joints, sel, awake)
         self.sel = sel = sel[col.order]
         self.offsets = [int(o) for o in col.offsets]
         self.m = m = len(sel)
+        self.points = None
+        if self._init_points(joints, sel, awake, inv_mass, inv_inertia, h, hertz,
+                             damping_ratio):
+            return
         g = {name: joints.v(name)[sel] for name in (
             "body_a", "body_b", "world", "anchor_a", "anchor_b", "frame_a", "frame_b", "lock",
             "target", "limited", "lower", "upper", "spring", "stiffness", "damping", "motor",
@@ -171,6 +151,9 @@ class JointSolver:
                      for k in range(6) if g[name][:, k].any()]
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
+        self.substeps = 0
+        self.breakable = bool(np.isfinite(g["break_force"]).any()
+                              or np.isfinite(g["break_torque"]).any())
         # Lock rows alone need one relax sweep (the world's last); limits, motors and springs
         # interleave with the locks, and one sweep leaves the limits' bias velocity in the
         # locks (a door bounced off its limit), so they relax in every sweep.
@@ -204,6 +187,25 @@ class JointSolver:
             self.la_loc, self.lb_loc = inv[:m], inv[m:]
             self.n_loc = len(ub)
             self.kinv_direct = None
+
+    def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio):
+        """A large system of pure point locks goes to engine.joint_points (same block Gauss-
+        Seidel, a fraction of the numpy calls); returns whether it did."""
+        m = self.m
+        pg = {name: joints.v(name)[sel] for name in ("lock", "limited", "spring", "motor",
+                                                       "target")}
+        if not point_lock_only(pg):
+            return False
+        a, b, world = joints.v("body_a")[sel], joints.v("body_b")[sel], joints.v("world")[sel]
+        if 3 * m <= DIRECT_ROWS and not _has_cycle(a, b, world, awake):
+            return False   # small and loop-free: the exact direct solve
+        self.points = PointLocks(
+            a, b, self.offsets, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
+            joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
+            h, soft_params(min(hertz, 0.5 / h), damping_ratio, h), joints.v("break_force")[sel])
+        self.relax_every = False   # lock rows alone: one relax sweep (see __init__)
+        self._stale = True
+        return True
 
     # -- geometry -----------------------------------------------------------------------------
     def _prepare(self, x, q):
@@ -386,6 +388,12 @@ class JointSolver:
         """Geometry at the substep's start, then the carried impulses applied to the bodies."""
         if self.m == 0:
             return
+        if self.points is not None:
+            if self._stale:
+                self.points.prepare(x, q)
+                self._stale = False
+            self.points.warm_start(vel)
+            return
         if self._stale:
             self._prepare(x, q)
             self._stale = False
@@ -398,6 +406,13 @@ class JointSolver:
     def solve(self, vel, x, q, use_bias):
         """One Gauss-Seidel sweep over the colours: scalar rows, then the lock blocks."""
         if self.m == 0:
+            return
+        if self.points is not None:
+            if self._stale:
+                self.points.prepare(x, q)
+                self._stale = False
+            self.points.solve(vel, use_bias)
+            self._stale = use_bias   # the world integrates the positions after the biased pass
             return
         if self._stale:
             self._prepare(x, q)   # the positions moved since the biased pass
@@ -444,10 +459,13 @@ class JointSolver:
         """Reaction on B (force and torque of the last substep) and breaking."""
         if self.m == 0:
             return
-        lam = self._axis_impulse() / self.h
-        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
-        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
-            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
+        if self.points is not None:
+            self.points.end_substep()
+            return
+        self.substeps += 1
+        if not self.breakable:
+            return   # nothing can snap: finish measures the last substep's reaction
+        self._reaction()
         g = self.g
         snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
                 | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
@@ -462,11 +480,29 @@ class JointSolver:
                 self._factor_direct()
                 self._gather_direct()
 
+    def _reaction(self):
+        """Force and torque on B of the last substep (from its impulses and Jacobians)."""
+        lam = self._axis_impulse() / self.h
+        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
+        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
+            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
+
     def finish(self):
         """Write impulses, reactions and broken flags back to the JointSet."""
         if self.m == 0:
             return
         js = self.joints
+        if self.points is not None:
+            pts = self.points
+            imp = np.zeros((self.m,) + js.v("impulse").shape[1:])
+            imp[:, LOCK, :3] = pts.impulse_a_frame()
+            js.v("impulse")[self.sel] = imp
+            js.v("force")[self.sel] = pts.force()
+            js.v("torque")[self.sel] = 0.0
+            js.v("broken")[self.sel] |= pts.broken
+            return
+        if not self.breakable and self.substeps:
+            self._reaction()
         js.v("impulse")[self.sel] = self.imp
         js.v("force")[self.sel] = self.force
         js.v("torque")[self.sel] = self.torque

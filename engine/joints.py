@@ -163,6 +163,8 @@ class JointSet:
     def __init__(self):
         self.n = 0
         self._a = {}
+        # engine.joint_solver's last colouring (key, Colouring): reused while unchanged.
+        self.colour_cache = None
         self._grow(4)
 
     def _grow(self, cap):
