@@ -348,12 +348,15 @@ def check(states):
 # -- timing ------------------------------------------------------------------------------------------
 
 def time_passes(states, fn, repeat):
-    """Mean CPU seconds of one pass over the states, min over repeats (copies made untimed)."""
+    """Mean CPU seconds of one pass over the states, min over repeats. Each timed pass follows
+    an untimed pass of the same function on another copy of the same state, so the solver's
+    arrays are in the cache as far as they fit, as in a real step's run of passes."""
     best = math.inf
     for _ in range(repeat):
-        copies = [fresh(st) for st in states]
         total = 0.0
-        for s, vel, dpose, use_bias in copies:
+        for st in states:
+            fn(*fresh(st))
+            s, vel, dpose, use_bias = fresh(st)
             t0 = time.process_time()
             fn(s, vel, dpose, use_bias)
             total += time.process_time() - t0
@@ -371,18 +374,32 @@ def numpy_pass(sequential):
 
 
 def step_ms(scene, frames, repeat, patched):
-    """ours ms/frame (CPU), min over repeats; patched: the kernel in for ContactSolver.solve."""
+    """Whole step and solve passes inside it, of the run with the fastest step: (ms/frame,
+    solve ms/frame, solve us/pass, manifolds per pass), CPU time. patched: the kernel in for
+    ContactSolver.solve. The solve passes are timed in place (the cache holds what a real step
+    leaves there); the two process_time calls per pass cost ~1 us."""
+    impl = numba_solve if patched else ContactSolver.solve
     orig = ContactSolver.solve
-    best = math.inf
-    try:
-        if patched:
-            ContactSolver.solve = numba_solve
-        for _ in range(repeat):
+    best = None
+    for _ in range(repeat):
+        acc = [0.0, 0, 0]  # CPU s, passes, manifolds
+
+        def timed(self, vel, dpose, use_bias):
+            t0 = time.process_time()
+            impl(self, vel, dpose, use_bias)
+            acc[0] += time.process_time() - t0
+            acc[1] += 1
+            acc[2] += self.m
+        ContactSolver.solve = timed
+        try:
             t = bench_speed.run_ours(scene, frames, [])[0]  # (cpu s/frame, world, passes)
-            best = min(best, t)
-    finally:
-        ContactSolver.solve = orig
-    return 1000.0 * best
+        finally:
+            ContactSolver.solve = orig
+        row = (1000.0 * t, 1000.0 * acc[0] / frames, 1e6 * acc[0] / max(acc[1], 1),
+               acc[2] / max(acc[1], 1))
+        if best is None or row[0] < best[0]:
+            best = row
+    return best
 
 
 def pybullet_ms(scene, frames, repeat):
@@ -403,8 +420,9 @@ def main():
     names = a.scenes.split(",")
     mismatch = []
     if not (a.skip_check and a.skip_pass):
-        print("per solve pass (states captured at frames 12, 36, 60; CPU us, min of "
-              f"{a.repeat}); rel. diff kernel vs numpy sequential / default (imp, max_n, vel)")
+        print("one solve pass on solver states captured at frames 12, 36, 60 (CPU us, warm "
+              f"cache, min of {a.repeat}); rel. diff kernel vs numpy sequential / default "
+              "(imp, max_n, vel)")
         print(f"{'scene':>10} {'states':>6} {'manif':>6} {'numpy us':>9} {'seq us':>9} "
               f"{'numba us':>9} {'x':>6}   {'vs sequential':>26}   {'vs default':>26}")
         print(f"(JIT compile at import: {JIT_SECONDS:.2f} s CPU)")
@@ -428,18 +446,22 @@ def main():
                   f"{1e6 * t_seq:>9.0f} {1e6 * t_nb:>9.1f} {t_np / t_nb:>6.0f}   "
                   f"{errs[0]:>26}   {errs[1]:>26}", flush=True)
     if not a.skip_step:
-        print(f"\nwhole step, {a.frames} frames at 24 fps, sleeping off (CPU ms/frame, min of "
-              f"{a.repeat})")
-        print(f"{'scene':>10} {'bodies':>6} {'ours numpy':>11} {'ours+numba':>11} "
-              f"{'pybullet':>9} {'numpy/pyb':>10} {'numba/pyb':>10}")
+        print(f"\nwhole step, {a.frames} frames at 24 fps, sleeping off (CPU, run with the "
+              f"fastest step of {a.repeat}); solve = ContactSolver.solve's passes inside it")
+        print(f"{'scene':>10} {'bodies':>6} | {'ms/frame: ours numpy':>20} {'ours+numba':>10} "
+              f"{'pybullet':>8} | {'x pybullet: numpy':>17} {'numba':>6} | "
+              f"{'solve ms/f: numpy':>17} {'numba':>6} | {'us/pass: numpy':>14} {'numba':>6} "
+              f"{'manif':>6}")
         run_kernel(capture(bench_speed.SCENES["cubes27"](2), 2, {1}, 1)[0])  # JIT warm-up
         for name in names:
             s = bench_speed.SCENES[name](a.frames)
-            t_np = step_ms(s, a.frames, a.repeat, False)
-            t_nb = step_ms(s, a.frames, a.repeat, True)
+            r_np = step_ms(s, a.frames, a.repeat, False)
+            r_nb = step_ms(s, a.frames, a.repeat, True)
             t_pb = pybullet_ms(s, a.frames, a.repeat)
-            print(f"{name:>10} {len(s.dynamic):>6} {t_np:>11.1f} {t_nb:>11.1f} {t_pb:>9.2f} "
-                  f"{t_np / t_pb:>10.2f} {t_nb / t_pb:>10.2f}", flush=True)
+            print(f"{name:>10} {len(s.dynamic):>6} | {r_np[0]:>20.1f} {r_nb[0]:>10.1f} "
+                  f"{t_pb:>8.2f} | {r_np[0] / t_pb:>17.2f} {r_nb[0] / t_pb:>6.2f} | "
+                  f"{r_np[1]:>17.1f} {r_nb[1]:>6.1f} | {r_np[2]:>14.0f} {r_nb[2]:>6.0f} "
+                  f"{r_np[3]:>6.0f}", flush=True)
     if mismatch:
         sys.exit(f"kernel differs from the numpy sequential sweep by more than {TOL:g} "
                  f"(relative) on: {', '.join(mismatch)}")
