@@ -212,7 +212,7 @@ def sweep_kernel(vel, dpose, use_bias, idx, jr, mjr, kmat, eff, kp, sep0, jn, im
                 if p + 1 < npts:
                     d0 = f0 - o0
                     d1 = f1 - o1
-                    for s in range(r + 2, 12):
+                    for s in range(r + 2, 4 + 2 * npts):  # later tangent rows only
                         u[s] += kmat[r, s, i] * d0 + kmat[r + 1, s, i] * d1
                 imp[r, i] = f0
                 imp[r + 1, i] = f1
