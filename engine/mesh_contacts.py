@@ -28,6 +28,7 @@ Output: ``narrowphase.Manifolds`` rows, normal from the convex shape (A) to the 
 """
 import numpy as np
 
+from . import mesh_sat
 from .clip import SNAP, reduce4, segment_closest, tangent_basis
 from .curved import is_curved
 from .curved_contacts import curved_triangles
@@ -45,6 +46,11 @@ CLUSTER_COS = float(np.cos(np.radians(2.0)))
 # At most this many manifolds per (body, mesh) pair: enough for a body in a corner of a
 # faceted bowl (floor, walls), bounded so one body cannot flood the solver.
 MAX_CLUSTERS = 6
+# Face-axis cull slack (times the shape's bounding radius) above the margin: the clipping
+# routes accept points up to SNAP-sized tolerances outside the reference polygon, so a row
+# whose face gap exceeds its margin by less than this still goes through them; beyond it no
+# route can produce a point (exact, tests/test_mesh_sat.py checks against the uncut routine).
+CULL_SLACK = 1e-2
 
 
 def _dot(a, b):
@@ -140,7 +146,9 @@ def _clip(ref, rmask, inc, kmask, n, inc_normal, margin, eps):
     x = np.concatenate((ix, rx, x3.reshape(m, -1)), axis=1)
     y = np.concatenate((iy, ry, y3.reshape(m, -1)), axis=1)
     z = np.concatenate((iz, z2, z3.reshape(m, -1)), axis=1)
-    valid = np.concatenate((in1, in2, in3.reshape(m, -1)), axis=1) & (z <= margin)
+    # margin: a scalar, (M,) or (M, 1) (curved_contacts passes a column).
+    limit = np.reshape(margin, (-1, 1)) if np.ndim(margin) else margin
+    valid = np.concatenate((in1, in2, in3.reshape(m, -1)), axis=1) & (z <= limit)
     route = np.concatenate((np.full(k_n, ROUTE_INC), np.full(r_n, ROUTE_REF),
                             np.full(r_n * k_n, ROUTE_CROSS)))
     code = np.concatenate((np.arange(k_n), np.arange(r_n),
@@ -176,13 +184,15 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
 
     ids (M,) shape ids of ``table``; pos (M, 3), rot (M, 3, 3) shape poses; tri (M, 3, 3) world
     corners; tri_normal (M, 3) world unit front normals; active_front / active_back (M, 3)
-    edge flags (trimesh.TriangleMesh); two_sided (M,) bool; tri_index (M,) for the contact ids.
+    edge flags (trimesh.TriangleMesh); two_sided (M,) bool; margin a scalar or (M,); tri_index
+    (M,) for the contact ids.
     """
     ids = np.asarray(ids, dtype=np.int64)
     m = len(ids)
     out = Manifolds(m)
     if m == 0:
         return out
+    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     tri_index = np.zeros(m, dtype=np.int64) if tri_index is None else np.asarray(tri_index)
     t = _local(rot, pos, np.asarray(tri, dtype=np.float64))
     nl = np.matmul(np.asarray(tri_normal, dtype=np.float64)[:, None], rot)[:, 0]
@@ -199,7 +209,7 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
                          (np.flatnonzero(rnd), _round_triangle),
                          (np.flatnonzero(curved), curved_triangles)):
         if len(sel):
-            part = routine(table, ids[sel], t[sel], n_out[sel], active[sel], margin,
+            part = routine(table, ids[sel], t[sel], n_out[sel], active[sel], margin[sel],
                            tri_index[sel])
             part.normal[:] = np.matmul(rot[sel], part.normal[:, :, None])[:, :, 0]
             part.points[:] = _world(rot[sel], pos[sel], part.points)
@@ -208,121 +218,142 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
 
 
 def _polytope_triangle(table, ids, t, N, active, margin, tri_index):
-    """Polytope (local frame) vs one-sided triangle t (M, 3, 3) facing it with normal N."""
+    """Polytope (local frame) vs one-sided triangle t (M, 3, 3) facing it with normal N.
+
+    margin (M,). Rows proven farther apart than their margin by a face axis are dropped before
+    the edge query and the clipping (most of the triangles a body's box overlaps are not
+    touching it: the clipped points of the routes below all lie within margin + a few SNAP
+    tolerances of the other shape, so a face gap beyond margin + CULL_SLACK * scale rules
+    every route out)."""
     m = len(ids)
-    rows = np.arange(m)
     out = Manifolds(m)
     vmax = int(table.npoints[ids].max())
     fmax = int(table.nfaces[ids].max())
-    emax = int(table.nedges[ids].max())
     P = table.points[ids, :vmax]
-    scale = table.bound_radius[ids]
-    # Triangle face axis (normal A -> B is -N).
-    sep_t = np.min(_dot(P, N[:, None]), axis=1) - _dot(N, t[:, 0])
-    # Polytope face axes.
     planes = table.planes[ids, :fmax]
-    sf = np.min(np.einsum("mfi,mki->mfk", planes[:, :, :3], t), axis=2) - planes[:, :, 3]
-    face = np.argmax(sf, axis=1)
-    sep_f = sf[rows, face]
-    # Edge axes: polytope edge x triangle edge, both orientations, full projections.
-    da = table.edge_dirs[ids, :emax]                                   # (M, E, 3)
-    te = np.roll(t, -1, axis=1) - t
-    dt = te / np.sqrt(_dot(te, te))[:, :, None]                        # (M, 3, 3)
-    c = np.cross(da[:, :, None, :], dt[:, None, :, :])                 # (M, E, 3, 3)
-    cl = np.sqrt(_dot(c, c))
-    ok = cl > PARALLEL_SIN
-    c = c / np.where(ok, cl, 1.0)[..., None]
-    pa = np.einsum("mekx,mvx->mekv", c, P)
-    pt = np.einsum("mekx,mjx->mekj", c, t)
-    s_plus = pt.min(axis=3) - pa.max(axis=3)
-    s_minus = pa.min(axis=3) - pt.max(axis=3)
-    se = np.where(ok, np.maximum(s_plus, s_minus), -np.inf).reshape(m, -1)
-    ebest = np.argmax(se, axis=1)
-    sep_e = se[rows, ebest]
-    ea, et = ebest // 3, ebest % 3
-    axis_e = c.reshape(m, -1, 3)[rows, ebest] * np.where(
-        s_plus.reshape(m, -1)[rows, ebest] >= s_minus.reshape(m, -1)[rows, ebest], 1.0, -1.0)[:, None]
+    scale = table.bound_radius[ids]
+    sep_t, sep_f, face = mesh_sat.face_queries(P, planes, t, N)
+    face_best = np.maximum(sep_t, sep_f)
+    out.distance[:] = face_best
+    out.axis_kind[:] = np.where(sep_t >= sep_f, AXIS_TRI_FACE, AXIS_CONVEX_FACE)
+    near = np.flatnonzero(face_best <= margin + CULL_SLACK * scale)
+    if len(near) == 0:
+        return out
+    part = _polytope_near(table, ids[near], t[near], N[near], active[near], margin[near],
+                          tri_index[near], P[near], planes[near], sep_t[near], sep_f[near],
+                          face[near])
+    out._put(near, part)
+    return out
+
+
+def _polytope_near(table, ids, t, N, active, margin, tri_index, P, planes, sep_t, sep_f, face):
+    """_polytope_triangle for rows that survived the face-axis cull."""
+    m = len(ids)
+    rows = np.arange(m)
+    out = Manifolds(m)
+    scale = table.bound_radius[ids]
+    sep_e, ea, et, axis_e = mesh_sat.edge_query(table, ids, t, N)
     best = np.maximum(np.maximum(sep_t, sep_f), sep_e)
     tol = REL_TOL * np.abs(best) + ABS_TOL * scale
     use_t = sep_t >= best - tol
     use_f = ~use_t & (sep_f >= np.maximum(sep_t, sep_e) - tol)
     use_e = ~use_t & ~use_f
     # Internal edges: a polytope face or edge axis whose triangle feature is inactive -> N.
+    # For triangle-face rows ``fine`` only gates the closest-point fallback below (a clip that
+    # found nothing): the best edge axis's triangle feature stands in for the closest feature
+    # there, so triangles beside the shape across flat edges skip GJK.
     u = np.where(use_f[:, None], planes[rows, face, :3], axis_e)
-    fine = _feature_active(t, u, active, SNAP * scale)
+    fine = _feature_active(t, u, active, SNAP * scale) | (use_t & ~np.isfinite(sep_e))
     use_t |= ~fine
     use_f &= fine
     use_e &= fine
     out.distance[:] = np.where(use_t, sep_t, best)
     out.axis_kind[:] = np.where(use_t, AXIS_TRI_FACE, np.where(use_f, AXIS_CONVEX_FACE, AXIS_EDGE))
     eps = SNAP * scale
-    tmask = np.ones((m, 3), dtype=bool)
-
-    sel = np.flatnonzero(use_t & (sep_t <= margin))
-    if len(sel):
-        # Reference: the triangle; incident: the polytope face most anti-parallel to N.
-        pl = table.planes[ids[sel], :fmax, :3]
-        inc_f = np.argmin(_dot(pl, N[sel][:, None]), axis=1)
-        inc, kmask = _polygon(table, ids[sel], inc_f)
-        x, y, z, valid, route, code, (o, uu, vv) = _clip(
-            t[sel], tmask[sel], inc, kmask, N[sel], pl[np.arange(len(sel)), inc_f], margin, eps[sel])
-        _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, N[sel], eps[sel],
-                     _ids(tri_index[sel], 0, inc_f, 0, 0), -N[sel])
-    sel = np.flatnonzero(use_f & (sep_f <= margin))
-    if len(sel):
-        f = face[sel]
-        ref, rmask = _polygon(table, ids[sel], f)
-        n = planes[sel, f, :3]
-        x, y, z, valid, route, code, (o, uu, vv) = _clip(
-            ref, rmask, t[sel], tmask[sel], n, N[sel], margin, eps[sel])
-        _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, n, eps[sel],
-                     _ids(tri_index[sel], 1, f, 0, 0), n)
+    _clip_triangle_face(out, table, ids, t, N, margin, eps, tri_index,
+                        np.flatnonzero(use_t & (sep_t <= margin)))
+    _clip_polytope_face(out, table, ids, t, N, margin, eps, tri_index, planes, face,
+                        np.flatnonzero(use_f & (sep_f <= margin)))
     # Face axes whose clipping found nothing (the face bias kept a face axis where an edge or
     # vertex is the real contact; not after an internal-edge switch, where an empty clip means
     # the triangle is not under the shape and the neighbour that is gives the contact).
-    empty = ~use_e & fine & (out.count == 0) & (best <= margin)
-    sel = np.flatnonzero(empty)
+    sel = np.flatnonzero(~use_e & fine & (out.count == 0) & (best <= margin))
     if len(sel):
-        # Apart: GJK's exact closest points (one point), if that feature is active.
-        k_ = len(sel)
-        eye = np.repeat(np.eye(3)[None], k_, 0)
-        g = gjk(P[sel], np.zeros(k_), np.zeros((k_, 3)), eye, t[sel], np.zeros(k_),
-                np.zeros((k_, 3)), eye)
-        ok_g = (~g.overlap & (g.distance <= margin)
-                & _feature_active(t[sel], g.normal, active[sel], eps[sel]))
-        rows_g = sel[ok_g]
-        out.points[rows_g, 0] = 0.5 * (g.point_a[ok_g] + g.point_b[ok_g])
-        out.separation[rows_g, 0] = g.distance[ok_g]
-        out.ids[rows_g, 0] = _ids(tri_index[rows_g], 0, 0, ROUTE_EDGE, 0xFFF)
-        out.count[rows_g] = 1
-        out.normal[rows_g] = g.normal[ok_g]
-        use_e[sel[g.overlap]] = True
-    # Edge axes: the closest points of the supporting edge pair.
-    sel = np.flatnonzero(use_e & (sep_e <= margin))
-    if len(sel):
-        ax = axis_e[sel]
-        # The supporting edge of A along the axis among the edges parallel to the SAT edge
-        # (a box has 4 edges per direction, all giving the same axis).
-        ed = table.edges[ids[sel], :emax]
-        q0 = table.points[ids[sel][:, None], ed[:, :, 0]]
-        q1 = table.points[ids[sel][:, None], ed[:, :, 1]]
-        par = np.abs(_dot(da[sel], da[sel, ea[sel]][:, None])) > 1.0 - 1e-9
-        score = np.where(par, _dot(q0 + q1, ax[:, None]), -np.inf)
-        ea_s = np.argmax(score, axis=1)
-        rr = np.arange(len(sel))
-        a0, a1 = q0[rr, ea_s], q1[rr, ea_s]
-        k = et[sel]
-        b0, b1 = t[sel, k], t[sel, (k + 1) % 3]
-        _, _, cp, cq = segment_closest(a0, a1, b0, b1)
-        s = _dot(cq - cp, ax)
-        keep = s <= margin
-        out.points[sel, 0] = 0.5 * (cp + cq)
-        out.separation[sel, 0] = np.where(keep, s, np.inf)
-        out.ids[sel, 0] = _ids(tri_index[sel], 0, ea_s, ROUTE_EDGE, k)
-        out.count[sel] = keep
-        out.normal[sel] = ax
-        out.axis_kind[sel] = AXIS_EDGE
+        overlap = _closest_point_contact(out, sel, P, t, active, margin, eps, tri_index)
+        use_e[sel[overlap]] = True
+    # Edge axes: the closest points of the edge pair (only pairs that have one).
+    _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et,
+                  np.flatnonzero(use_e & (sep_e <= margin) & np.isfinite(sep_e)))
     return out
+
+
+def _clip_triangle_face(out, table, ids, t, N, margin, eps, tri_index, sel):
+    """Reference: the triangle; incident: the polytope face most anti-parallel to N."""
+    if not len(sel):
+        return
+    fmax = int(table.nfaces[ids[sel]].max())
+    pl = table.planes[ids[sel], :fmax, :3]
+    inc_f = np.argmin(np.matmul(pl, N[sel][:, :, None])[:, :, 0], axis=1)
+    inc, kmask = _polygon(table, ids[sel], inc_f)
+    tmask = np.ones((len(sel), 3), dtype=bool)
+    x, y, z, valid, route, code, (o, uu, vv) = _clip(
+        t[sel], tmask, inc, kmask, N[sel], pl[np.arange(len(sel)), inc_f], margin[sel],
+        eps[sel])
+    _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, N[sel], eps[sel],
+                 _ids(tri_index[sel], 0, inc_f, 0, 0), -N[sel])
+
+
+def _clip_polytope_face(out, table, ids, t, N, margin, eps, tri_index, planes, face, sel):
+    """Reference: the polytope's SAT face; incident: the triangle."""
+    if not len(sel):
+        return
+    f = face[sel]
+    ref, rmask = _polygon(table, ids[sel], f)
+    n = planes[sel, f, :3]
+    tmask = np.ones((len(sel), 3), dtype=bool)
+    x, y, z, valid, route, code, (o, uu, vv) = _clip(
+        ref, rmask, t[sel], tmask, n, N[sel], margin[sel], eps[sel])
+    _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, n, eps[sel],
+                 _ids(tri_index[sel], 1, f, 0, 0), n)
+
+
+def _closest_point_contact(out, sel, P, t, active, margin, eps, tri_index):
+    """Rows apart: GJK's exact closest points (one point), if that feature is active.
+    Returns the mask over sel of rows GJK finds overlapping (they take the edge route)."""
+    k_ = len(sel)
+    eye = np.repeat(np.eye(3)[None], k_, 0)
+    g = gjk(P[sel], np.zeros(k_), np.zeros((k_, 3)), eye, t[sel], np.zeros(k_),
+            np.zeros((k_, 3)), eye)
+    ok_g = (~g.overlap & (g.distance <= margin[sel])
+            & _feature_active(t[sel], g.normal, active[sel], eps[sel]))
+    rows_g = sel[ok_g]
+    out.points[rows_g, 0] = 0.5 * (g.point_a[ok_g] + g.point_b[ok_g])
+    out.separation[rows_g, 0] = g.distance[ok_g]
+    out.ids[rows_g, 0] = _ids(tri_index[rows_g], 0, 0, ROUTE_EDGE, 0xFFF)
+    out.count[rows_g] = 1
+    out.normal[rows_g] = g.normal[ok_g]
+    return g.overlap
+
+
+def _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et, sel):
+    """The closest points of the Minkowski-face edge pair found by the edge query."""
+    if not len(sel):
+        return
+    ax = axis_e[sel]
+    ed = table.edges[ids[sel], ea[sel]]
+    a0 = table.points[ids[sel], ed[:, 0]]
+    a1 = table.points[ids[sel], ed[:, 1]]
+    k = et[sel]
+    b0, b1 = t[sel, k], t[sel, (k + 1) % 3]
+    _, _, cp, cq = segment_closest(a0, a1, b0, b1)
+    s = _dot(cq - cp, ax)
+    keep = s <= margin[sel]
+    out.points[sel, 0] = 0.5 * (cp + cq)
+    out.separation[sel, 0] = np.where(keep, s, np.inf)
+    out.ids[sel, 0] = _ids(tri_index[sel], 0, ea[sel], ROUTE_EDGE, k)
+    out.count[sel] = keep
+    out.normal[sel] = ax
+    out.axis_kind[sel] = AXIS_EDGE
 
 
 def _finish_clip(out, sel, x, y, z, valid, route, code, o, u, v, n, eps, base, normal):

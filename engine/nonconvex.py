@@ -194,11 +194,16 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
 
 
 def _margin_buckets(margin):
-    """mesh_contacts takes one scalar margin per call: rows are grouped by the power of two
-    above their margin and each group uses its largest margin (a speculative margin may only
-    grow, here by less than 2x), so a step needs a handful of calls however speeds spread."""
+    """Rows are grouped by the power of two above their margin and each group uses its largest
+    margin (a speculative margin may only grow, here by less than 2x). Returns the margin each
+    row uses (mesh_contacts takes one per row: one call per mesh)."""
     m = np.maximum(margin, 1e-9)
-    return np.ceil(np.log2(m)).astype(np.int64)
+    bucket = np.ceil(np.log2(m)).astype(np.int64)
+    _, inv = np.unique(bucket, return_inverse=True)
+    inv = inv.reshape(-1)
+    top = np.full(inv.max() + 1 if len(inv) else 0, -np.inf)
+    np.maximum.at(top, inv, margin)
+    return top[inv]
 
 
 def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
@@ -211,25 +216,23 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
     loc = np.matmul(pts - x_m[:, None], rot_m)              # convex points in the mesh frame
     grow = (table.radius[s_c] + margin)[:, None]
     lo, hi = loc.min(axis=1) - grow, loc.max(axis=1) + grow
-    bucket = _margin_buckets(margin)
+    used = _margin_buckets(margin)
     parts, rows = [], []
-    # Loops over distinct meshes and margin buckets only (a few per step).
+    # Loops over distinct meshes only (a few per step).
     for u in np.unique(s_m):
-        for k in np.unique(bucket[s_m == u]):
-            r = np.flatnonzero((s_m == u) & (bucket == k))
-            mesh = table.shapes[u]
-            qi, tri = mesh.query(lo[r], hi[r])
-            if not len(qi):
-                continue
-            row = r[qi]
-            tv = (np.matmul(mesh.triangle_vertices[tri], rot_m[row].transpose(0, 2, 1))
-                  + x_m[row][:, None])
-            nrm = np.matmul(rot_m[row], mesh.normals[tri][:, :, None])[:, :, 0]
-            parts.append(collide_convex_triangles(
-                table, s_c[row], x_c[row], rot_c[row], tv, nrm, mesh.active_front[tri],
-                mesh.active_back[tri], np.full(len(row), mesh.two_sided),
-                float(np.max(margin[r])), tri))
-            rows.append(row)
+        r = np.flatnonzero(s_m == u)
+        mesh = table.shapes[u]
+        qi, tri = mesh.query(lo[r], hi[r])
+        if not len(qi):
+            continue
+        row = r[qi]
+        tv = (np.matmul(mesh.triangle_vertices[tri], rot_m[row].transpose(0, 2, 1))
+              + x_m[row][:, None])
+        nrm = np.matmul(rot_m[row], mesh.normals[tri][:, :, None])[:, :, 0]
+        parts.append(collide_convex_triangles(
+            table, s_c[row], x_c[row], rot_c[row], tv, nrm, mesh.active_front[tri],
+            mesh.active_back[tri], np.full(len(row), mesh.two_sided), used[row], tri))
+        rows.append(row)
     if not parts:
         return Manifolds(0), np.zeros(0, np.int64)
     out = Manifolds(sum(len(p) for p in parts))
