@@ -270,10 +270,8 @@ def _polytope_near(table, ids, t, N, active, margin, tri_index, P, planes, sep_t
     out.distance[:] = np.where(use_t, sep_t, best)
     out.axis_kind[:] = np.where(use_t, AXIS_TRI_FACE, np.where(use_f, AXIS_CONVEX_FACE, AXIS_EDGE))
     eps = SNAP * scale
-    _clip_triangle_face(out, table, ids, t, N, margin, eps, tri_index,
-                        np.flatnonzero(use_t & (sep_t <= margin)))
-    _clip_polytope_face(out, table, ids, t, N, margin, eps, tri_index, planes, face,
-                        np.flatnonzero(use_f & (sep_f <= margin)))
+    _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face,
+                np.flatnonzero(use_t & (sep_t <= margin)), np.flatnonzero(use_f & (sep_f <= margin)))
     # Face axes whose clipping found nothing (the face bias kept a face axis where an edge or
     # vertex is the real contact; not after an internal-edge switch, where an empty clip means
     # the triangle is not under the shape and the neighbour that is gives the contact).
@@ -287,34 +285,34 @@ def _polytope_near(table, ids, t, N, active, margin, tri_index, P, planes, sep_t
     return out
 
 
-def _clip_triangle_face(out, table, ids, t, N, margin, eps, tri_index, sel):
-    """Reference: the triangle; incident: the polytope face most anti-parallel to N."""
+def _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face, sel_t, sel_f):
+    """Face contacts of both kinds in one clipping pass: rows sel_t take the triangle as the
+    reference and the polytope face most anti-parallel to N as the incident polygon; rows
+    sel_f take the polytope's SAT face as the reference and the triangle as the incident one.
+    Both polygons are padded to one width (masked): the candidates keep their order, so this
+    is the same as clipping the two sets apart."""
+    sel = np.concatenate((sel_t, sel_f))
     if not len(sel):
         return
-    fmax = int(table.nfaces[ids[sel]].max())
-    pl = table.planes[ids[sel], :fmax, :3]
-    inc_f = np.argmin(np.matmul(pl, N[sel][:, :, None])[:, :, 0], axis=1)
-    inc, kmask = _polygon(table, ids[sel], inc_f)
-    tmask = np.ones((len(sel), 3), dtype=bool)
+    is_t = (np.arange(len(sel)) < len(sel_t))[:, None]
+    inc_f = np.argmin(np.matmul(planes[sel_t, :, :3], N[sel_t][:, :, None])[:, :, 0], axis=1)
+    faces = np.concatenate((inc_f, face[sel_f]))
+    poly, pmask = _polygon(table, ids[sel], faces)
+    w = poly.shape[1]
+    tri = t[sel]
+    tri = np.concatenate((tri, np.repeat(tri[:, :1], w - 3, axis=1)), axis=1)
+    tmask = np.broadcast_to(np.arange(w) < 3, pmask.shape)
+    fn = planes[sel, faces, :3]
+    n_sel = N[sel]
+    ref = np.where(is_t[:, :, None], tri, poly)
+    inc = np.where(is_t[:, :, None], poly, tri)
+    rmask = np.where(is_t, tmask, pmask)
+    kmask = np.where(is_t, pmask, tmask)
+    n = np.where(is_t, n_sel, fn)
     x, y, z, valid, route, code, (o, uu, vv) = _clip(
-        t[sel], tmask, inc, kmask, N[sel], pl[np.arange(len(sel)), inc_f], margin[sel],
-        eps[sel])
-    _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, N[sel], eps[sel],
-                 _ids(tri_index[sel], 0, inc_f, 0, 0), -N[sel])
-
-
-def _clip_polytope_face(out, table, ids, t, N, margin, eps, tri_index, planes, face, sel):
-    """Reference: the polytope's SAT face; incident: the triangle."""
-    if not len(sel):
-        return
-    f = face[sel]
-    ref, rmask = _polygon(table, ids[sel], f)
-    n = planes[sel, f, :3]
-    tmask = np.ones((len(sel), 3), dtype=bool)
-    x, y, z, valid, route, code, (o, uu, vv) = _clip(
-        ref, rmask, t[sel], tmask, n, N[sel], margin[sel], eps[sel])
+        ref, rmask, inc, kmask, n, np.where(is_t, fn, n_sel), margin[sel], eps[sel])
     _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, n, eps[sel],
-                 _ids(tri_index[sel], 1, f, 0, 0), n)
+                 _ids(tri_index[sel], ~is_t[:, 0], faces, 0, 0), np.where(is_t, -n_sel, fn))
 
 
 def _closest_point_contact(out, sel, P, t, active, margin, eps, tri_index):
@@ -513,15 +511,18 @@ def reduce_manifolds(man, group, n_groups=None):
     seed_group = np.zeros(0, dtype=np.int64)
     seed_rank = np.zeros(0, dtype=np.int64)
     seed_of = np.full((ng, MAX_CLUSTERS), -1, dtype=np.int64)
+    # Contacts by group, then depth, then index: the deepest free contact of a group is its
+    # first free one in this order (ties: lowest index).
+    by_depth = np.lexsort((np.arange(n), sep, g))
+    g_sorted = g[by_depth]
+    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
+    slot_no = np.arange(n)
     for rank in range(MAX_CLUSTERS):
         free = cluster < 0
         if not free.any():
             break
-        # Deepest free contact of each group (ties: lowest index).
-        key = np.where(free, sep, np.inf)
-        order = np.lexsort((np.arange(n), key, g))
-        first = order[np.r_[True, g[order][1:] != g[order][:-1]]]
-        first = first[free[first]]
+        pos = np.minimum.reduceat(np.where(free[by_depth], slot_no, n), starts)
+        first = by_depth[pos[pos < n]]
         base = len(seeds)
         seeds = np.concatenate((seeds, nrm[first]))
         seed_group = np.concatenate((seed_group, g[first]))

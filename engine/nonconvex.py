@@ -226,7 +226,7 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
         if not len(qi):
             continue
         row = r[qi]
-        tv = (np.matmul(mesh.triangle_vertices[tri], rot_m[row].transpose(0, 2, 1))
+        tv = (np.matmul(mesh.vertices[mesh.triangles[tri]], rot_m[row].transpose(0, 2, 1))
               + x_m[row][:, None])
         nrm = np.matmul(rot_m[row], mesh.normals[tri][:, :, None])[:, :, 0]
         parts.append(collide_convex_triangles(
