@@ -53,43 +53,83 @@ def face_queries(points, planes, t, N):
     return sep_t, sf[np.arange(m), face], face
 
 
+_CONSTS: dict = {}
+
+
+def _edge_consts(table):
+    """Per-shape edge data laid out for the edge query, computed once per ShapeTable (the
+    cache holds the edge-normals array it was made from): face normals n1, n2 of every edge
+    as (S, 3, 2, E) (coordinates first, so one matmul gives contiguous (k, e) planes), their
+    offsets n . a_e through the edge (S, 2, E) and cos(n1, n2) (S, E)."""
+    key = id(table)
+    hit = _CONSTS.get(key)
+    if hit is not None and hit[0] is table.edge_normals:
+        return hit[1]
+    nrm = table.edge_normals                                            # (S, E, 2, 3)
+    a0 = np.take_along_axis(table.points, table.edges[:, :, :1], axis=1)  # (S, E, 3)
+    h = np.einsum("sepi,sei->spe", nrm, a0)
+    cos12 = np.einsum("sei,sei->se", nrm[:, :, 0], nrm[:, :, 1])
+    consts = (np.ascontiguousarray(nrm.transpose(0, 3, 2, 1)), h, cos12)
+    if len(_CONSTS) > 64:
+        _CONSTS.clear()
+    _CONSTS[key] = (table.edge_normals, consts)
+    return consts
+
+
+def _outward(t, te, N):
+    """Outward in-plane normals (M, 3, 3) of the triangle edges: away from the opposite
+    vertex (the triangle may wind either way about N)."""
+    o = np.cross(te, N[:, None, :])
+    flip = np.einsum("mi,mi->m", o[:, 0], t[:, 2] - t[:, 0]) > 0
+    return np.where(flip[:, None, None], -o, o)
+
+
 def edge_query(table, ids, t, N, emax=None):
     """Best Minkowski-face edge pair per row.
 
     Returns sep_e (M,) (-inf where no pair qualifies), edge (M,) the polytope edge, k (M,) the
-    triangle edge (t[k] -> t[(k + 1) % 3]), axis (M, 3) unit, oriented from A to the triangle."""
+    triangle edge (t[k] -> t[(k + 1) % 3]), axis (M, 3) unit, oriented from A to the triangle
+    (zero where no pair qualifies). Ties go to the lowest (k, edge).
+
+    Only the crossing test runs on every (row, k, edge): one matmul of the triangle edges with
+    all edge normals. The pairs whose arc crosses (the polytope's silhouette edges seen along
+    the triangle edge, a small fraction) are compacted and finish on flat (C,) arrays."""
     m = len(ids)
     ne = table.nedges[ids]
     emax = int(ne.max()) if emax is None else emax
-    rows = np.arange(m)
-    nrm = table.edge_normals[ids, :emax].reshape(m, 2 * emax, 3)        # n1, n2 interleaved
-    a0 = table.points[ids[:, None], table.edges[ids, :emax, 0]]          # (M, E, 3)
+    nrm_all, h_all, _ = _edge_consts(table)
+    nrm = nrm_all[ids, :, :, :emax].reshape(m, 3, 2 * emax)             # n1 block, n2 block
     te = np.roll(t, -1, axis=1) - t                                      # edge vectors
-    o = np.cross(te, N[:, None, :])                                      # in-plane normals
-    # Outward: away from the opposite vertex (the triangle may wind either way about N).
-    flip = np.einsum("mi,mi->m", o[:, 0], t[:, 2] - t[:, 0]) > 0
-    o = np.where(flip[:, None, None], -o, o)
-    rhs = np.concatenate((te, o, t), axis=1).transpose(0, 2, 1)         # (M, 3, 9)
-    g = np.matmul(nrm, rhs).reshape(m, emax, 2, 9)
-    d1, d2 = g[:, :, 0, 0:3], g[:, :, 1, 0:3]                           # n . d_k (M, E, 3)
-    o1, o2 = g[:, :, 0, 3:6], g[:, :, 1, 3:6]                           # n . o_k
-    h = np.einsum("mesi,mei->mes", nrm.reshape(m, emax, 2, 3), a0)     # n . a_e (M, E, 2)
-    c1 = g[:, :, 0, 6:9] - h[:, :, 0, None]                             # n1 . (t_k - a_e)
-    c2 = g[:, :, 1, 6:9] - h[:, :, 1, None]
-    w1, w2 = np.abs(d2), np.abs(d1)                                     # u = w1 n1 + w2 n2
-    cos12 = np.einsum("mei,mei->me", nrm[:, 0::2], nrm[:, 1::2])[:, :, None]
-    len_u = np.sqrt(np.maximum(w1 * w1 + w2 * w2 + 2.0 * w1 * w2 * cos12, 0.0))
-    tlen = np.sqrt(np.einsum("mki,mki->mk", te, te))[:, None, :]
-    valid = ((d1 * d2 < 0.0) & (w1 * o1 + w2 * o2 < 0.0) & (len_u > PARALLEL_SIN * tlen)
-             & (np.arange(emax)[None, :, None] < ne[:, None, None]))
-    sep = np.where(valid, (w1 * c1 + w2 * c2) / np.where(valid, len_u, 1.0), -np.inf)
-    flat = np.argmax(sep.reshape(m, -1), axis=1)
-    e, k = flat // 3, flat % 3
-    best = sep.reshape(m, -1)[rows, flat]
-    n_e = nrm.reshape(m, emax, 2, 3)[rows, e]
-    u = w1[rows, e, k][:, None] * n_e[:, 0] + w2[rows, e, k][:, None] * n_e[:, 1]
-    axis = u / np.maximum(len_u[rows, e, k], 1e-300)[:, None]
-    return best, e, k, axis
+    d = np.matmul(te, nrm)                                               # n . d_k (M, 3, 2E)
+    d1, d2 = d[:, :, :emax], d[:, :, emax:]
+    mi, ki, ei = np.nonzero((d1 * d2 < 0.0) & (np.arange(emax) < ne[:, None, None]))
+    best = np.full(m, -np.inf)
+    edge = np.zeros(m, dtype=np.int64)
+    k = np.zeros(m, dtype=np.int64)
+    axis = np.zeros((m, 3))
+    if not len(mi):
+        return best, edge, k, axis
+    w1, w2 = np.abs(d2[mi, ki, ei]), np.abs(d1[mi, ki, ei])              # u = w1 n1 + w2 n2
+    u = w1[:, None] * nrm[mi, :, ei] + w2[:, None] * nrm[mi, :, emax + ei]
+    len_u = np.sqrt(np.einsum("ci,ci->c", u, u))
+    tk = t[mi, ki]
+    ok = ((np.einsum("ci,ci->c", u, _outward(t, te, N)[mi, ki]) < 0.0)
+          & (len_u > PARALLEL_SIN * np.sqrt(np.einsum("mki,mki->mk", te, te))[mi, ki]))
+    sid = ids[mi]
+    gap = (np.einsum("ci,ci->c", u, tk) - w1 * h_all[sid, 0, ei] - w2 * h_all[sid, 1, ei])
+    sep = np.where(ok, gap / np.where(ok, len_u, 1.0), -np.inf)
+    # Per row (candidates come sorted by row, then k, then edge): the max and its first index.
+    first = np.r_[True, mi[1:] != mi[:-1]]
+    starts = np.flatnonzero(first)
+    seg = np.cumsum(first) - 1
+    top = np.maximum.reduceat(sep, starts)
+    pick = np.minimum.reduceat(np.where(sep == top[seg], np.arange(len(mi)), len(mi)), starts)
+    r = mi[pick]
+    live = np.isfinite(top)
+    r, pick = r[live], pick[live]
+    best[r], edge[r], k[r] = top[live], ei[pick], ki[pick]
+    axis[r] = u[pick] / len_u[pick][:, None]
+    return best, edge, k, axis
 
 
 def edge_query_exhaustive(table, ids, t, emax=None):
