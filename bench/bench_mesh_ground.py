@@ -49,11 +49,11 @@ for p in (ROOT, BENCH):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from engine import quat  # noqa: E402
-from engine.hull import ConvexHull  # noqa: E402
-from engine.shapes import Box  # noqa: E402
-from engine.trimesh import TriangleMesh  # noqa: E402
-from engine.world import World  # noqa: E402
+from engine import quat
+from engine.hull import ConvexHull
+from engine.shapes import Box
+from engine.trimesh import TriangleMesh
+from engine.world import World
 
 FPS = 24
 CELLS = 60          # 60 x 60 quads = 7,200 triangles

@@ -32,8 +32,8 @@ from . import mesh_sat
 from .clip import SNAP, reduce4, segment_closest, tangent_basis
 from .curved import is_curved
 from .curved_contacts import curved_triangles
-from .gjk import gjk
 from .kinds import ShapeKind
+from .mesh_distance import polytope_triangle_closest
 from .narrowphase import WIDTH, Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
@@ -51,6 +51,9 @@ MAX_CLUSTERS = 6
 # whose face gap exceeds its margin by less than this still goes through them; beyond it no
 # route can produce a point (exact, tests/test_mesh_sat.py checks against the uncut routine).
 CULL_SLACK = 1e-2
+# A SAT gap below this (times the shape's size) counts as touching: the closest points of
+# shapes that close are too near each other to give a normal (GJK's tolerance, 1e-10).
+TOUCH = 1e-10
 
 
 def _dot(a, b):
@@ -240,13 +243,13 @@ def _polytope_triangle(table, ids, t, N, active, margin, tri_index):
     if len(near) == 0:
         return out
     part = _polytope_near(table, ids[near], t[near], N[near], active[near], margin[near],
-                          tri_index[near], P[near], planes[near], sep_t[near], sep_f[near],
+                          tri_index[near], planes[near], sep_t[near], sep_f[near],
                           face[near])
     out._put(near, part)
     return out
 
 
-def _polytope_near(table, ids, t, N, active, margin, tri_index, P, planes, sep_t, sep_f, face):
+def _polytope_near(table, ids, t, N, active, margin, tri_index, planes, sep_t, sep_f, face):
     """_polytope_triangle for rows that survived the face-axis cull."""
     m = len(ids)
     rows = np.arange(m)
@@ -277,7 +280,8 @@ def _polytope_near(table, ids, t, N, active, margin, tri_index, P, planes, sep_t
     # the triangle is not under the shape and the neighbour that is gives the contact).
     sel = np.flatnonzero(~use_e & fine & (out.count == 0) & (best <= margin))
     if len(sel):
-        overlap = _closest_point_contact(out, sel, P, t, active, margin, eps, tri_index)
+        overlap = _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps,
+                                         tri_index)
         use_e[sel[overlap]] = True
     # Edge axes: the closest points of the edge pair (only pairs that have one).
     _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et,
@@ -315,22 +319,23 @@ def _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face, sel
                  _ids(tri_index[sel], ~is_t[:, 0], faces, 0, 0), np.where(is_t, -n_sel, fn))
 
 
-def _closest_point_contact(out, sel, P, t, active, margin, eps, tri_index):
-    """Rows apart: GJK's exact closest points (one point), if that feature is active.
-    Returns the mask over sel of rows GJK finds overlapping (they take the edge route)."""
-    k_ = len(sel)
-    eye = np.repeat(np.eye(3)[None], k_, 0)
-    g = gjk(P[sel], np.zeros(k_), np.zeros((k_, 3)), eye, t[sel], np.zeros(k_),
-            np.zeros((k_, 3)), eye)
-    ok_g = (~g.overlap & (g.distance <= margin[sel])
-            & _feature_active(t[sel], g.normal, active[sel], eps[sel]))
-    rows_g = sel[ok_g]
-    out.points[rows_g, 0] = 0.5 * (g.point_a[ok_g] + g.point_b[ok_g])
-    out.separation[rows_g, 0] = g.distance[ok_g]
-    out.ids[rows_g, 0] = _ids(tri_index[rows_g], 0, 0, ROUTE_EDGE, 0xFFF)
-    out.count[rows_g] = 1
-    out.normal[rows_g] = g.normal[ok_g]
-    return g.overlap
+def _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps, tri_index):
+    """Rows apart: the exact closest points (one point), if that feature is active. Rows the
+    SAT finds overlapping or touching (best <= TOUCH * scale) are returned as a mask over sel:
+    they take the edge route."""
+    overlap = best[sel] <= TOUCH * table.bound_radius[ids[sel]]
+    apart = sel[~overlap]
+    if not len(apart):
+        return overlap
+    dist, pa, pb, normal = polytope_triangle_closest(table, ids[apart], t[apart])
+    ok = (dist <= margin[apart]) & _feature_active(t[apart], normal, active[apart], eps[apart])
+    rows = apart[ok]
+    out.points[rows, 0] = 0.5 * (pa[ok] + pb[ok])
+    out.separation[rows, 0] = dist[ok]
+    out.ids[rows, 0] = _ids(tri_index[rows], 0, 0, ROUTE_EDGE, 0xFFF)
+    out.count[rows] = 1
+    out.normal[rows] = normal[ok]
+    return overlap
 
 
 def _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et, sel):
