@@ -216,6 +216,8 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
                            tri_index[sel])
             part.normal[:] = np.matmul(rot[sel], part.normal[:, :, None])[:, :, 0]
             part.points[:] = _world(rot[sel], pos[sel], part.points)
+            if len(sel) == m:           # one routine for every row: no copy
+                return part
             out._put(sel, part)
     return out
 
@@ -245,6 +247,8 @@ def _polytope_triangle(table, ids, t, N, active, margin, tri_index):
     part = _polytope_near(table, ids[near], t[near], N[near], active[near], margin[near],
                           tri_index[near], planes[near], sep_t[near], sep_f[near],
                           face[near])
+    if len(near) == m:                  # nothing culled: the part has every field
+        return part
     out._put(near, part)
     return out
 

@@ -182,11 +182,14 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
         return BodyContacts(Manifolds(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
     pair = np.concatenate(pairs)
     sub = np.concatenate(subs)
-    total = Manifolds(len(pair))
-    start = 0
-    for o in outs:
-        total._put(slice(start, start + len(o)), o)
-        start += len(o)
+    if len(outs) == 1:
+        total = outs[0]
+    else:
+        total = Manifolds(len(pair))
+        start = 0
+        for o in outs:
+            total._put(slice(start, start + len(o)), o)
+            start += len(o)
     order = np.lexsort((sub, pair))
     for name in Manifolds.__slots__:
         setattr(total, name, getattr(total, name)[order])
@@ -235,6 +238,8 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
         rows.append(row)
     if not parts:
         return Manifolds(0), np.zeros(0, np.int64)
+    if len(parts) == 1:
+        return parts[0], rows[0]
     out = Manifolds(sum(len(p) for p in parts))
     start = 0
     for p in parts:
