@@ -101,6 +101,10 @@ def _parts(table):
     return arrays
 
 
+def _any_compound(kinds):
+    return bool(np.any(kinds == ShapeKind.COMPOUND))
+
+
 def _any_nonconvex(kinds):
     return bool(np.any((kinds == ShapeKind.COMPOUND) | (kinds == ShapeKind.TRIANGLE_MESH)))
 
@@ -138,9 +142,12 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     pa_i, pb_i = first[sid_a[pair]] + ja, first[sid_b[pair]] + jb
     sa, sb = psid[pa_i], psid[pb_i]
     qa, qb = q_a[pair], q_b[pair]
-    xa = pos_a[pair] + quat.rotate(qa, ppos[pa_i])
-    xb = pos_b[pair] + quat.rotate(qb, ppos[pb_i])
-    qa, qb = quat.multiply(qa, pq[pa_i]), quat.multiply(qb, pq[pb_i])
+    if _any_compound(kinds[sid_a]) or _any_compound(kinds[sid_b]):
+        xa = pos_a[pair] + quat.rotate(qa, ppos[pa_i])
+        xb = pos_b[pair] + quat.rotate(qb, ppos[pb_i])
+        qa, qb = quat.multiply(qa, pq[pa_i]), quat.multiply(qb, pq[pb_i])
+    else:                            # every part is its body's shape at the body's pose
+        xa, xb = pos_a[pair], pos_b[pair]
     sub = local                      # = ja * cb + jb: the part pair, unique within the pair
     marg = margin[pair]
     # Bounding-sphere cull of part pairs (the body pair already passed the broadphase).
