@@ -5,14 +5,18 @@ Each triangle is treated as a one-sided polygon facing the convex shape: for a t
 the side is the one the shape's centre is on; for a one-sided mesh, a shape whose centre is
 behind the triangle gets no contact (back faces are ignored). With the outward normal N fixed:
 
-Polytopes (Box, ConvexHull) — SAT with three axis families, all evaluated with full projection
-intervals (so any superset of the Minkowski-face axes is safe: each axis's interval overlap is a
-valid bound and the max over them is exact):
-    triangle face N;  the polytope's face normals;  polytope edge x triangle edge.
-The face axes are preferred within a tolerance (stable multi-point manifolds), then face
-clipping (reference face vs incident polygon, all candidate points at once on padded arrays:
-incident vertices inside the reference, reference vertices inside the incident polygon, edge
-crossings) gives up to 4 points; an edge axis gives the closest points of the two edges.
+Polytopes (Box, ConvexHull) — SAT (engine/mesh_sat.py) over the triangle face N, the
+polytope's face normals, and the edge pairs (polytope edge, triangle edge) that form a face of
+the Minkowski difference: every candidate is a true projection gap and their maximum is exact
+for overlapping shapes (a lower bound of the distance when apart). Rows whose face gap already
+exceeds the margin (plus CULL_SLACK) are dropped before the edge query. The face axes are
+preferred within a tolerance (stable multi-point manifolds), then face clipping (reference face
+vs incident polygon, all candidate points at once on padded arrays, both reference kinds in one
+pass: incident vertices inside the reference, reference vertices inside the incident polygon,
+edge crossings) gives up to 4 points; an edge axis gives the closest points of the two edges;
+a face axis whose clip finds nothing (a vertex or edge is the real contact) takes the exact
+closest points of the two shapes (engine/mesh_distance.py), or the edge route if the SAT says
+they overlap.
 
 Spheres and capsules — the core segment (a point for a sphere) is clipped to the triangle's
 prism (face contact, 1-2 points with exact heights) or gives the closest points to the nearest
