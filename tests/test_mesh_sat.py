@@ -167,3 +167,29 @@ def test_polytope_triangle_closest_matches_exact_distance():
         assert d.max() == pytest.approx(0.0, abs=1e-10)
         s_b, _, _ = signed_distance(t[i], pb[j][None])
         assert s_b == pytest.approx(0.0, abs=1e-10)
+
+
+def test_per_row_margins_match_one_call_per_margin():
+    """One call with a margin per row gives what separate calls with each scalar margin give
+    (the world now makes one call per mesh instead of one per margin bucket)."""
+    rng = np.random.default_rng(10)
+    mesh = _ground(rng)
+    table = ShapeTable(SHAPES)
+    n = 30
+    ids = rng.integers(0, len(SHAPES), n)
+    rot = random_rotations(rng, n)
+    pos = np.column_stack((rng.uniform(-2, 2, n), rng.uniform(-2, 2, n),
+                           rng.uniform(0.1, 0.35, n)))
+    qi, tri = mesh.query(pos - 0.7, pos + 0.7)
+    choice = np.array([0.01, 0.06])[qi % 2]
+    args = (table, ids[qi], pos[qi], rot[qi], mesh.triangle_vertices[tri], mesh.normals[tri],
+            mesh.active_front[tri], mesh.active_back[tri], np.ones(len(qi), bool))
+    both = mesh_contacts.collide_convex_triangles(*args, choice, tri)
+    for margin in (0.01, 0.06):
+        sel = np.flatnonzero(choice == margin)
+        one = mesh_contacts.collide_convex_triangles(*(a[sel] if isinstance(a, np.ndarray) else a
+                                                       for a in args), margin, tri[sel])
+        assert (one.count > 0).sum() > 20
+        np.testing.assert_array_equal(one.count, both.count[sel])
+        np.testing.assert_array_equal(one.ids, both.ids[sel])
+        np.testing.assert_array_equal(one.separation, both.separation[sel])
