@@ -37,6 +37,9 @@ from .shapes import Shape
 
 # Triangles per BVH leaf: small leaves keep the per-query candidate lists short.
 LEAF_SIZE = 4
+# query() tests the 2^START_LEVEL nodes of this level at once instead of walking down to it
+# (the top levels hold few nodes: one numpy step each cost more than testing them all).
+START_LEVEL = 5
 # An edge between two triangles whose normals are closer than this (cos of 5 degrees, Jolt's
 # default) is flat: never active. Sharper convex edges are real features.
 ACTIVE_EDGE_COS = float(np.cos(np.radians(5.0)))
@@ -268,9 +271,13 @@ class TriangleMesh(Shape):
         pairs sorted by box then triangle, exactly the brute-force answer (closed intervals)."""
         lo = np.asarray(lo, dtype=np.float64).reshape(-1, 3)
         hi = np.asarray(hi, dtype=np.float64).reshape(-1, 3)
-        q = np.arange(len(lo))
-        node = np.zeros(len(lo), dtype=np.int64)
-        for level in range(self.bvh_depth + 1):
+        # Start at level START_LEVEL with every node of it (a node overlapping a box implies
+        # its ancestors do, their boxes contain it): the same answer with fewer, larger steps.
+        start = min(self.bvh_depth, START_LEVEL)
+        width = 2 ** start
+        q = np.repeat(np.arange(len(lo)), width)
+        node = np.tile(np.arange(width - 1, 2 * width - 1), len(lo))
+        for level in range(start, self.bvh_depth + 1):
             hit = np.all((self.bvh_lo[node] <= hi[q]) & (lo[q] <= self.bvh_hi[node]), axis=1)
             q, node = q[hit], node[hit]
             if level < self.bvh_depth:
