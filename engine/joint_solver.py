@@ -48,6 +48,7 @@ from .joint_math import inv3
 from .joint_math import quat_matrix as _quat_matrix
 from .joint_math import quat_mul as _quat_mul
 from .joint_points import PointLocks, point_lock_only
+from .joint_springs import spring_coefficients
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
 
@@ -340,8 +341,8 @@ class JointSolver:
         vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
 
     def _row_coefficients(self, use_bias):
-        """Per present row (type, axis): (gain a, bias, leak, low, high, sign) over all joints;
-        the update is new = clip(lam - a (sign u + bias) - leak lam, low, high)."""
+        """Per present row (type, axis): (gain a, bias b, leak, low, high, sign) over all joints;
+        the update is new = clip(lam - a sign u - b - leak lam, low, high)."""
         g, h, live = self.g, self.h, ~self.broken
         bias_rate, mscale, iscale = self.soft
         out = []
@@ -351,16 +352,13 @@ class JointSolver:
             if t == MOTOR:
                 on = g["motor"][:, k] & live
                 lim = g["motor_max"][:, k] * h
-                coef = (eff, -g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
+                coef = (eff, -eff * g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
             elif t == SPRING:
                 on = g["spring"][:, k] & live
                 if not use_bias:
                     on = np.zeros_like(on)
-                kk, cc = g["stiffness"][:, k], g["damping"][:, k]
-                s = cc + h * kk
-                a2 = h * self.kdiag[:, k] * s
-                rate = np.where(s > 0, kk / np.where(s > 0, s, 1.0), 0.0)
-                coef = (eff * a2 / (1.0 + a2), rate * c, 1.0 / (1.0 + a2), -np.inf, np.inf, 1.0)
+                coef = spring_coefficients(g["stiffness"][:, k], g["damping"][:, k],
+                                           self.kdiag[:, k], eff, c, h)
             else:
                 on = g["limited"][:, k] & live
                 sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
@@ -368,10 +366,10 @@ class JointSolver:
                 spec = sep > 0.0
                 if use_bias:
                     gain = np.where(spec, eff, eff * mscale)
-                    bias = np.where(spec, sep / h, bias_rate * sep)
+                    bias = gain * np.where(spec, sep / h, bias_rate * sep)
                     leak = np.where(spec, 0.0, iscale)
                 else:
-                    gain, bias = eff, np.where(spec, sep / h, 0.0)
+                    gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
                     leak = np.zeros_like(eff)
                 coef = (gain, bias, leak, 0.0, np.inf, sign)
             out.append((t, k, np.where(on, coef[0], 0.0), np.where(on, coef[1], 0.0),
@@ -433,7 +431,7 @@ class JointSolver:
                 lk = leak[sl] if np.ndim(leak) else leak
                 lo_ = lo[sl] if np.ndim(lo) else lo
                 hi_ = hi[sl] if np.ndim(hi) else hi
-                new = np.clip(lam - gain[sl] * (u + bias[sl]) - lk * lam, lo_, hi_)
+                new = np.clip(lam - gain[sl] * u - bias[sl] - lk * lam, lo_, hi_)
                 dl = new - lam
                 imp[sl, t, k] = new
                 v += (sign * dl)[:, None] * mj[sl, k]
