@@ -44,6 +44,7 @@ import numpy as np
 from . import quat
 from .graph import colour_constraints, islands
 from .integrate import cross
+from .joint_chain import ChainSystem, chain_order
 from .joint_math import inv3
 from .joint_math import quat_matrix as _quat_matrix
 from .joint_math import quat_mul as _quat_mul
@@ -59,6 +60,10 @@ from .solver import soft_params
 # 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240, hence the cap (a rope of 50
 # links by point joints has 150 rows).
 DIRECT_ROWS = 160
+# Chains of at least this many lock rows use block cyclic reduction (engine.joint_chain) for
+# the direct solve; below it the dense inverse is as cheap (33 rows: 1.0 s dense vs 1.15 s
+# for 72 frames of the 100:1 chain; 150 rows: 5.1 s vs 1.2 s for 36 frames of a rope).
+CHAIN_ROWS = 64
 
 def spd_inverse(k):
     """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
@@ -108,6 +113,18 @@ def _colouring(joints, sel, awake):
     col = colour_constraints(a, b, static)
     joints.colour_cache = (key, col)
     return col
+
+
+def _chain(joints, sel, a, b, world, awake):
+    """engine.joint_chain.chain_order of the pass's joints (None: not chains), reused while
+    the selection and which bodies move stay the same (like _colouring)."""
+    key = (sel.tobytes(), awake[a].tobytes(), awake[b].tobytes())
+    cached = joints.chain_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    out = chain_order(a, b, world, awake)
+    joints.chain_cache = (key, out)
+    return out
 
 
 class JointSolver:
@@ -188,6 +205,14 @@ class JointSolver:
             self.la_loc, self.lb_loc = inv[:m], inv[m:]
             self.n_loc = len(ub)
             self.kinv_direct = None
+            # Chains (every moving body in at most two joints): block cyclic reduction
+            # (engine.joint_chain) instead of the dense inverse, same answer.
+            self.chain = (_chain(joints, sel, self.a, self.b, self.world, awake)
+                          if rows >= CHAIN_ROWS else None)
+            self.chain_sys = None
+            if self.chain is not None:
+                self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
+                self.chain_pos[self.chain[0]] = np.arange(m)
 
     def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio):
         """A large system of pure point locks goes to engine.joint_points (same block Gauss-
@@ -276,8 +301,12 @@ class JointSolver:
             self.blocks.append((blk, w_op, err))
 
     def _factor_direct(self):
-        """K = J M^-1 J^T of all lock rows (dense over the pass's bodies) and its inverse.
-        Broken joints' rows are decoupled (identity) so the others stay exact."""
+        """Factor K = J M^-1 J^T of all lock rows: block cyclic reduction for chains, else a
+        dense inverse over the pass's bodies. Broken joints' rows are decoupled (identity) so
+        the others stay exact."""
+        if self.chain is not None:
+            self._factor_chain()
+            return
         rj, rk = self.rj, self.rk
         r = len(rj)
         live = self.lock[rj, rk]
@@ -307,6 +336,27 @@ class JointSolver:
         k[idx, idx] = d * (1.0 + 1e-9) + off
         self.kinv_direct = spd_inverse(k)
 
+    def _factor_chain(self):
+        """K's blocks along the chains (engine.joint_chain): D_i = J_i M^-1 J_i^T over both
+        ends, E_i = J_i M^-1 J_(i+1)^T over their shared body; rows that are not live locks
+        are zero with a unit diagonal (as in the dense factor), the same 1e-9 on the rest."""
+        order, side_prev, side_next, link = self.chain
+        nr = self.nr
+        live = self.lock[order, :nr]
+        jac = self.jac[order] * live[:, :, None]
+        mj = self.mj[order] * live[:, :, None]
+        dblk = np.einsum("mrc,msc->mrs", jac, mj)
+        n = len(order)
+        eye = np.arange(nr)
+        diag = dblk[:, eye, eye]
+        dblk[:, eye, eye] = np.where(live, diag * (1.0 + 1e-9), 1.0)
+        half_j = jac.reshape(n, nr, 2, 6)
+        half_m = mj.reshape(n, nr, 2, 6)
+        i = np.arange(n - 1)
+        e = np.einsum("erc,esc->ers", half_j[i, :, side_prev], half_m[i + 1, :, side_next])
+        e *= link[:, None, None]
+        self.chain_sys = ChainSystem(dblk, e)
+
     def _gather_direct(self):
         """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
         rj, rk = self.rj, self.rk
@@ -329,9 +379,7 @@ class JointSolver:
         if use_bias:
             rhs += bias_rate * self.d_off
         lam = self.imp[rj, LOCK, rk]
-        kinv = self.kinv_direct
-        assert kinv is not None   # factored by the first _prepare
-        dl = -mscale * np.einsum("rs,s->r", kinv, rhs)
+        dl = -mscale * self._k_solve(rhs)
         if use_bias:
             dl -= iscale * lam
         dl *= self.d_live
@@ -339,6 +387,17 @@ class JointSolver:
         self.imp[rj, LOCK, rk] = lam + dl
         dv = self.d_mj * dl[:, None]
         vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+
+    def _k_solve(self, rhs):
+        """K^-1 rhs over the lock rows (the factor of the last _prepare)."""
+        if self.chain is not None:
+            assert self.chain_sys is not None   # factored by the first _prepare
+            b = np.zeros((self.m, self.nr))
+            b[self.chain_pos[self.rj], self.rk] = rhs
+            return self.chain_sys.solve(b)[self.chain_pos[self.rj], self.rk]
+        kinv = self.kinv_direct
+        assert kinv is not None   # factored by the first _prepare
+        return np.einsum("rs,s->r", kinv, rhs)
 
     def _row_coefficients(self, use_bias):
         """Per present row (type, axis): (gain a, bias b, leak, low, high, sign) over all joints;

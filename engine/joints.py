@@ -165,6 +165,7 @@ class JointSet:
         self._a = {}
         # engine.joint_solver's last colouring (key, Colouring): reused while unchanged.
         self.colour_cache = None
+        self.chain_cache = None   # engine.joint_solver._chain: the direct lock system's chain order
         self._grow(4)
 
     def _grow(self, cap):
