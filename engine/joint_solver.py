@@ -30,10 +30,10 @@ damping ratio, the hertz capped at half the substep rate) and rigid in relax. Th
 locks of a joint are solved as one 3 x 3 block and the three angular locks as another (a point
 joint is then exact per joint whatever the mass ratio). A limit row whose axis is inside its
 range is speculative (bias C / h: it lets the axis reach the limit in this substep and no
-further). Springs are soft rows with their own stiffness k and damping c on the row's effective
-mass 1/K: bias rate k / (c + h k), mass scale a / (1 + a), impulse scale 1 / (1 + a),
-a = h K (c + h k), whose steady state is an impulse of -h k C per substep (force -k C) and
-whose motion is the implicit spring-damper. Motors are velocity rows clamped to +-max h.
+further). Springs (engine.joint_springs) apply -h (k C + c u') once per substep, the stiffness
+explicit (symplectic: an undamped spring keeps its energy) and the damper implicit, turning to
+Box2D v3's implicit soft spring only where h omega approaches explicit's stability limit.
+Motors are velocity rows clamped to +-max h.
 
 Colouring: engine.graph.colour_constraints on the joints' body pairs (a joint to the world is
 an edge with one end); within a colour no dynamic body appears twice, so each colour gathers
