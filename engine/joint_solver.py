@@ -340,6 +340,7 @@ class JointSolver:
         """K's blocks along the chains (engine.joint_chain): D_i = J_i M^-1 J_i^T over both
         ends, E_i = J_i M^-1 J_(i+1)^T over their shared body; rows that are not live locks
         are zero with a unit diagonal (as in the dense factor), the same 1e-9 on the rest."""
+        assert self.chain is not None
         order, side_prev, side_next, link = self.chain
         nr = self.nr
         live = self.lock[order, :nr]
