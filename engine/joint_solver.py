@@ -64,6 +64,10 @@ DIRECT_ROWS = 160
 # the direct solve; below it the dense inverse is as cheap (33 rows: 1.0 s dense vs 1.15 s
 # for 72 frames of the 100:1 chain; 150 rows: 5.1 s vs 1.2 s for 36 frames of a rope).
 CHAIN_ROWS = 64
+# Chains solve directly up to this many lock rows (a rope of 400 point-joined links): the
+# chain solve's cost grows with log2 of the joints in numpy calls, and Gauss-Seidel lets a
+# long 100:1 chain stretch.
+CHAIN_MAX_ROWS = 1200
 
 def spd_inverse(k):
     """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
@@ -125,6 +129,15 @@ def _chain(joints, sel, a, b, world, awake):
     out = chain_order(a, b, world, awake)
     joints.chain_cache = (key, out)
     return out
+
+
+def _direct_mode(joints, sel, a, b, world, awake, rows):
+    """(direct, chain): whether the pass's lock rows are solved together exactly, and the
+    chain order when block cyclic reduction does it (None: the dense inverse)."""
+    if rows == 0 or rows > CHAIN_MAX_ROWS or _has_cycle(a, b, world, awake):
+        return False, None
+    chain = _chain(joints, sel, a, b, world, awake) if rows >= CHAIN_ROWS else None
+    return rows <= DIRECT_ROWS or chain is not None, chain
 
 
 class JointSolver:
@@ -197,8 +210,8 @@ class JointSolver:
         # A cycle of joints (glued fracture pieces: every three mutual neighbours) makes the
         # lock rows redundant and K singular, which the direct inverse cannot take; those
         # systems go to Gauss-Seidel, which handles redundant rows.
-        self.direct = 0 < rows <= DIRECT_ROWS and not _has_cycle(self.a, self.b,
-                                                                  self.world, awake)
+        self.direct, self.chain = _direct_mode(joints, sel, self.a, self.b, self.world, awake,
+                                               rows)
         if self.direct:
             self.rj, self.rk = np.nonzero(lock)
             ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
@@ -207,8 +220,6 @@ class JointSolver:
             self.kinv_direct = None
             # Chains (every moving body in at most two joints): block cyclic reduction
             # (engine.joint_chain) instead of the dense inverse, same answer.
-            self.chain = (_chain(joints, sel, self.a, self.b, self.world, awake)
-                          if rows >= CHAIN_ROWS else None)
             self.chain_sys = None
             if self.chain is not None:
                 self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
@@ -223,8 +234,8 @@ class JointSolver:
         if not point_lock_only(pg):
             return False
         a, b, world = joints.v("body_a")[sel], joints.v("body_b")[sel], joints.v("world")[sel]
-        if 3 * m <= DIRECT_ROWS and not _has_cycle(a, b, world, awake):
-            return False   # small and loop-free: the exact direct solve
+        if _direct_mode(joints, sel, a, b, world, awake, 3 * m)[0]:
+            return False   # small or a chain, loop-free: the exact direct solve
         self.points = PointLocks(
             a, b, self.offsets, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
             joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
