@@ -13,14 +13,24 @@ def inv3(m):
     """Inverses of (K, 3, 3) matrices by the adjugate (einsum-free, deterministic)."""
     cof = cross(m[:, _P1], m[:, _P2])  # row i = r_{i+1} x r_{i+2}
     det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
-    return np.swapaxes(cof, 1, 2) / det[:, None, None]
+    return np.swapaxes(cof, 1, 2) * _inverse_det(det)[:, None, None]
 
 
 def inv3_soa(m):
     """Inverses of component-major (3, 3, K) matrices by the adjugate (inv3's arithmetic)."""
     cof = cross_rows(m[_P1], m[_P2])
     det = (m[0] * cof[0]).sum(axis=0)
-    return cof.transpose(1, 0, 2) / det
+    return cof.transpose(1, 0, 2) * _inverse_det(det)
+
+
+def _inverse_det(det):
+    """1 / det where det is positive and finite, else 0. The joint blocks are effective-mass
+    matrices K = J M^-1 J^T (positive semi-definite): a zero determinant means the block's
+    bodies cannot move along some direction (both ends immovable, an inverse inertia that
+    underflowed); its rows then get no impulse (a zero inverse) instead of inf / NaN, which
+    blew a whipping 100-link chain up to 1e9 m."""
+    ok = (det > 0.0) & np.isfinite(det)
+    return np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
 
 
 def cross_rows(a, b):

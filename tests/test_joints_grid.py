@@ -164,3 +164,20 @@ def test_point_path_replays_bit_for_bit():
     for _ in range(6):
         w1.step(1.0 / 24.0)
     assert np.array_equal(w1.positions, w2.positions)
+
+
+def test_singular_joint_blocks_get_a_zero_inverse_not_nan():
+    """joint_math's 3 x 3 inverses: exact against numpy for regular SPD blocks; a block
+    whose bodies cannot move (zero or rank-deficient K) inverts to zeros, never inf/NaN."""
+    from engine.joint_math import inv3, inv3_soa
+    rng = np.random.default_rng(4)
+    a = rng.normal(size=(6, 3, 3))
+    k = a @ np.swapaxes(a, 1, 2) + 0.1 * np.eye(3)
+    k[4] = 0.0                                   # both ends immovable
+    k[5] = np.outer([1.0, 2.0, 0.5], [1.0, 2.0, 0.5])   # rank one
+    with np.errstate(all="raise"):
+        inv = inv3(k)
+        soa = inv3_soa(np.ascontiguousarray(k.transpose(1, 2, 0)))
+    np.testing.assert_allclose(inv[:4], np.linalg.inv(k[:4]), rtol=1e-10)
+    assert np.all(inv[4:] == 0.0)
+    np.testing.assert_array_equal(soa.transpose(2, 0, 1), inv)
