@@ -151,6 +151,26 @@ def _outward_2d(x, y, nxt, mask, clockwise):
     return nx, ny, off, ex, ey, length
 
 
+def incident_face(table, inc_ids, rot, n_ref):
+    """Incident face: of the faces around the incident shape's deepest point along -n_ref, the
+    most anti-parallel to n_ref (Jolt's ConvexHullShape::GetSupportingFace does the same).
+
+    The face most anti-parallel over the whole shape need not hold the deepest point: a rock
+    landing on a sharp corner whose neighbouring faces are steep has its flattest face
+    elsewhere, and clipping that face reports the contact centimetres above the true depth
+    (bench/bench_speed.py rocks125 sank 28 mm into the ground that way). The faces around the
+    deepest point include the most anti-parallel one whenever that one holds it (a box, a hull
+    resting on a face), so those contacts are unchanged."""
+    n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])[:, :, 0]
+    fi = int(table.nfaces[inc_ids].max())
+    vi = int(table.npoints[inc_ids].max())
+    height = np.matmul(table.points[inc_ids, :vi], n_inc_frame[:, :, None])[:, :, 0]
+    deepest = np.argmin(height, axis=1)
+    around = table.face_has_point[inc_ids, :fi, deepest]
+    facing = np.matmul(table.planes[inc_ids, :fi, :3], n_inc_frame[:, :, None])[:, :, 0]
+    return np.argmin(np.where(around, facing, np.inf), axis=1)
+
+
 def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, inc_face=None,
                  normal=None):
     """Manifold of M face contacts, in the reference shape's frame.
@@ -186,11 +206,7 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
     basis = np.stack((u_ax, v_ax, n), axis=1)  # rows u, v, n: ref frame -> (x, y, h)
 
     if inc_face is None:
-        # Incident face: most anti-parallel to the reference normal.
-        n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])[:, :, 0]
-        fi = int(table.nfaces[inc_ids].max())
-        inc_face = np.argmin(np.matmul(table.planes[inc_ids, :fi, :3],
-                                       n_inc_frame[:, :, None])[:, :, 0], axis=1)
+        inc_face = incident_face(table, inc_ids, rot, n_ref)
 
     loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face)
     loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face)
