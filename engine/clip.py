@@ -29,6 +29,8 @@ of the two edges (edge_contact).
 """
 import numpy as np
 
+from .vec import columns, cross
+
 # Feature-id layout (int64). Face contacts, written in terms of A and B (not reference and
 # incident), so a point keeps its id when the SAT switches between A's face, B's face and an
 # edge axis clipped between the same two faces (warm starting survives the switch):
@@ -111,7 +113,7 @@ def reduce4(x, y, sep, valid, eps):
     outside = -np.minimum(np.minimum(s1, s2), s3)
     i4, a4 = _pick(outside, valid, tol)
     ok4 = ok3 & (a4 > tol)
-    return np.stack((i1, i2, i3, i4), axis=1), np.stack((ok1, ok2, ok3, ok4), axis=1)
+    return columns(i1, i2, i3, i4), columns(ok1, ok2, ok3, ok4)
 
 
 def _loop(table, ids, face):
@@ -130,8 +132,8 @@ def tangent_basis(n):
     sign = np.where(n[:, 2] >= 0, 1.0, -1.0)
     a = -1.0 / (sign + n[:, 2])
     b = n[:, 0] * n[:, 1] * a
-    u = np.stack((1.0 + sign * n[:, 0] * n[:, 0] * a, sign * b, -sign * n[:, 0]), axis=1)
-    v = np.cross(n, u)
+    u = columns(1.0 + sign * n[:, 0] * n[:, 0] * a, sign * b, -sign * n[:, 0])
+    v = cross(n, u)
     return u, v
 
 
@@ -203,7 +205,8 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
     n_ref, d = plane[:, :3], plane[:, 3]
     n = n_ref if normal is None else normal
     u_ax, v_ax = tangent_basis(n)
-    basis = np.stack((u_ax, v_ax, n), axis=1)  # rows u, v, n: ref frame -> (x, y, h)
+    basis = np.empty((m, 3, 3))  # rows u, v, n: ref frame -> (x, y, h)
+    basis[:, 0], basis[:, 1], basis[:, 2] = u_ax, v_ax, n
 
     if inc_face is None:
         inc_face = incident_face(table, inc_ids, rot, n_ref)
@@ -269,14 +272,14 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
     ok = np.concatenate((inside_i, inside_r, cross.reshape(m, -1)), axis=1)
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
     pick, good = reduce4(cand_x, cand_y, sep, ok, snap)
-    px = np.take_along_axis(cand_x, pick, 1)
-    py = np.take_along_axis(cand_y, pick, 1)
-    psep = np.take_along_axis(sep, pick, 1)
-    pref = np.take_along_axis(np.broadcast_to(h_ref, sep.shape), pick, 1)
+    px = cand_x[r2, pick]
+    py = cand_y[r2, pick]
+    psep = sep[r2, pick]
+    pref = h_ref[r2, pick] if h_ref.shape[1] > 1 else np.broadcast_to(h_ref, pick.shape)
     code = _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen,
                           t.reshape(m, -1), w.reshape(m, -1), rlen, snap)
     # Midway between the surfaces, back to the reference frame.
-    mid = np.stack((px, py, pref + 0.5 * psep), axis=2)
+    mid = columns(px, py, pref + 0.5 * psep)
     points = np.matmul(mid, basis)
     psep = np.where(good, psep, np.inf)
     ids = _unique_ids(_face_ids(flip[:, None], ref_face[:, None], inc_face[:, None], code), good)
@@ -297,8 +300,8 @@ def _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen, t, 
     r = np.where(is_ref, pick - pi, j % pr)
     sn = snap[:, None]
     # Crossings: distance along the incident edge to its ends, along the reference edge to its.
-    tk = np.take_along_axis(t, j, 1)
-    wk = np.take_along_axis(w, j, 1)
+    tk = t[rows, j]
+    wk = w[rows, j]
     il = ilen[rows, k]
     rl = rlen[rows, r]
     near_k0 = tk * il < sn
@@ -315,7 +318,7 @@ def _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen, t, 
     gy = py[:, :, None] - yi[:, None]
     gap2 = np.where(mask_i[:, None, :], gx * gx + gy * gy, np.inf)   # (M, 4, Pi)
     near_i = np.argmin(gap2, axis=2)
-    snapped = np.take_along_axis(gap2, near_i[:, :, None], 2)[:, :, 0] < sn * sn
+    snapped = gap2[rows, np.arange(gap2.shape[1]), near_i] < sn * sn
     r_code = np.where(snapped, (T_INC_VERTEX << 24) | (near_i << 12), (T_REF_VERTEX << 24) | r)
     return np.where(is_inc, (T_INC_VERTEX << 24) | (k << 12),
                     np.where(is_ref, r_code, x_code)).astype(np.int64)

@@ -36,6 +36,7 @@ from .errors import EngineError
 from .gjk import gjk
 from .kinds import ShapeKind
 from .sat import ABS_TOL, EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, polytope_sat
+from .vec import cross
 
 # Points per manifold: four span any contact polygon (Box2D, Bullet, Jolt keep four too).
 WIDTH = 4
@@ -255,7 +256,7 @@ def collide_round(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
     # not rock on one point. The first point stays the exact closest pair; the second gets its
     # own true core distance (never deeper than the truth).
     l1, l2 = _dot(d1, d1), _dot(d2, d2)
-    cr = np.cross(d1, d2)
+    cr = cross(d1, d2)
     par = (l1 > 0) & (l2 > 0) & (_dot(cr, cr) <= CAPSULE_PARALLEL_SIN ** 2 * l1 * l2)
     sel = np.nonzero(par)[0]
     if len(sel):
@@ -303,7 +304,7 @@ def _clip_segment_to_face(table, ids, face, p0, p1):
     nxt = (np.arange(width)[None, :] + 1) % size[:, None]
     v = table.points[ids[:, None], loop]
     n = table.planes[ids, face, :3]
-    side = np.cross(v[rows, nxt] - v, n[:, None])
+    side = cross(v[rows, nxt] - v, n[:, None])
     off = _dot(side, v)
     e0 = np.where(mask, _dot(side, p0[:, None]) - off, -1.0)
     e1 = np.where(mask, _dot(side, p1[:, None]) - off, -1.0)
@@ -339,7 +340,7 @@ def segment_polytope_sat(table, ids, p0, p1):
     nrm = table.edge_normals[ids, :ne]
     c1 = np.matmul(nrm[:, :, 0], seg[:, :, None])[:, :, 0]
     c2 = np.matmul(nrm[:, :, 1], seg[:, :, None])[:, :, 0]
-    u = np.cross(seg[:, None], dirs)
+    u = cross(seg[:, None], dirs)
     ul = np.sqrt(_dot(u, u))
     seglen = np.sqrt(_dot(seg, seg))
     ok = (c1 * c2 < 0) & (ul > PARALLEL_SIN * seglen[:, None])

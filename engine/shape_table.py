@@ -34,7 +34,7 @@ class ShapeTable:
         if key not in self._ids:
             self._ids[key] = len(self.shapes)
             self.shapes.append(shape)
-            self._dirty = True
+            self._unpublish()
         return self._ids[key]
 
     def refresh(self, shape):
@@ -134,3 +134,11 @@ class ShapeTable:
             out.edge_faces[i, :ne] = sh.edge_faces
         self._arrays = vars(out)
         self._dirty = False
+        # Published as plain attributes too: a collision pass reads the table a few hundred
+        # times, and an instance attribute costs no __getattr__ call.
+        self.__dict__.update(self._arrays)
+
+    def _unpublish(self):
+        for name in getattr(self, "_arrays", {}):
+            self.__dict__.pop(name, None)
+        self._dirty = True

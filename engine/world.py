@@ -56,6 +56,7 @@ from .record import StepRecord
 from .settings import WorldSettings
 from .shape_table import ShapeTable
 from .solver import ContactSolver
+from .vec import norm
 from .world_joints import JointSet, JointWorldMixin
 
 DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
@@ -648,7 +649,7 @@ class World(BodyControl, JointWorldMixin):
         awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
         if not awake.any():
             return k
-        spin = np.linalg.norm(self._v("vel")[awake, 3:], axis=1)
+        spin = norm(self._v("vel")[awake, 3:], axis=1)
         travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[awake]])) * dt
         k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
         return min(max(k, k_spin), 4 * k)
@@ -695,8 +696,8 @@ class World(BodyControl, JointWorldMixin):
         sweep = dt if self.settings.ccd else 0.0
         disp = vel[:, :3] * sweep
         # Rotation is about the COM: a point is at most bound_radius + |com| from it.
-        reach = t.bound_radius[sid] + np.linalg.norm(self._v("com"), axis=1)
-        spin = np.linalg.norm(vel[:, 3:], axis=1) * sweep * reach
+        reach = t.bound_radius[sid] + norm(self._v("com"), axis=1)
+        spin = norm(vel[:, 3:], axis=1) * sweep * reach
         moving = kind != STATIC
         disp = np.where(moving[:, None], disp, 0.0)
         spin = np.where(moving, spin, 0.0)
@@ -809,13 +810,13 @@ class World(BodyControl, JointWorldMixin):
         t = self.table
         sid = self._v("shape")
         rad = t.bound_radius[sid]
-        reach = rad + np.linalg.norm(self._v("com"), axis=1)
+        reach = rad + norm(self._v("com"), axis=1)
         x, pos = self._v("x"), self._v("pos")
-        arm_a = np.minimum(reach[ia], np.linalg.norm(pos[ib] - x[ia], axis=1) + rad[ib])
-        arm_b = np.minimum(reach[ib], np.linalg.norm(pos[ia] - x[ib], axis=1) + rad[ia])
-        rel = np.linalg.norm(vel[ib, :3] - vel[ia, :3], axis=1)
-        spin = (np.linalg.norm(vel[ia, 3:], axis=1) * arm_a
-                + np.linalg.norm(vel[ib, 3:], axis=1) * arm_b)
+        arm_a = np.minimum(reach[ia], norm(pos[ib] - x[ia], axis=1) + rad[ib])
+        arm_b = np.minimum(reach[ib], norm(pos[ia] - x[ib], axis=1) + rad[ia])
+        rel = norm(vel[ib, :3] - vel[ia, :3], axis=1)
+        spin = (norm(vel[ia, 3:], axis=1) * arm_a
+                + norm(vel[ib, 3:], axis=1) * arm_b)
         return spec + dt * (rel + spin)
 
     def _keep_pair(self, keys):
