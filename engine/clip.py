@@ -174,15 +174,18 @@ def incident_face(table, inc_ids, rot, n_ref):
 
 
 def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, inc_face=None,
-                 normal=None):
+                 normal=None, tilted=None):
     """Manifold of M face contacts, in the reference shape's frame.
 
     ref_ids, ref_face: reference shape ids and face; inc_ids: incident shape ids; rot, trans:
     incident pose in the reference frame; margin (scalar or (M,)); flip (M,) bool: reference
-    is shape B (only used for the ids). inc_face (M,): incident face, by default the face most
+    is shape B (only used for the ids). inc_face (M,): incident face (-1 in a row: choose it
+    there), by default the face most
     anti-parallel to the reference normal. normal (M, 3): unit contact normal (reference ->
     incident, reference frame), by default the reference face normal; it must make an acute
-    angle with the reference normal and an obtuse one with the incident normal. Returns points
+    angle with the reference normal and an obtuse one with the incident normal; rows where
+    ``tilted`` (M,) bool is False use the reference normal whatever ``normal`` holds (one call
+    serves SAT face rows and edge-axis rows: collide_polytopes). Returns points
     (M, 4, 3) midway between the surfaces, separation (M, 4) (+inf unused), ids (M, 4), count
     (M,), incident face (M,).
 
@@ -203,6 +206,8 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
     tol = INSIDE_TOL * scale
     plane = table.planes[ref_ids, ref_face]
     n_ref, d = plane[:, :3], plane[:, 3]
+    if normal is not None and tilted is not None:
+        normal = np.where(tilted[:, None], normal, n_ref)
     n = n_ref if normal is None else normal
     u_ax, v_ax = tangent_basis(n)
     basis = np.empty((m, 3, 3))  # rows u, v, n: ref frame -> (x, y, h)
@@ -210,6 +215,8 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
 
     if inc_face is None:
         inc_face = incident_face(table, inc_ids, rot, n_ref)
+    elif (inc_face < 0).any():
+        inc_face = np.where(inc_face < 0, incident_face(table, inc_ids, rot, n_ref), inc_face)
 
     loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face)
     loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face)
@@ -268,6 +275,8 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
         # Reference vertices use their own heights (exactly on the plane), the others the plane.
         h_ref = np.concatenate((rh0 + rgx * xi + rgy * yi, own_r,
                                 rh0 + rgx * cx.reshape(m, -1) + rgy * cy.reshape(m, -1)), axis=1)
+        if tilted is not None:
+            h_ref = np.where(tilted[:, None], h_ref, d[:, None])
     sep = h_inc - h_ref
     ok = np.concatenate((inside_i, inside_r, cross.reshape(m, -1)), axis=1)
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
@@ -404,6 +413,17 @@ def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, mar
     Returns (use (M,) bool: rows that qualify for clipping, and for those rows only: points
     (K, 4, 3) in A's frame, separation (K, 4), ids (K, 4), count (K,)).
     """
+    use, args = edge_face_setup(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, margin)
+    if not use.any():
+        return use, np.zeros((0, 4, 3)), np.zeros((0, 4)), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+    pts, sep, ids, cnt, _ = face_contact(table, *args)
+    return use, edge_face_points(pts, rot[use], trans[use], args[6]), sep, ids, cnt
+
+
+def edge_face_setup(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, margin):
+    """edge_face_contact's choice of faces: (use (M,) bool, the face_contact arguments of the
+    rows that use the clip: ref_ids, ref_face, inc_ids, rot, trans, margin, flip, inc_face,
+    normal), so collide_polytopes can clip them in one call with its face rows."""
     m = len(ids_a)
     rows = np.arange(m)
     ef = table.edge_faces
@@ -418,9 +438,6 @@ def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, mar
     face_a, face_b = fa2[rows, ja], fb2[rows, jb]
     use = (np.maximum(ca, cb) >= EDGE_CLIP_COS) & (np.minimum(ca, cb) >= EDGE_INC_COS)
     sel = np.nonzero(use)[0]
-    k = len(sel)
-    if not k:
-        return use, np.zeros((0, 4, 3)), np.zeros((0, 4)), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
     # Reference: the better aligned face; ties go to A (as the face bias of the SAT does).
     flip = cb[sel] > ca[sel]
     fl = flip[:, None]
@@ -431,15 +448,18 @@ def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, mar
     n_loc = axis[sel]
     # From the reference to the incident shape: +axis in A's frame, -axis in B's.
     n_ref = np.where(fl, -np.matmul(rt, n_loc[:, :, None])[:, :, 0], n_loc)
-    pts, sep, ids, cnt, _ = face_contact(
-        table, np.where(flip, ib, ia), np.where(flip, face_b[sel], face_a[sel]),
-        np.where(flip, ia, ib), np.where(fl[:, :, None], rt, r), np.where(fl, t_inv, t),
-        np.broadcast_to(margin, (m,))[sel], flip,
-        inc_face=np.where(flip, face_a[sel], face_b[sel]), normal=n_ref)
-    # Points of B-referenced rows back to A's frame.
-    pts_a = np.matmul(pts, r.transpose(0, 2, 1)) + t[:, None]
-    pts = np.where(fl[:, :, None], pts_a, pts)
-    return use, pts, sep, ids, cnt
+    args = (np.where(flip, ib, ia), np.where(flip, face_b[sel], face_a[sel]),
+            np.where(flip, ia, ib), np.where(fl[:, :, None], rt, r), np.where(fl, t_inv, t),
+            np.broadcast_to(margin, (m,))[sel], flip,
+            np.where(flip, face_a[sel], face_b[sel]), n_ref)
+    return use, args
+
+
+def edge_face_points(pts, rot, trans, flip):
+    """Clip points of edge_face_setup rows (in their reference frame: B's where flip) back to
+    A's frame; rot, trans: B's pose in A's frame for those rows."""
+    pts_a = np.matmul(pts, rot.transpose(0, 2, 1)) + trans[:, None]
+    return np.where(flip[:, None, None], pts_a, pts)
 
 
 def edge_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, normal_local):
