@@ -74,7 +74,7 @@ def _all_pairs(lo, hi):
     return ia[ok], ib[ok]
 
 
-_UPPER = {}
+_UPPER: dict = {}
 
 
 def _upper_pairs(n):
