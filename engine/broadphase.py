@@ -473,7 +473,8 @@ class Broadphase:
                         for x in (group, mask, static))
         same = _same_filters(filters, self._filters)
         if self._pairs is None or not same:
-            if same and escaped.sum() <= _INCREMENTAL_FRACTION * n:
+            # (Up to BRUTE_MAX boxes the full search is the cheaper one.)
+            if same and n > BRUTE_MAX and escaped.sum() <= _INCREMENTAL_FRACTION * n:
                 self._pairs = self._repair(escaped, group, mask, static)
             else:
                 self._pairs = find_pairs(self.fat_lo, self.fat_hi, group, mask, static)
