@@ -37,7 +37,7 @@ class WorldSettings:
                                    "longest collision pass: a longer step is split into equal "
                                    "passes, each with its own broadphase and narrowphase")
     max_spin_travel: float = _f(0.05, "m",
-                                "more collision passes (up to 16x) while an awake body spins so "
+                                "more collision passes (up to 4x) while an awake body spins so "
                                 "fast that its surface sweeps further than this in one pass")
     iterations: int = _f(1, "count", "soft (biased) solver sweeps per substep")
     relax_iterations: int = _f(2, "count",

@@ -65,9 +65,11 @@ DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMAT
 # or nothing (bench/bench_speed.py: partial reuse cost 27 cubes 0.5 ms per pass and saved
 # nothing; 125 rocks late in their pile, ~240 pairs, 6.4 -> 2.9 ms of narrowphase per pass).
 REUSE_MIN_PAIRS = 128
-# Most collision passes a fast spin may ask for, as a multiple of the passes dt needs
-# (collision_steps_for).
-MAX_SPIN_PASSES = 16
+# Collision passes for spin (collision_steps_for), as multiples of the passes dt needs: for
+# the surface travel, and for the turn per pass (rad), which only absurd spins reach.
+MAX_SPIN_PASSES = 4
+MAX_PASS_TURN = 1.0
+MAX_TURN_PASSES = 16
 
 # Per-body arrays: name -> (trailing shape, dtype, fill value for new rows).
 _FIELDS = {
@@ -651,11 +653,12 @@ class World(BodyControl, JointWorldMixin):
         """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
         while an awake body spins fast enough that its surface would sweep more than
         ``max_spin_travel`` in one pass (speculative contacts cannot see the new features a
-        spinning hull turns into contact), at most MAX_SPIN_PASSES times that. The cap only
-        bounds the cost of absurd spins; at 4 a 27 g needle spun to 2400 rad/s turned two
-        full turns per pass and its speculative contacts, linear in the rotation, pumped energy
-        into it (tests/test_fuzz_world.py seed 137 once its manifolds held the deepest point,
-        clip.incident_face); at 16 it turns half a turn."""
+        spinning hull turns into contact), at most MAX_SPIN_PASSES times that; and, whatever
+        that cap, enough passes (at most MAX_TURN_PASSES times) that no awake body turns more
+        than MAX_PASS_TURN in one: contacts are linear in the rotation over a pass, and a 27 g
+        needle spun to 2400 rad/s, two turns per pass under the first cap, had its speculative
+        contacts pump energy into it (tests/test_fuzz_world.py seed 137, once its manifolds
+        held the deepest point: clip.incident_face)."""
         k = max(1, math.ceil(dt / self.settings.max_collision_step - 1e-9))
         if self._n == 0:
             return k
@@ -665,7 +668,8 @@ class World(BodyControl, JointWorldMixin):
         spin = norm(self._v("vel")[awake, 3:], axis=1)
         travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[awake]])) * dt
         k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
-        return min(max(k, k_spin), MAX_SPIN_PASSES * k)
+        k_turn = math.ceil(float(np.max(spin)) * dt / MAX_PASS_TURN - 1e-9)
+        return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
 
     def substeps_for(self, dt):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
