@@ -29,6 +29,8 @@ of the two edges (edge_contact).
 """
 import numpy as np
 
+from .vec import columns, cross
+
 # Feature-id layout (int64). Face contacts, written in terms of A and B (not reference and
 # incident), so a point keeps its id when the SAT switches between A's face, B's face and an
 # edge axis clipped between the same two faces (warm starting survives the switch):
@@ -111,7 +113,7 @@ def reduce4(x, y, sep, valid, eps):
     outside = -np.minimum(np.minimum(s1, s2), s3)
     i4, a4 = _pick(outside, valid, tol)
     ok4 = ok3 & (a4 > tol)
-    return np.stack((i1, i2, i3, i4), axis=1), np.stack((ok1, ok2, ok3, ok4), axis=1)
+    return columns(i1, i2, i3, i4), columns(ok1, ok2, ok3, ok4)
 
 
 def _loop(table, ids, face):
@@ -130,8 +132,8 @@ def tangent_basis(n):
     sign = np.where(n[:, 2] >= 0, 1.0, -1.0)
     a = -1.0 / (sign + n[:, 2])
     b = n[:, 0] * n[:, 1] * a
-    u = np.stack((1.0 + sign * n[:, 0] * n[:, 0] * a, sign * b, -sign * n[:, 0]), axis=1)
-    v = np.cross(n, u)
+    u = columns(1.0 + sign * n[:, 0] * n[:, 0] * a, sign * b, -sign * n[:, 0])
+    v = cross(n, u)
     return u, v
 
 
@@ -151,16 +153,39 @@ def _outward_2d(x, y, nxt, mask, clockwise):
     return nx, ny, off, ex, ey, length
 
 
+def incident_face(table, inc_ids, rot, n_ref):
+    """Incident face: of the faces around the incident shape's deepest point along -n_ref, the
+    most anti-parallel to n_ref (Jolt's ConvexHullShape::GetSupportingFace does the same).
+
+    The face most anti-parallel over the whole shape need not hold the deepest point: a rock
+    landing on a sharp corner whose neighbouring faces are steep has its flattest face
+    elsewhere, and clipping that face reports the contact centimetres above the true depth
+    (bench/bench_speed.py rocks125 sank 28 mm into the ground that way). The faces around the
+    deepest point include the most anti-parallel one whenever that one holds it (a box, a hull
+    resting on a face), so those contacts are unchanged."""
+    n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])[:, :, 0]
+    fi = int(table.nfaces[inc_ids].max())
+    vi = int(table.npoints[inc_ids].max())
+    height = np.matmul(table.points[inc_ids, :vi], n_inc_frame[:, :, None])[:, :, 0]
+    deepest = np.argmin(height, axis=1)
+    around = table.face_has_point[inc_ids, :fi, deepest]
+    facing = np.matmul(table.planes[inc_ids, :fi, :3], n_inc_frame[:, :, None])[:, :, 0]
+    return np.argmin(np.where(around, facing, np.inf), axis=1)
+
+
 def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, inc_face=None,
-                 normal=None):
+                 normal=None, tilted=None):
     """Manifold of M face contacts, in the reference shape's frame.
 
     ref_ids, ref_face: reference shape ids and face; inc_ids: incident shape ids; rot, trans:
     incident pose in the reference frame; margin (scalar or (M,)); flip (M,) bool: reference
-    is shape B (only used for the ids). inc_face (M,): incident face, by default the face most
+    is shape B (only used for the ids). inc_face (M,): incident face (-1 in a row: choose it
+    there), by default the face most
     anti-parallel to the reference normal. normal (M, 3): unit contact normal (reference ->
     incident, reference frame), by default the reference face normal; it must make an acute
-    angle with the reference normal and an obtuse one with the incident normal. Returns points
+    angle with the reference normal and an obtuse one with the incident normal; rows where
+    ``tilted`` (M,) bool is False use the reference normal whatever ``normal`` holds (one call
+    serves SAT face rows and edge-axis rows: collide_polytopes). Returns points
     (M, 4, 3) midway between the surfaces, separation (M, 4) (+inf unused), ids (M, 4), count
     (M,), incident face (M,).
 
@@ -181,16 +206,17 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
     tol = INSIDE_TOL * scale
     plane = table.planes[ref_ids, ref_face]
     n_ref, d = plane[:, :3], plane[:, 3]
+    if normal is not None and tilted is not None:
+        normal = np.where(tilted[:, None], normal, n_ref)
     n = n_ref if normal is None else normal
     u_ax, v_ax = tangent_basis(n)
-    basis = np.stack((u_ax, v_ax, n), axis=1)  # rows u, v, n: ref frame -> (x, y, h)
+    basis = np.empty((m, 3, 3))  # rows u, v, n: ref frame -> (x, y, h)
+    basis[:, 0], basis[:, 1], basis[:, 2] = u_ax, v_ax, n
 
     if inc_face is None:
-        # Incident face: most anti-parallel to the reference normal.
-        n_inc_frame = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])[:, :, 0]
-        fi = int(table.nfaces[inc_ids].max())
-        inc_face = np.argmin(np.matmul(table.planes[inc_ids, :fi, :3],
-                                       n_inc_frame[:, :, None])[:, :, 0], axis=1)
+        inc_face = incident_face(table, inc_ids, rot, n_ref)
+    elif (inc_face < 0).any():
+        inc_face = np.where(inc_face < 0, incident_face(table, inc_ids, rot, n_ref), inc_face)
 
     loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face)
     loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face)
@@ -249,18 +275,20 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
         # Reference vertices use their own heights (exactly on the plane), the others the plane.
         h_ref = np.concatenate((rh0 + rgx * xi + rgy * yi, own_r,
                                 rh0 + rgx * cx.reshape(m, -1) + rgy * cy.reshape(m, -1)), axis=1)
+        if tilted is not None:
+            h_ref = np.where(tilted[:, None], h_ref, d[:, None])
     sep = h_inc - h_ref
     ok = np.concatenate((inside_i, inside_r, cross.reshape(m, -1)), axis=1)
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
     pick, good = reduce4(cand_x, cand_y, sep, ok, snap)
-    px = np.take_along_axis(cand_x, pick, 1)
-    py = np.take_along_axis(cand_y, pick, 1)
-    psep = np.take_along_axis(sep, pick, 1)
-    pref = np.take_along_axis(np.broadcast_to(h_ref, sep.shape), pick, 1)
+    px = cand_x[r2, pick]
+    py = cand_y[r2, pick]
+    psep = sep[r2, pick]
+    pref = h_ref[r2, pick] if h_ref.shape[1] > 1 else np.broadcast_to(h_ref, pick.shape)
     code = _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen,
                           t.reshape(m, -1), w.reshape(m, -1), rlen, snap)
     # Midway between the surfaces, back to the reference frame.
-    mid = np.stack((px, py, pref + 0.5 * psep), axis=2)
+    mid = columns(px, py, pref + 0.5 * psep)
     points = np.matmul(mid, basis)
     psep = np.where(good, psep, np.inf)
     ids = _unique_ids(_face_ids(flip[:, None], ref_face[:, None], inc_face[:, None], code), good)
@@ -281,8 +309,8 @@ def _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen, t, 
     r = np.where(is_ref, pick - pi, j % pr)
     sn = snap[:, None]
     # Crossings: distance along the incident edge to its ends, along the reference edge to its.
-    tk = np.take_along_axis(t, j, 1)
-    wk = np.take_along_axis(w, j, 1)
+    tk = t[rows, j]
+    wk = w[rows, j]
     il = ilen[rows, k]
     rl = rlen[rows, r]
     near_k0 = tk * il < sn
@@ -299,7 +327,7 @@ def _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen, t, 
     gy = py[:, :, None] - yi[:, None]
     gap2 = np.where(mask_i[:, None, :], gx * gx + gy * gy, np.inf)   # (M, 4, Pi)
     near_i = np.argmin(gap2, axis=2)
-    snapped = np.take_along_axis(gap2, near_i[:, :, None], 2)[:, :, 0] < sn * sn
+    snapped = gap2[rows, np.arange(gap2.shape[1]), near_i] < sn * sn
     r_code = np.where(snapped, (T_INC_VERTEX << 24) | (near_i << 12), (T_REF_VERTEX << 24) | r)
     return np.where(is_inc, (T_INC_VERTEX << 24) | (k << 12),
                     np.where(is_ref, r_code, x_code)).astype(np.int64)
@@ -385,6 +413,17 @@ def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, mar
     Returns (use (M,) bool: rows that qualify for clipping, and for those rows only: points
     (K, 4, 3) in A's frame, separation (K, 4), ids (K, 4), count (K,)).
     """
+    use, args = edge_face_setup(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, margin)
+    if not use.any():
+        return use, np.zeros((0, 4, 3)), np.zeros((0, 4)), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
+    pts, sep, ids, cnt, _ = face_contact(table, *args)
+    return use, edge_face_points(pts, rot[use], trans[use], args[6]), sep, ids, cnt
+
+
+def edge_face_setup(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, margin):
+    """edge_face_contact's choice of faces: (use (M,) bool, the face_contact arguments of the
+    rows that use the clip: ref_ids, ref_face, inc_ids, rot, trans, margin, flip, inc_face,
+    normal), so collide_polytopes can clip them in one call with its face rows."""
     m = len(ids_a)
     rows = np.arange(m)
     ef = table.edge_faces
@@ -399,9 +438,6 @@ def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, mar
     face_a, face_b = fa2[rows, ja], fb2[rows, jb]
     use = (np.maximum(ca, cb) >= EDGE_CLIP_COS) & (np.minimum(ca, cb) >= EDGE_INC_COS)
     sel = np.nonzero(use)[0]
-    k = len(sel)
-    if not k:
-        return use, np.zeros((0, 4, 3)), np.zeros((0, 4)), np.zeros((0, 4), np.int64), np.zeros(0, np.int64)
     # Reference: the better aligned face; ties go to A (as the face bias of the SAT does).
     flip = cb[sel] > ca[sel]
     fl = flip[:, None]
@@ -412,15 +448,18 @@ def edge_face_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, axis, mar
     n_loc = axis[sel]
     # From the reference to the incident shape: +axis in A's frame, -axis in B's.
     n_ref = np.where(fl, -np.matmul(rt, n_loc[:, :, None])[:, :, 0], n_loc)
-    pts, sep, ids, cnt, _ = face_contact(
-        table, np.where(flip, ib, ia), np.where(flip, face_b[sel], face_a[sel]),
-        np.where(flip, ia, ib), np.where(fl[:, :, None], rt, r), np.where(fl, t_inv, t),
-        np.broadcast_to(margin, (m,))[sel], flip,
-        inc_face=np.where(flip, face_a[sel], face_b[sel]), normal=n_ref)
-    # Points of B-referenced rows back to A's frame.
-    pts_a = np.matmul(pts, r.transpose(0, 2, 1)) + t[:, None]
-    pts = np.where(fl[:, :, None], pts_a, pts)
-    return use, pts, sep, ids, cnt
+    args = (np.where(flip, ib, ia), np.where(flip, face_b[sel], face_a[sel]),
+            np.where(flip, ia, ib), np.where(fl[:, :, None], rt, r), np.where(fl, t_inv, t),
+            np.broadcast_to(margin, (m,))[sel], flip,
+            np.where(flip, face_a[sel], face_b[sel]), n_ref)
+    return use, args
+
+
+def edge_face_points(pts, rot, trans, flip):
+    """Clip points of edge_face_setup rows (in their reference frame: B's where flip) back to
+    A's frame; rot, trans: B's pose in A's frame for those rows."""
+    pts_a = np.matmul(pts, rot.transpose(0, 2, 1)) + trans[:, None]
+    return np.where(flip[:, None, None], pts_a, pts)
 
 
 def edge_contact(table, ids_a, edge_a, ids_b, edge_b, rot, trans, normal_local):

@@ -14,10 +14,12 @@ each new slot, the old slot with the same id. No Python dict, no loop over conta
 
 What is stored per manifold: the 4 point ids, the accumulated normal impulse of each point and
 its friction impulse as a *world* vector (tangent bases may turn between steps; the solver
-projects the vector on its new tangents).
+projects the vector on its new tangents), and the manifold's captured geometry for reuse
+(engine.manifold_cache; ``geo``, rows that cannot be reused hold NaN poses).
 """
 import numpy as np
 
+from . import manifold_cache
 from .errors import EngineError
 
 # A pair key packs two body indices of 31 bits each into one int64 (sorted, searchsorted).
@@ -62,6 +64,7 @@ class PairTable:
         self.count = _EMPTY_I.copy()
         self.normal = np.zeros((0, 4))
         self.friction = np.zeros((0, 4, 3))
+        self.geo = manifold_cache.empty()
 
     def __len__(self):
         return len(self.keys)
@@ -110,12 +113,14 @@ class PairTable:
         matched[rows] = found
         return normal, friction, matched
 
-    def store(self, keys, ids, count, normal, friction, keep=None, sub=None):
+    def store(self, keys, ids, count, normal, friction, keep=None, sub=None, geo=None):
         """Replace the table by this step's manifolds (sorted by (key, sub)), plus old rows
         whose body pair was not evaluated this step and where ``keep(old_keys)`` is True (e.g.
-        pairs of sleeping bodies). A pair evaluated this step keeps only its new manifolds."""
+        pairs of sleeping bodies). A pair evaluated this step keeps only its new manifolds.
+        geo: their captured geometry (engine.manifold_cache; None: not reusable)."""
         keys = np.asarray(keys, dtype=np.int64)
         sub = self._sub(sub, len(keys))
+        geo = manifold_cache.empty(len(keys)) if geo is None else geo
         if keep is not None and len(self.keys):
             old_keep = keep(self.keys)
             if len(keys):
@@ -128,20 +133,29 @@ class PairTable:
                 count = np.concatenate((count, self.count[old_keep]))
                 normal = np.concatenate((normal, self.normal[old_keep]))
                 friction = np.concatenate((friction, self.friction[old_keep]))
+                geo = {k: np.concatenate((v, self.geo[k][old_keep])) for k, v in geo.items()}
                 srt = np.lexsort((sub, keys))
                 keys, sub, ids, count = keys[srt], sub[srt], ids[srt], count[srt]
                 normal, friction = normal[srt], friction[srt]
+                geo = {k: v[srt] for k, v in geo.items()}
         self.keys = keys.copy()
         self.sub = np.array(sub, dtype=np.int64)
         self.ids = np.asarray(ids, dtype=np.int64).copy()
         self.count = np.asarray(count, dtype=np.int64).copy()
         self.normal = np.asarray(normal, dtype=np.float64).copy()
         self.friction = np.asarray(friction, dtype=np.float64).copy()
+        self.geo = {k: np.array(v) for k, v in geo.items()}
+
+    def geometry(self, rows):
+        """Captured geometry of table rows (dict of arrays)."""
+        return {k: v[rows] for k, v in self.geo.items()}
 
     def get_state(self):
-        return {"pair_keys": self.keys.copy(), "pair_sub": self.sub.copy(),
-                "pair_ids": self.ids.copy(), "pair_count": self.count.copy(),
-                "pair_normal": self.normal.copy(), "pair_friction": self.friction.copy()}
+        state = {"pair_keys": self.keys.copy(), "pair_sub": self.sub.copy(),
+                 "pair_ids": self.ids.copy(), "pair_count": self.count.copy(),
+                 "pair_normal": self.normal.copy(), "pair_friction": self.friction.copy()}
+        state.update({"pair_geo_" + k: v.copy() for k, v in self.geo.items()})
+        return state
 
     def set_state(self, state):
         self.keys = np.array(state["pair_keys"], dtype=np.int64).reshape(-1)
@@ -153,3 +167,9 @@ class PairTable:
         self.count = np.array(state["pair_count"], dtype=np.int64)
         self.normal = np.array(state["pair_normal"], dtype=np.float64).reshape(-1, 4)
         self.friction = np.array(state["pair_friction"], dtype=np.float64).reshape(-1, 4, 3)
+        # States saved before manifold reuse existed: nothing to reuse.
+        geo = manifold_cache.empty(len(self.keys))
+        for k, (shape, dtype) in manifold_cache.COLUMNS.items():
+            if "pair_geo_" + k in state:
+                geo[k] = np.array(state["pair_geo_" + k], dtype=dtype).reshape((-1,) + shape)
+        self.geo = geo

@@ -19,13 +19,14 @@ Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 """
 import numpy as np
 
-from . import quat
+from . import clip, quat
 from .clip import (
     ID_FALLBACK,
     ID_ROUND,
     SNAP,
     edge_contact,
-    edge_face_contact,
+    edge_face_points,
+    edge_face_setup,
     face_contact,
     segment_closest,
     tangent_basis,
@@ -36,6 +37,7 @@ from .errors import EngineError
 from .gjk import gjk
 from .kinds import ShapeKind
 from .sat import ABS_TOL, EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, polytope_sat
+from .vec import cross
 
 # Points per manifold: four span any contact polygon (Box2D, Bullet, Jolt keep four too).
 WIDTH = 4
@@ -120,27 +122,34 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
     out.distance[:] = sat.separation
     active = sat.separation <= margin
 
+    # Face axes, and edge axes between nearly parallel faces (clip.edge_face_setup), are
+    # clipped in one face_contact call (its cost is mostly per call, not per row).
     face = np.nonzero(active & (sat.kind != EDGE))[0]
-    if len(face):
-        flip = sat.kind[face] == FACE_B
-        fl = flip[:, None]
-        ia, ib = ids_a[face], ids_b[face]
-        r, t = sat.rot[face], sat.trans[face]
-        rt = r.transpose(0, 2, 1)
-        t_inv = -_rotate(rt, t)
-        ref_ids = np.where(flip, ib, ia)
-        inc_ids = np.where(flip, ia, ib)
-        rel_r = np.where(fl[:, :, None], rt, r)
-        rel_t = np.where(fl, t_inv, t)
-        ref_rot = np.where(fl[:, :, None], rot_b[face], rot_a[face])
-        ref_pos = np.where(fl, pos_b[face], pos_a[face])
-        pts, sep, ids, cnt, inc_face = face_contact(table, ref_ids, sat.index[face, 0], inc_ids,
-                                                    rel_r, rel_t, margin[face], flip)
-        out.points[face] = np.matmul(pts, ref_rot.transpose(0, 2, 1)) + ref_pos[:, None]
-        out.separation[face] = sep
-        out.ids[face] = ids
-        out.count[face] = cnt
-        out.axis_index[face, 1] = inc_face
+    edge1 = np.nonzero(active & (sat.kind == EDGE))[0]
+    use1, eargs = _edge_clip_setup(table, sat, ids_a, ids_b, edge1, margin)
+    nf = len(face)
+    clip1 = None
+    if nf or use1.any():
+        args = _face_args(table, sat, ids_a, ids_b, face, margin)
+        extra = {}
+        if use1.any():
+            args = [np.concatenate((f, e)) for f, e in zip(args, eargs[:7])]
+            extra = dict(inc_face=np.concatenate((np.full(nf, -1, np.int64), eargs[7])),
+                         normal=np.concatenate((np.zeros((nf, 3)), eargs[8])),
+                         tilted=np.arange(nf + len(eargs[0])) >= nf)
+        pts, sep, ids, cnt, inc_face = face_contact(table, *args, **extra)
+        if nf:
+            flip = sat.kind[face] == FACE_B
+            fl = flip[:, None]
+            ref_rot = np.where(fl[:, :, None], rot_b[face], rot_a[face])
+            ref_pos = np.where(fl, pos_b[face], pos_a[face])
+            out.points[face] = np.matmul(pts[:nf], ref_rot.transpose(0, 2, 1)) + ref_pos[:, None]
+            out.separation[face] = sep[:nf]
+            out.ids[face] = ids[:nf]
+            out.count[face] = cnt[:nf]
+            out.axis_index[face, 1] = inc_face[:nf]
+        if use1.any():
+            clip1 = (pts[nf:], sep[nf:], ids[nf:], cnt[nf:])
 
     # Edge-edge axes, and face axes whose clipping found nothing (the face bias kept a face
     # axis where an edge pair is the real contact): one point at the closest edge points.
@@ -149,32 +158,39 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
     # axis (metres deep) when the face axis is far better; those pairs take the last resort.
     scale = np.minimum(table.bound_radius[ids_a], table.bound_radius[ids_b])
     close = sat.edge >= sat.separation - REL_TOL * np.abs(sat.separation) - ABS_TOL * scale
-    empty = active & (out.count == 0) & np.isfinite(sat.edge) & close
-    edge = np.nonzero(empty | (active & (sat.kind == EDGE)))[0]
-    if len(edge):
-        ia, ib = ids_a[edge], ids_b[edge]
-        ea, eb = sat.edge_index[edge, 0], sat.edge_index[edge, 1]
-        axis = sat.edge_axis[edge]
-        r, t = sat.rot[edge], sat.trans[edge]
+    empty = active & (out.count == 0) & np.isfinite(sat.edge) & close & (sat.kind != EDGE)
+    edge2 = np.nonzero(empty)[0]
+    use2, eargs2 = _edge_clip_setup(table, sat, ids_a, ids_b, edge2, margin)
+    clip2 = clip.face_contact(table, *eargs2)[:4] if use2.any() else None
+    for rows, use, flip_e, clipped in ((edge1, use1, eargs[6], clip1),
+                                       (edge2, use2, eargs2[6], clip2)):
+        if not len(rows):
+            continue
+        ia, ib = ids_a[rows], ids_b[rows]
+        ea, eb = sat.edge_index[rows, 0], sat.edge_index[rows, 1]
+        axis = sat.edge_axis[rows]
+        r, t = sat.rot[rows], sat.trans[rows]
         p, s, ids = edge_contact(table, ia, ea, ib, eb, r, t, axis)
-        keep = s <= margin[edge]
-        out.points[edge, 0] = _rotate(rot_a[edge], p) + pos_a[edge]
-        out.separation[edge, 0] = np.where(keep, s, np.inf)
-        out.ids[edge, 0] = ids
-        out.count[edge] = keep.astype(np.int64)
-        out.normal[edge] = _rotate(rot_a[edge], axis)
-        out.axis_kind[edge] = EDGE
-        out.axis_index[edge] = sat.edge_index[edge]
+        keep = s <= margin[rows]
+        out.points[rows, 0] = _rotate(rot_a[rows], p) + pos_a[rows]
+        out.separation[rows, 0] = np.where(keep, s, np.inf)
+        out.ids[rows, 0] = ids
+        out.count[rows] = keep.astype(np.int64)
+        out.normal[rows] = _rotate(rot_a[rows], axis)
+        out.axis_kind[rows] = EDGE
+        out.axis_index[rows] = sat.edge_index[rows]
         # Edge axes between nearly parallel faces: the clipped faces (2-4 points along the
         # axis, the deepest at the SAT depth) replace the single point where clipping found any.
-        clip, cp, cs, cid, cc = edge_face_contact(table, ia, ea, ib, eb, r, t, axis, margin[edge])
-        rows = edge[clip]
+        if clipped is None:
+            continue
+        cp, cs, cid, cc = clipped
+        cp = edge_face_points(cp, r[use], t[use], flip_e)
         got = cc > 0
-        rows = rows[got]
-        out.points[rows] = np.matmul(cp[got], rot_a[rows].transpose(0, 2, 1)) + pos_a[rows, None]
-        out.separation[rows] = cs[got]
-        out.ids[rows] = cid[got]
-        out.count[rows] = cc[got]
+        sel = rows[use][got]
+        out.points[sel] = np.matmul(cp[got], rot_a[sel].transpose(0, 2, 1)) + pos_a[sel, None]
+        out.separation[sel] = cs[got]
+        out.ids[sel] = cid[got]
+        out.count[sel] = cc[got]
 
     # Last resort (not seen in tests, kept so an overlap can never lose its contact): one point
     # at B's deepest vertex along the normal, with the support gap along it as separation.
@@ -195,6 +211,26 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
         out.ids[lost, 0] = (np.int64(ID_FALLBACK) << 59) | k
         out.count[lost] = keep
     return out
+
+
+def _face_args(table, sat, ids_a, ids_b, face, margin):
+    """face_contact's positional arguments for the SAT face-axis rows ``face`` (the reference
+    is the SAT face's shape; face_contact picks the incident face)."""
+    flip = sat.kind[face] == FACE_B
+    fl = flip[:, None]
+    r, t = sat.rot[face], sat.trans[face]
+    rt = r.transpose(0, 2, 1)
+    t_inv = -_rotate(rt, t)
+    return [np.where(flip, ids_b[face], ids_a[face]), sat.index[face, 0],
+            np.where(flip, ids_a[face], ids_b[face]), np.where(fl[:, :, None], rt, r),
+            np.where(fl, t_inv, t), margin[face], flip]
+
+
+def _edge_clip_setup(table, sat, ids_a, ids_b, rows, margin):
+    """clip.edge_face_setup for the edge-axis rows ``rows``."""
+    return edge_face_setup(table, ids_a[rows], sat.edge_index[rows, 0], ids_b[rows],
+                           sat.edge_index[rows, 1], sat.rot[rows], sat.trans[rows],
+                           sat.edge_axis[rows], margin[rows])
 
 
 def _dot(a, b):
@@ -255,7 +291,7 @@ def collide_round(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
     # not rock on one point. The first point stays the exact closest pair; the second gets its
     # own true core distance (never deeper than the truth).
     l1, l2 = _dot(d1, d1), _dot(d2, d2)
-    cr = np.cross(d1, d2)
+    cr = cross(d1, d2)
     par = (l1 > 0) & (l2 > 0) & (_dot(cr, cr) <= CAPSULE_PARALLEL_SIN ** 2 * l1 * l2)
     sel = np.nonzero(par)[0]
     if len(sel):
@@ -303,7 +339,7 @@ def _clip_segment_to_face(table, ids, face, p0, p1):
     nxt = (np.arange(width)[None, :] + 1) % size[:, None]
     v = table.points[ids[:, None], loop]
     n = table.planes[ids, face, :3]
-    side = np.cross(v[rows, nxt] - v, n[:, None])
+    side = cross(v[rows, nxt] - v, n[:, None])
     off = _dot(side, v)
     e0 = np.where(mask, _dot(side, p0[:, None]) - off, -1.0)
     e1 = np.where(mask, _dot(side, p1[:, None]) - off, -1.0)
@@ -339,7 +375,7 @@ def segment_polytope_sat(table, ids, p0, p1):
     nrm = table.edge_normals[ids, :ne]
     c1 = np.matmul(nrm[:, :, 0], seg[:, :, None])[:, :, 0]
     c2 = np.matmul(nrm[:, :, 1], seg[:, :, None])[:, :, 0]
-    u = np.cross(seg[:, None], dirs)
+    u = cross(seg[:, None], dirs)
     ul = np.sqrt(_dot(u, u))
     seglen = np.sqrt(_dot(seg, seg))
     ok = (c1 * c2 < 0) & (ul > PARALLEL_SIN * seglen[:, None])

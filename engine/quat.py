@@ -4,10 +4,12 @@ Everything here broadcasts over leading axes so the step works on all bodies at 
 """
 import numpy as np
 
+from .vec import columns, cross, norm
+
 
 def normalize(q):
     q = np.asarray(q, dtype=np.float64)
-    return q / np.linalg.norm(q, axis=-1, keepdims=True)
+    return q / norm(q, axis=-1, keepdims=True)
 
 
 def conjugate(q):
@@ -32,15 +34,15 @@ def multiply(a, b):
 def to_matrix(q):
     """Rotation matrices (..., 3, 3) of unit quaternions (..., 4)."""
     q = np.asarray(q, dtype=np.float64)
-    w, x, y, z = np.moveaxis(q, -1, 0)
+    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
     xx, yy, zz = x * x, y * y, z * z
     xy, xz, yz = x * y, x * z, y * z
     wx, wy, wz = w * x, w * y, w * z
-    m = np.stack((
+    m = columns(
         1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy),
         2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx),
         2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy),
-    ), axis=-1)
+    )
     return m.reshape(q.shape[:-1] + (3, 3))
 
 
@@ -80,8 +82,8 @@ def rotate(q, v):
     v = np.asarray(v, dtype=np.float64)
     u = q[..., 1:]
     w = q[..., :1]
-    t = 2.0 * np.cross(u, v)
-    return v + w * t + np.cross(u, t)
+    t = 2.0 * cross(u, v)
+    return v + w * t + cross(u, t)
 
 
 def rotate_inverse(q, v):

@@ -48,6 +48,8 @@ farther apart than the margin, which the broadphase mostly filters out.
 """
 import numpy as np
 
+from .vec import cross
+
 # Axis kinds of a SAT answer (StepRecord.axis_kind); KIND_NONE for rows without one.
 FACE_A, FACE_B, EDGE = 0, 1, 2
 KIND_NONE = -1
@@ -221,7 +223,7 @@ def _edge_arcs(table):
     if hit is not None and hit[0] is table.edge_normals:
         return hit[1]
     n = table.edge_normals
-    c = np.cross(n[..., 0, :], n[..., 1, :])
+    c = cross(n[..., 0, :], n[..., 1, :])
     arc = np.arctan2(np.sqrt(_dot3(c, c)), _dot3(n[..., 0, :], n[..., 1, :]))
     if len(_ARCS) > 64:
         _ARCS.clear()
@@ -260,8 +262,8 @@ def edge_query(pa, ea, dir_a, nrm_a, mask_a, cen_a, pb, eb, dir_b, nrm_b, mask_b
     na1, na2 = nrm_a[:, :, 0], nrm_a[:, :, 1]
     # Gauss map of A - B: B's normals are negated. Arc (na1, na2) vs arc (-nb1, -nb2).
     nc, nd = -nrm_b[:, :, 0], -nrm_b[:, :, 1]
-    bxa = np.cross(na2, na1)  # (M, Ea, 3)
-    dxc = np.cross(nd, nc)    # (M, Eb, 3)
+    bxa = cross(na2, na1)  # (M, Ea, 3)
+    dxc = cross(nd, nc)    # (M, Eb, 3)
     bxa_t = bxa.transpose(0, 2, 1)
     cba = np.matmul(nc, bxa_t).transpose(0, 2, 1)  # (M, Ea, Eb): C . (B x A)
     dba = np.matmul(nd, bxa_t).transpose(0, 2, 1)
@@ -276,9 +278,9 @@ def edge_query(pa, ea, dir_a, nrm_a, mask_a, cen_a, pb, eb, dir_b, nrm_b, mask_b
     cosang = np.matmul(dir_a, dir_b_t)                       # (M, Ea, Eb)
     len2 = np.maximum(1.0 - cosang * cosang, 0.0)            # |u|^2 for unit directions
     valid &= len2 > PARALLEL_SIN * PARALLEL_SIN
-    u_pb = np.matmul(dir_a, np.cross(dir_b, b0).transpose(0, 2, 1))   # u . b0
-    u_pa = np.matmul(np.cross(a0, dir_a), dir_b_t)                    # u . a0
-    u_ca = np.matmul(np.cross(cen_a[:, None, :], dir_a), dir_b_t)     # u . cen_a
+    u_pb = np.matmul(dir_a, cross(dir_b, b0).transpose(0, 2, 1))   # u . b0
+    u_pa = np.matmul(cross(a0, dir_a), dir_b_t)                    # u . a0
+    u_ca = np.matmul(cross(cen_a[:, None, :], dir_a), dir_b_t)     # u . cen_a
     # Orient u away from A's interior: the plane through edge a with normal u supports A.
     sign = np.where(u_pa - u_ca < 0, -1.0, 1.0)
     sep = sign * (u_pb - u_pa) / np.sqrt(np.where(valid, len2, 1.0))
@@ -288,7 +290,7 @@ def edge_query(pa, ea, dir_a, nrm_a, mask_a, cen_a, pb, eb, dir_b, nrm_b, mask_b
     ia, ib = flat // nb, flat % nb
     best = sep[np.arange(m), ia, ib]
     r = np.arange(m)
-    axis = np.cross(dir_a[r, ia], dir_b[r, ib])
+    axis = cross(dir_a[r, ia], dir_b[r, ib])
     axis *= (sign[r, ia, ib] / np.sqrt(np.maximum(len2[r, ia, ib], 1e-300)))[:, None]
     return best, ia, ib, axis
 
@@ -488,7 +490,7 @@ def _box_queries(ha, hb, rot, trans):
     sep_e = sep.reshape(m, 9)[rows, flat]
     # Unit axis oriented A -> B, and the supporting edges (corner bits from its signs).
     col = rot[rows, :, ej]
-    axis = np.cross(np.eye(3)[ei], col)
+    axis = cross(np.eye(3)[ei], col)
     axis *= (np.where(tl[rows, ei, ej] < 0, -1.0, 1.0)
              / np.sqrt(np.maximum(len2[rows, ei, ej], 1e-300)))[:, None]
     bits = (axis > 0).astype(np.int64) * np.array([1, 2, 4])

@@ -66,6 +66,13 @@ class WorldSettings:
     broadphase_slack: float = _f(0.05, "m",
                                  "slack of the persistent broadphase's fat boxes: a body is "
                                  "re-inserted only after moving this far")
+    manifold_reuse_distance: float = _f(0.001, "m",
+                                        "a convex pair's manifold is reused (not recomputed) "
+                                        "while its bodies' relative position moved less than "
+                                        "this since it was computed (engine.manifold_cache; "
+                                        "Jolt's default); 0 recomputes every pass")
+    manifold_reuse_angle: float = _f(math.radians(2.0), "rad",
+                                     "... and their relative orientation turned less than this")
     ccd: bool = _f(True, "switch",
                    "continuous collision: boxes swept by the motion over the step and contacts "
                    "kept over the closing distance, so fast bodies stop at surfaces")
@@ -88,6 +95,7 @@ class WorldSettings:
         for name in ("contact_hertz", "damping_ratio", "max_push", "restitution_threshold",
                      "joint_hertz", "joint_damping_ratio",
                      "speculative_distance", "aabb_margin", "broadphase_slack",
+                     "manifold_reuse_distance", "manifold_reuse_angle",
                      "linear_sleep_tolerance", "angular_sleep_tolerance", "time_to_sleep"):
             object.__setattr__(self, name, _number(getattr(self, name), name))
         object.__setattr__(self, "ccd", bool(self.ccd))

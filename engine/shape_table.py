@@ -34,7 +34,7 @@ class ShapeTable:
         if key not in self._ids:
             self._ids[key] = len(self.shapes)
             self.shapes.append(shape)
-            self._dirty = True
+            self._unpublish()
         return self._ids[key]
 
     def refresh(self, shape):
@@ -91,6 +91,9 @@ class ShapeTable:
         out.edge_dirs = np.zeros((s, emax, 3))
         out.edge_normals = np.zeros((s, emax, 2, 3))
         out.edge_faces = np.zeros((s, emax, 2), dtype=np.int64)  # face indices beside each edge
+        # face_has_point[s, f, v]: point v is a corner of face f (clip.py picks the incident face
+        # among the faces of the deepest point, so the clip always holds that point).
+        out.face_has_point = np.zeros((s, fmax, vmax), dtype=bool)
         # Boxes get the analytic 15-axis SAT fast path.
         out.is_box = np.array([isinstance(sh, Box) for sh in shapes], dtype=bool).reshape(s)
         out.box_half = np.array([sh.half_extents if isinstance(sh, Box) else np.zeros(3)
@@ -116,6 +119,8 @@ class ShapeTable:
             for fi, loop in enumerate(sh.faces):
                 out.face_sizes[i, fi] = len(loop)
                 out.face_loops[i, fi, :len(loop)] = loop
+                out.face_has_point[i, fi, loop] = True
+            out.face_has_point[i, nf:] = out.face_has_point[i, 0]   # padding repeats face 0
             out.nedges[i] = ne
             out.edges[i] = sh.edges[0]
             out.edges[i, :ne] = sh.edges
@@ -129,3 +134,11 @@ class ShapeTable:
             out.edge_faces[i, :ne] = sh.edge_faces
         self._arrays = vars(out)
         self._dirty = False
+        # Published as plain attributes too: a collision pass reads the table a few hundred
+        # times, and an instance attribute costs no __getattr__ call.
+        self.__dict__.update(self._arrays)
+
+    def _unpublish(self):
+        for name in getattr(self, "_arrays", {}):
+            self.__dict__.pop(name, None)
+        self._dirty = True

@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from . import quat
+from . import manifold_cache, quat
 from .body_control import BodyControl
 from .broadphase import Broadphase
 from .contacts import PairTable, check_body_count, key_bodies, pair_keys
@@ -56,9 +56,20 @@ from .record import StepRecord
 from .settings import WorldSettings
 from .shape_table import ShapeTable
 from .solver import ContactSolver
+from .vec import norm
 from .world_joints import JointSet, JointWorldMixin
 
 DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
+# Candidate pairs from which a collision pass reuses part of its manifolds (engine.manifold_cache):
+# below, the narrowphase costs about the same for any number of pairs, so a pass reuses all
+# or nothing (bench/bench_speed.py: partial reuse cost 27 cubes 0.5 ms per pass and saved
+# nothing; 125 rocks late in their pile, ~240 pairs, 6.4 -> 2.9 ms of narrowphase per pass).
+REUSE_MIN_PAIRS = 128
+# Collision passes for spin (collision_steps_for), as multiples of the passes dt needs: for
+# the surface travel, and for the turn per pass (rad), which only absurd spins reach.
+MAX_SPIN_PASSES = 4
+MAX_PASS_TURN = 1.0
+MAX_TURN_PASSES = 16
 
 # Per-body arrays: name -> (trailing shape, dtype, fill value for new rows).
 _FIELDS = {
@@ -560,7 +571,8 @@ class World(BodyControl, JointWorldMixin):
 
         # 7. Store impulses (never a non-finite one: see engine.guard), snap kinematic bodies.
         imp_n, imp_f, imp_f2 = finite_impulses(imp_n, imp_f, imp_f2)
-        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub)
+        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub,
+                         geo=man.get("geo"))
         if len(kin_t):
             x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
             q[kin_t] = a["target_q"][kin_t]
@@ -641,17 +653,23 @@ class World(BodyControl, JointWorldMixin):
         """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
         while an awake body spins fast enough that its surface would sweep more than
         ``max_spin_travel`` in one pass (speculative contacts cannot see the new features a
-        spinning hull turns into contact), at most 4x that."""
+        spinning hull turns into contact), at most MAX_SPIN_PASSES times that; and, whatever
+        that cap, enough passes (at most MAX_TURN_PASSES times) that no awake body turns more
+        than MAX_PASS_TURN in one: contacts are linear in the rotation over a pass, and a 27 g
+        needle spun to 2400 rad/s, two turns per pass under the first cap, had its speculative
+        contacts pump energy into it (tests/test_fuzz_world.py seed 137, once its manifolds
+        held the deepest point: clip.incident_face)."""
         k = max(1, math.ceil(dt / self.settings.max_collision_step - 1e-9))
         if self._n == 0:
             return k
         awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
         if not awake.any():
             return k
-        spin = np.linalg.norm(self._v("vel")[awake, 3:], axis=1)
+        spin = norm(self._v("vel")[awake, 3:], axis=1)
         travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[awake]])) * dt
         k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
-        return min(max(k, k_spin), 4 * k)
+        k_turn = math.ceil(float(np.max(spin)) * dt / MAX_PASS_TURN - 1e-9)
+        return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
 
     def substeps_for(self, dt):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
@@ -695,8 +713,8 @@ class World(BodyControl, JointWorldMixin):
         sweep = dt if self.settings.ccd else 0.0
         disp = vel[:, :3] * sweep
         # Rotation is about the COM: a point is at most bound_radius + |com| from it.
-        reach = t.bound_radius[sid] + np.linalg.norm(self._v("com"), axis=1)
-        spin = np.linalg.norm(vel[:, 3:], axis=1) * sweep * reach
+        reach = t.bound_radius[sid] + norm(self._v("com"), axis=1)
+        spin = norm(vel[:, 3:], axis=1) * sweep * reach
         moving = kind != STATIC
         disp = np.where(moving[:, None], disp, 0.0)
         spin = np.where(moving, spin, 0.0)
@@ -778,23 +796,105 @@ class World(BodyControl, JointWorldMixin):
 
     def _narrowphase(self, ia, ib, vel, dt):
         """Contact manifolds of the candidate body pairs (engine.nonconvex.collide_bodies:
-        engine.narrowphase.collide for convex pairs, expanded for compounds and meshes).
+        engine.narrowphase.collide for convex pairs, expanded for compounds and meshes), a
+        polytope pair's manifold reused from the pair table while its bodies barely moved
+        relative to each other (engine.manifold_cache).
 
-        Returns (ia, ib, sub, manifolds as a dict of arrays): one row per manifold with points,
-        sorted by (ia, ib, sub)."""
+        Returns (ia, ib, sub, manifolds as a dict of arrays, with "geo" their captured
+        geometry for the pair table): one row per manifold with points, sorted by
+        (ia, ib, sub)."""
         t = self.table
         sid = self._v("shape")
-        pos = self._v("pos")
-        res = collide_bodies(t, sid[ia], pos[ia], self._v("q")[ia], sid[ib], pos[ib],
-                             self._v("q")[ib], margin=self._speculative_margin(ia, ib, vel, dt),
-                             collide=self._collide)
-        man = res.manifolds
-        live = np.flatnonzero((man.count[:] > 0) & sound_manifolds(man.normal, man.points,
-                                                                   man.separation, man.count))
-        out = {k: getattr(man, k)[live] for k in ("normal", "points", "separation", "count",
-                                                   "ids", "axis_kind", "axis_index")}
-        rows = res.pair[live]
-        return ia[rows], ib[rows], res.sub[live], out
+        pos, q = self._v("pos"), self._v("q")
+        margin = self._speculative_margin(ia, ib, vel, dt)
+        reuse, rows = self._reusable(ia, ib, margin, vel, dt)
+        fresh = np.flatnonzero(~reuse) if reuse.any() else np.arange(len(ia))
+        fa, fb = ia[fresh], ib[fresh]
+        if len(fresh) or not len(ia):
+            res = collide_bodies(t, sid[fa], pos[fa], q[fa], sid[fb], pos[fb], q[fb],
+                                 margin=margin[fresh], collide=self._collide)
+            man = res.manifolds
+            live = np.flatnonzero((man.count[:] > 0) & sound_manifolds(
+                man.normal, man.points, man.separation, man.count))
+            out = {k: getattr(man, k)[live] for k in ("normal", "points", "separation",
+                                                       "count", "ids", "axis_kind",
+                                                       "axis_index")}
+            pair, sub = fresh[res.pair[live]], res.sub[live]
+        else:                                   # everything reused: no narrowphase at all
+            out = {"normal": np.zeros((0, 3)), "points": np.zeros((0, 4, 3)),
+                   "separation": np.zeros((0, 4)), "count": np.zeros(0, np.int64),
+                   "ids": np.zeros((0, 4), np.int64), "axis_kind": np.zeros(0, np.int8),
+                   "axis_index": np.zeros((0, 2), np.int64)}
+            pair = sub = np.zeros(0, dtype=np.int64)
+        if self.settings.manifold_reuse_distance > 0:
+            pa, pb = ia[pair], ib[pair]
+            out["geo"] = manifold_cache.capture(out, pos[pa], q[pa], pos[pb], q[pb],
+                                                margin[pair])
+            # Pairs with another shape than a polytope: never reused.
+            out["geo"]["margin"] = np.where(self._convex_pairs(pa, pb), margin[pair], np.nan)
+            if reuse.any():
+                pair, sub, out = self._merge_reused(ia, ib, reuse, rows, pair, sub, out)
+        return ia[pair], ib[pair], sub, out
+
+    def _reusable(self, ia, ib, margin, vel, dt):
+        """Candidate pairs whose manifold the pair table can give again: (reuse (M,) bool,
+        the table row of each pair or -1). A few candidates cost the narrowphase its fixed
+        per-call price whatever their number, so below REUSE_MIN_PAIRS a pass reuses only when
+        it can reuse everything, and tries only when no awake body moves by the tolerance in
+        this pass (a cheap test that fails at once in a tumbling scene)."""
+        m = len(ia)
+        d, ang = self.settings.manifold_reuse_distance, self.settings.manifold_reuse_angle
+        none = np.zeros(m, dtype=bool), np.full(m, -1, dtype=np.int64)
+        if d <= 0 or not m or not len(self.pairs):
+            return none
+        if m < REUSE_MIN_PAIRS:
+            awake = (self._v("kind") != STATIC) & ~self._v("sleeping")
+            v = vel[awake]
+            if len(v) and (np.max(np.einsum("ij,ij->i", v[:, :3], v[:, :3])) * dt * dt >= d * d
+                           or np.max(np.einsum("ij,ij->i", v[:, 3:], v[:, 3:])) * dt * dt
+                           >= ang * ang):
+                return none
+        rows = self.pairs._find(pair_keys(ia, ib), np.zeros(m, dtype=np.int64))
+        hit = np.flatnonzero((rows >= 0) & self._convex_pairs(ia, ib))
+        if m < REUSE_MIN_PAIRS and len(hit) < m:
+            return none
+        reuse = np.zeros(m, dtype=bool)
+        if len(hit):
+            a, b = ia[hit], ib[hit]
+            pos, q = self._v("pos"), self._v("q")
+            reuse[hit] = manifold_cache.still_valid(self.pairs.geometry(rows[hit]), pos[a],
+                                                    q[a], pos[b], q[b], margin[hit], d, ang)
+        if m < REUSE_MIN_PAIRS and not reuse.all():
+            return none
+        return reuse, rows
+
+    def _convex_pairs(self, ia, ib):
+        """(M,) bool: both bodies are polytopes (Box, ConvexHull): one manifold per pair whose
+        points are features of the shapes. A round shape's contact point is not a material
+        point (a lying capsule rolls under it: reused, the point would roll up with it and the
+        capsule roll on), and compounds and meshes have several manifolds per pair."""
+        poly = self.table.kind[self._v("shape")] == ShapeKind.POLYTOPE
+        return poly[ia] & poly[ib]
+
+    def _merge_reused(self, ia, ib, reuse, rows, pair, sub, out):
+        """The fresh manifold rows (pair, sub, out) plus those rebuilt from the pair table for
+        the candidates ``reuse``, sorted by (pair, sub)."""
+        r = np.flatnonzero(reuse)
+        trow = rows[r]
+        geo = self.pairs.geometry(trow)
+        pos, q = self._v("pos"), self._v("q")
+        count = self.pairs.count[trow]
+        normal, points, sep = manifold_cache.rebuild(geo, count, pos[ia[r]], q[ia[r]],
+                                                     pos[ib[r]], q[ib[r]])
+        old = {"normal": normal, "points": points, "separation": sep, "count": count,
+               "ids": self.pairs.ids[trow], "axis_kind": geo["axis_kind"],
+               "axis_index": geo["axis_index"]}
+        pair = np.concatenate((pair, r))
+        sub = np.concatenate((sub, np.zeros(len(r), dtype=np.int64)))
+        order = np.lexsort((sub, pair))
+        merged = {k: np.concatenate((out[k], old[k]))[order] for k in old}
+        merged["geo"] = {k: np.concatenate((v, geo[k]))[order] for k, v in out["geo"].items()}
+        return pair[order], sub[order], merged
 
     def _speculative_margin(self, ia, ib, vel, dt):
         """Per pair: points closer than this are contacts. The base distance plus, with ccd,
@@ -809,13 +909,13 @@ class World(BodyControl, JointWorldMixin):
         t = self.table
         sid = self._v("shape")
         rad = t.bound_radius[sid]
-        reach = rad + np.linalg.norm(self._v("com"), axis=1)
+        reach = rad + norm(self._v("com"), axis=1)
         x, pos = self._v("x"), self._v("pos")
-        arm_a = np.minimum(reach[ia], np.linalg.norm(pos[ib] - x[ia], axis=1) + rad[ib])
-        arm_b = np.minimum(reach[ib], np.linalg.norm(pos[ia] - x[ib], axis=1) + rad[ia])
-        rel = np.linalg.norm(vel[ib, :3] - vel[ia, :3], axis=1)
-        spin = (np.linalg.norm(vel[ia, 3:], axis=1) * arm_a
-                + np.linalg.norm(vel[ib, 3:], axis=1) * arm_b)
+        arm_a = np.minimum(reach[ia], norm(pos[ib] - x[ia], axis=1) + rad[ib])
+        arm_b = np.minimum(reach[ib], norm(pos[ia] - x[ib], axis=1) + rad[ia])
+        rel = norm(vel[ib, :3] - vel[ia, :3], axis=1)
+        spin = (norm(vel[ia, 3:], axis=1) * arm_a
+                + norm(vel[ib, 3:], axis=1) * arm_b)
         return spec + dt * (rel + spin)
 
     def _keep_pair(self, keys):
