@@ -662,14 +662,29 @@ class World(BodyControl, JointWorldMixin):
         k = max(1, math.ceil(dt / self.settings.max_collision_step - 1e-9))
         if self._n == 0:
             return k
-        awake = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
-        if not awake.any():
+        # Only bodies in the pair table (touching, or within the speculative margin of the
+        # last pass, which with ccd covers the closing distance of a step) count: a body
+        # spinning in free flight has no manifold to go stale, and made every pass of the
+        # whole world pay for a thrown cube's spin (1000 tumbling cubes: 7.7 passes a frame).
+        spun = self._spinning_candidates()
+        if not len(spun):
             return k
-        spin = norm(self._v("vel")[awake, 3:], axis=1)
-        travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[awake]])) * dt
+        spin = norm(self._v("vel")[spun, 3:], axis=1)
+        travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[spun]])) * dt
         k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
         k_turn = math.ceil(float(np.max(spin)) * dt / MAX_PASS_TURN - 1e-9)
         return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
+
+    def _spinning_candidates(self):
+        """Awake dynamic bodies that are in a pair of the pair table (indices)."""
+        if not len(self.pairs.keys):
+            return np.zeros(0, dtype=np.int64)
+        a, b = key_bodies(self.pairs.keys)
+        near = np.zeros(self._n, dtype=bool)
+        near[a] = True
+        near[b] = True
+        near &= (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
+        return np.flatnonzero(near)
 
     def substeps_for(self, dt):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
