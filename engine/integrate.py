@@ -19,6 +19,7 @@ w x I w = 0 and are skipped by the caller.
 import numpy as np
 
 from . import quat
+from .vec import cross
 
 
 def skew(a):
@@ -34,12 +35,6 @@ def skew(a):
 # Cyclic index shifts: (a x b)_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}.
 _P1 = np.array([1, 2, 0])
 _P2 = np.array([2, 0, 1])
-
-
-def cross(a, b):
-    """cross(a, b) over the last axis of (..., 3) arrays in five numpy calls (np.cross costs
-    a dozen: moveaxis, broadcasting checks) with np.cross's arithmetic."""
-    return a[..., _P1] * b[..., _P2] - a[..., _P2] * b[..., _P1]
 
 
 def solve3(m, f):

@@ -3,7 +3,7 @@
 replays are bit identical."""
 import numpy as np
 
-from .integrate import cross
+from .vec import cross
 
 _P1 = np.array([1, 2, 0])
 _P2 = np.array([2, 0, 1])

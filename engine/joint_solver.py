@@ -43,7 +43,6 @@ import numpy as np
 
 from . import quat
 from .graph import colour_constraints, islands
-from .integrate import cross
 from .joint_chain import ChainSystem, chain_order
 from .joint_math import inv3
 from .joint_math import quat_matrix as _quat_matrix
@@ -52,6 +51,7 @@ from .joint_points import PointLocks, point_lock_only
 from .joint_springs import spring_coefficients
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
+from .vec import cross
 
 # Joint systems with at most this many lock rows solve their locks together, exactly (see
 # JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.

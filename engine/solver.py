@@ -61,7 +61,7 @@ import math
 
 import numpy as np
 
-from .integrate import cross
+from .vec import cross, norm
 
 # Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
 UNUSED_SEPARATION = 1.0e3
@@ -88,9 +88,9 @@ def tangent_basis(n):
     helper = np.zeros_like(n)
     helper[use_x, 0] = 1.0
     helper[~use_x, 1] = 1.0
-    t1 = np.cross(n, helper)
-    t1 /= np.linalg.norm(t1, axis=1, keepdims=True)
-    t2 = np.cross(n, t1)
+    t1 = cross(n, helper)
+    t1 /= norm(t1, axis=1, keepdims=True)
+    t2 = cross(n, t1)
     return t1, t2
 
 
