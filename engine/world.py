@@ -663,7 +663,8 @@ class World(BodyControl, JointWorldMixin):
         if self._n == 0:
             return k
         # Only bodies in the pair table (touching, or within the speculative margin of the
-        # last pass, which with ccd covers the closing distance of a step) count: a body
+        # last pass, which with ccd covers the closing distance of a step) or in a joint
+        # count: a body
         # spinning in free flight has no manifold to go stale, and made every pass of the
         # whole world pay for a thrown cube's spin (1000 tumbling cubes: 7.7 passes a frame).
         spun = self._spinning_candidates()
@@ -676,13 +677,18 @@ class World(BodyControl, JointWorldMixin):
         return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
 
     def _spinning_candidates(self):
-        """Awake dynamic bodies that are in a pair of the pair table (indices)."""
-        if not len(self.pairs.keys):
-            return np.zeros(0, dtype=np.int64)
-        a, b = key_bodies(self.pairs.keys)
+        """Awake dynamic bodies in a pair of the pair table or in a live joint (indices): a
+        joint's rows (a hinge's limit) are as linear over a pass as a contact's."""
         near = np.zeros(self._n, dtype=bool)
-        near[a] = True
-        near[b] = True
+        if len(self.pairs.keys):
+            a, b = key_bodies(self.pairs.keys)
+            near[a] = True
+            near[b] = True
+        j = self.joints
+        if j.n:
+            live = j.live()
+            near[j.v("body_a")[live]] = True
+            near[j.v("body_b")[live & ~j.v("world")]] = True
         near &= (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
         return np.flatnonzero(near)
 
