@@ -61,6 +61,7 @@ import math
 
 import numpy as np
 
+from .arm_box import clamp_to_box
 from .vec import cross, norm
 
 # Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
@@ -139,7 +140,7 @@ class ContactSolver:
 
     def __init__(self, ia, ib, normal, points, separation, count, friction, restitution,
                  x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction,
-                 order, colour_offsets, h, settings, overflow=False, reach=None):
+                 order, colour_offsets, h, settings, overflow=False, reach=None, box=None):
         # overflow: the last colour may share dynamic bodies (graph.colour_constraints ran out
         # of colours); it is applied Jacobi-style with scatter-adds instead of assignment.
         self.overflow = bool(overflow)
@@ -188,57 +189,18 @@ class ContactSolver:
         pts = np.where(valid[..., None], pts, 0.0)
         ra = pts - x_com[ia][:, None, :]  # (m, 4, 3)
         rb = pts - x_com[ib][:, None, :]
+        if box is not None:   # (axes, lo, hi) per body: engine.arm_box
+            axes, lo, hi = box
+            ra = clamp_to_box(ra, axes[ia], lo[ia], hi[ia])
+            rb = clamp_to_box(rb, axes[ib], lo[ib], hi[ib])
         if reach is not None:
             ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
-        # Rows in solver order (see ROWS): direction d and arms per row, d zero on unused
-        # slots so every row built from it is zero there.
-        live = valid[:, ROW_POINT]  # (m, 12)
-        d = dirs[:, ROW_DIR] * live[..., None]  # (m, 12, 3)
-        ra_x_d = cross(ra[:, ROW_POINT], d)  # angular Jacobian parts r x d
-        rb_x_d = cross(rb[:, ROW_POINT], d)
-        ia_ang = np.einsum("mij,mrj->mri", inv_inertia[ia], ra_x_d)  # I_a^-1 (r_a x d)
-        ib_ang = np.einsum("mij,mrj->mri", inv_inertia[ib], rb_x_d)
-        ima, imb = inv_mass[ia][:, None, None], inv_mass[ib][:, None, None]
-        # J = [-d, -ra x d, d, rb x d] per row; M^-1 J^T the same with the inverse masses.
-        jr = np.concatenate((-d, -ra_x_d, d, rb_x_d), axis=-1)  # (m, 12 rows, 12)
-        mjr = np.concatenate((-ima * d, -ia_ang, imb * d, ib_ang), axis=-1)
-        self.jr = jr      # u = J v per manifold: jr @ v
-        self.mjr = mjr    # dv = M^-1 J^T dl: dl @ mjr
-        # Delassus matrices K = J M^-1 J^T, (12, 12, m) so that K[r, :, colour] is a
-        # contiguous (12, m) block. By parts: the angular part (r x d_r) . I^-1 (r x d_s) of
-        # both bodies is one product over 6 terms, laid out with the manifolds last (einsum
-        # runs several times faster along a contiguous last axis than over a 6-long one);
-        # the directions of a manifold are orthonormal, so the linear part is
-        # 1/m_a + 1/m_b exactly where two live rows share a direction.
-        ang = np.concatenate((ra_x_d, rb_x_d), axis=-1).transpose(1, 2, 0)  # (12, 6, m)
-        ang_m = np.concatenate((ia_ang, ib_ang), axis=-1).transpose(1, 2, 0)
-        kt = np.einsum("rim,sim->rsm", np.ascontiguousarray(ang), np.ascontiguousarray(ang_m))
-        livep = valid.T  # (4, m)
-        lin = (livep[:, None, :] & livep[None, :, :]) * (inv_mass[ia] + inv_mass[ib])
-        kt[:4, :4] += lin           # normal rows: direction n
-        kt[4::2, 4::2] += lin       # first tangents
-        kt[5::2, 5::2] += lin       # second tangents
-        self.kmat = kt
-        kdiag = np.einsum("rrm->rm", kt)
-        ok = kdiag > 1e-12
-        self.eff = np.where(ok, 1.0 / np.where(ok, kdiag, 1.0), 0.0)  # (12, m)
-        self.sep0 = np.ascontiguousarray(np.where(valid, sep, UNUSED_SEPARATION).T)  # (4, m)
-        self.jn = np.ascontiguousarray(jr[:, :4].transpose(1, 0, 2))  # (4, m, 12) normal rows
         self.dirs = dirs
-        # Block normal solve: the 4 normal rows of a manifold solved together first, so a box
-        # landing flat gets 4 equal impulses instead of a Gauss-Seidel cascade that tips it
-        # (and lets friction turn the tip into sideways drift). Four coplanar points are
-        # statically indeterminate (rank 3), hence the pseudo-inverse: the least-norm, i.e.
-        # symmetric, split. Where it would need a negative (pulling) entry the block step is
-        # skipped and the sequential sweep does the work.
-        self.k_pinv = np.ascontiguousarray(
-            _pinv_psd(kt[:4, :4].transpose(2, 0, 1)).transpose(1, 2, 0))
-        # Sweeps as matrices (see solve): the strictly lower normal block of K, the relax
-        # sweep's normal operator (its coefficients are constant over the step) and the
-        # friction sweep's operator, pairs of tangent rows being updated together.
-        kt = self.kmat
-        self.sweep_relax = _normal_sweep_operator(self.eff[:4], kt[:4, :4])
-        self.sweep_friction = _friction_sweep_operator(self.eff[4:], kt[4:, 4:])
+        self._arms = [ra, rb, valid, inv_mass[ia], inv_mass[ib]]  # see refresh_inertia
+        (self.jr, self.mjr, self.kmat, self.eff, self.jn, self.k_pinv, self.sweep_relax,
+         self.sweep_friction) = _rows(ra, rb, dirs, valid, inv_mass[ia], inv_mass[ib],
+                                      inv_inertia[ia], inv_inertia[ib])
+        self.sep0 = np.ascontiguousarray(np.where(valid, sep, UNUSED_SEPARATION).T)  # (4, m)
 
         # Warm start impulses: normal as is, friction projected on this step's tangents.
         wn = warm_normal[order]
@@ -266,6 +228,56 @@ class ContactSolver:
         ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a * self.sep0, 0.0))
         self.v_impact = np.where(self.sep0 > 0.0, ballistic, np.minimum(c0, vn0))
         self.accel_n = a[0]
+
+    def refresh_inertia(self, bodies, turn, inv_inertia, dpose):
+        """Take the rows of the manifolds touching ``bodies`` (K,) again for those bodies'
+        present orientation: their lever arms turned by ``turn`` (K, 3, 3), the rotation since
+        the rows were built, their world inverse inertia from ``inv_inertia`` (N, 3, 3). The
+        impulses are kept, and so is each point's current separation (sep0 is rebased on the
+        new normal rows, dpose (N, 6) being the displacements so far in the pass).
+
+        Why. The world inverse inertia R I^-1 R^T is taken at the start of a pass, but a body
+        hit into a fast spin turns a long way within the pass; the solver then gives it
+        velocity changes for the orientation it had, and measured with the orientation it has,
+        those are energy from nowhere, up to the ratio of its principal inertias per impulse
+        (a 0.27 x 0.02 m, 0.78 kg plate hit at a corner by a 74 kg ball at 100 m/s: 8.7e3
+        rad/s and 1.7e5 J, where the ball lost 5.7e3 J; issue 11, fuzzer seeds 549, 320, 327).
+        The arms turn with the body so that each row stays a point of the body: a fresh
+        tensor with world-fixed arms is no rigid body either (the point drifts off a needle's
+        axis as it turns, and its torque about that axis pumped a spinning needle up). The
+        world calls this after a substep for the anisotropic bodies that turned more than
+        engine.inertia_refresh.REFRESH_ANGLE."""
+        if self.m == 0 or not len(bodies):
+            return
+        slot = np.full(len(inv_inertia), -1, dtype=np.int64)
+        slot[bodies] = np.arange(len(bodies))
+        sa, sb = slot[self.idx[:, 0]], slot[self.idx[:, 1]]
+        rows = np.flatnonzero((sa >= 0) | (sb >= 0))
+        if not len(rows):
+            return
+        ra, rb, valid, ima, imb = self._arms
+        eye = np.eye(3)
+        ta = np.where((sa[rows] >= 0)[:, None, None], turn[sa[rows]], eye)
+        tb = np.where((sb[rows] >= 0)[:, None, None], turn[sb[rows]], eye)
+        ra[rows] = np.einsum("mij,mpj->mpi", ta, ra[rows])
+        rb[rows] = np.einsum("mij,mpj->mpi", tb, rb[rows])
+        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
+        sep_now = self.sep0[:, rows] + np.einsum("pmk,mk->pm", self.jn[:, rows], dp)
+        ia, ib = self.idx[rows, 0], self.idx[rows, 1]
+        jr, mjr, kmat, eff, jn, k_pinv, sw_relax, sw_fric = _rows(
+            ra[rows], rb[rows], self.dirs[rows], valid[rows], ima[rows], imb[rows],
+            inv_inertia[ia], inv_inertia[ib])
+        self.jr[rows] = jr
+        self.jn[:, rows] = jn
+        self.sep0[:, rows] = np.where(valid[rows].T, sep_now - np.einsum("pmk,mk->pm", jn, dp),
+                                      UNUSED_SEPARATION)
+        self.mjr[rows] = mjr
+        self.kmat[:, :, rows] = kmat
+        self.eff[:, rows] = eff
+        self.k_pinv[:, :, rows] = k_pinv
+        self.sweep_relax[:, :, rows] = sw_relax
+        self.sweep_friction[:, :, rows] = sw_fric
+        self._bias_spec = self._bias_coef = None  # the soft coefficients read eff: rebuild
 
     # -- passes ---------------------------------------------------------------------------
     def warm_start(self, vel):
@@ -490,6 +502,57 @@ class ContactSolver:
         tang = self.dirs[inv, 1:]  # (M, 2, 3)
         fworld = fr[..., 0:1] * tang[:, None, 0, :] + fr[..., 1:2] * tang[:, None, 1, :]
         return normal, fworld, fr, tang
+
+
+def _rows(ra, rb, dirs, valid, ima, imb, iia, iib):
+    """Rows of m manifolds from their lever arms ra, rb (m, 4, 3), directions dirs (m, 3, 3)
+    (normal, tangents), used slots valid (m, 4), inverse masses ima, imb (m,) and world
+    inverse inertias iia, iib (m, 3, 3): (jr, mjr, K, eff, jn, k_pinv, sweep_relax,
+    sweep_friction) as ContactSolver keeps them (ContactSolver.__init__ and
+    refresh_inertia)."""
+    # Rows in solver order (see ROWS): direction d and arms per row, d zero on unused
+    # slots so every row built from it is zero there.
+    live = valid[:, ROW_POINT]  # (m, 12)
+    d = dirs[:, ROW_DIR] * live[..., None]  # (m, 12, 3)
+    ra_x_d = cross(ra[:, ROW_POINT], d)  # angular Jacobian parts r x d
+    rb_x_d = cross(rb[:, ROW_POINT], d)
+    ia_ang = np.einsum("mij,mrj->mri", iia, ra_x_d)  # I_a^-1 (r_a x d)
+    ib_ang = np.einsum("mij,mrj->mri", iib, rb_x_d)
+    ima3, imb3 = ima[:, None, None], imb[:, None, None]
+    # J = [-d, -ra x d, d, rb x d] per row; M^-1 J^T the same with the inverse masses.
+    jr = np.concatenate((-d, -ra_x_d, d, rb_x_d), axis=-1)  # (m, 12 rows, 12)
+    mjr = np.concatenate((-ima3 * d, -ia_ang, imb3 * d, ib_ang), axis=-1)
+    # Delassus matrices K = J M^-1 J^T, (12, 12, m) so that K[r, :, colour] is a
+    # contiguous (12, m) block. By parts: the angular part (r x d_r) . I^-1 (r x d_s) of
+    # both bodies is one product over 6 terms, laid out with the manifolds last (einsum
+    # runs several times faster along a contiguous last axis than over a 6-long one);
+    # the directions of a manifold are orthonormal, so the linear part is
+    # 1/m_a + 1/m_b exactly where two live rows share a direction.
+    ang = np.concatenate((ra_x_d, rb_x_d), axis=-1).transpose(1, 2, 0)  # (12, 6, m)
+    ang_m = np.concatenate((ia_ang, ib_ang), axis=-1).transpose(1, 2, 0)
+    kt = np.einsum("rim,sim->rsm", np.ascontiguousarray(ang), np.ascontiguousarray(ang_m))
+    livep = valid.T  # (4, m)
+    lin = (livep[:, None, :] & livep[None, :, :]) * (ima + imb)
+    kt[:4, :4] += lin           # normal rows: direction n
+    kt[4::2, 4::2] += lin       # first tangents
+    kt[5::2, 5::2] += lin       # second tangents
+    kdiag = np.einsum("rrm->rm", kt)
+    ok = kdiag > 1e-12
+    eff = np.where(ok, 1.0 / np.where(ok, kdiag, 1.0), 0.0)  # (12, m)
+    jn = np.ascontiguousarray(jr[:, :4].transpose(1, 0, 2))  # (4, m, 12) normal rows
+    # Block normal solve: the 4 normal rows of a manifold solved together first, so a box
+    # landing flat gets 4 equal impulses instead of a Gauss-Seidel cascade that tips it
+    # (and lets friction turn the tip into sideways drift). Four coplanar points are
+    # statically indeterminate (rank 3), hence the pseudo-inverse: the least-norm, i.e.
+    # symmetric, split. Where it would need a negative (pulling) entry the block step is
+    # skipped and the sequential sweep does the work.
+    k_pinv = np.ascontiguousarray(
+        _pinv_psd(kt[:4, :4].transpose(2, 0, 1)).transpose(1, 2, 0))
+    # Sweeps as matrices (see solve): the strictly lower normal block of K, the relax
+    # sweep's normal operator (its coefficients are constant over the step) and the
+    # friction sweep's operator, pairs of tangent rows being updated together.
+    return (jr, mjr, kt, eff, jn, k_pinv, _normal_sweep_operator(eff[:4], kt[:4, :4]),
+            _friction_sweep_operator(eff[4:], kt[4:, 4:]))
 
 
 def _clamp_arm(r, reach):

@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from . import manifold_cache, quat
+from .arm_box import ArmBoxes
 from .body_control import BodyControl
 from .broadphase import Broadphase
 from .contacts import PairTable, check_body_count, key_bodies, pair_keys
@@ -49,6 +50,7 @@ from .errors import EngineError
 from .fields import FieldTable, field_forces
 from .graph import colour_constraints, islands
 from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
+from .inertia_refresh import InertiaRefresh
 from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .kinds import BodyKind, ShapeKind
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
@@ -185,6 +187,7 @@ class World(BodyControl, JointWorldMixin):
         self._field_exempt = np.zeros(0, dtype=np.int64)
         self.guard_events = []     # engine.guard.GuardEvent per repaired body (see the class doc)
         self._guard = StateGuard()
+        self._arm_boxes = ArmBoxes()   # where a contact may push a body (engine.arm_box)
 
     @property
     def settings(self):
@@ -616,8 +619,13 @@ class World(BodyControl, JointWorldMixin):
         solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
                                re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
                                warm_f, col.order, col.offsets, h, self.settings,
-                               overflow=col.overflow > 0, reach=self._reach())
+                               overflow=col.overflow > 0, reach=self._reach(),
+                               box=self._arm_boxes.world(self.table, self._v("shape"),
+                                                         self._v("kind"), self._v("inertia"),
+                                                         self._v("com"), rot))
         joints = self._joint_solver(awake, inv_mass, inv_i, h)  # None without live joints
+        # Anisotropic bodies that turn far within the pass get their tensor taken again.
+        refresh = InertiaRefresh(gyro, q, inv_i, self._v("inv_inertia"))
         dpose = np.zeros((self._n, 6))
         for _ in range(nsub):
             self._field_kick(vel, act, h)
@@ -632,6 +640,7 @@ class World(BodyControl, JointWorldMixin):
                     joints.solve(vel, x, q, True)
             integrate_positions(x, q, vel, movers, h)
             dpose[movers] += h * vel[movers]
+            refresh.update(solver, q, dpose)
             relax = self.settings.relax_iterations
             for r in range(relax):
                 solver.solve(vel, dpose, False)
