@@ -527,12 +527,14 @@ class World(BodyControl, JointWorldMixin):
         rot = quat.to_matrix(q)
         lo, hi = self._aabbs(rot, dt)
         moving = self._moving(kind, sleeping, vel)
-        if self.settings.sleeping and sleeping.any():
+        # (sleeping off: bodies may still start asleep, engine.body_control)
+        if sleeping.any():
             self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)  # joints link islands
         ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
-        # (sleeping off: bodies may still start asleep, engine.body_control)
         if (sleeping.any() and len(ia)
                 and self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt)):
+            # What woke drags in what it is glued to, in this pass (engine.world_joints).
+            self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)
             ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
         awake = (kind == DYNAMIC) & ~sleeping
         keep = awake[ia] | awake[ib]
