@@ -60,3 +60,18 @@ def test_the_checks_catch_what_they_claim():
     world._v("q")[1] /= 1.01
     world._v("vel")[2, 0] = np.nan
     assert "non-finite" in fuzzworld.check_step(world, limits, 0.0)
+
+
+def test_the_static_depth_check_allows_a_spawned_overlap_only_if_it_does_not_grow():
+    """A body spawned deep in a static one (the scene's fault) passes while it ends no
+    deeper than after the first step; any deeper, or one that was not deep at first, fails."""
+    from engine import Box, World
+    w = World(gravity=(0.0, 0.0, 0.0))
+    w.add_body(Box([5.0, 5.0, 1.0]), position=(0.0, 0.0, -1.0), kind="static")
+    w.add_body(Box([0.5, 0.5, 0.5]), position=(0.0, 0.0, -0.1))   # 0.6 m deep
+    w.step(1 / 240, record=True)
+    start = fuzzworld.static_depths(w)
+    assert 0.5 < start[1] < 0.7
+    assert fuzzworld.static_depth_excess(w) is not None            # 0.6 m > 0.1466 m allowed
+    assert fuzzworld.static_depth_excess(w, start) is None
+    assert fuzzworld.static_depth_excess(w, 0.5 * start) is not None
