@@ -37,6 +37,7 @@ class JointWorldMixin:
     joints: JointSet
     settings: Any
     _v: Callable[[str], np.ndarray]
+    _n: int
     _check_index: Callable[[Any], int]
     wake: Callable[[int], None]
 
@@ -183,7 +184,7 @@ class JointWorldMixin:
         solver = JointSolver(js, sel, awake, inv_mass, inv_i, h, self.settings.joint_hertz,
                              self.settings.joint_damping_ratio)
         if contact_bodies is not None and len(contact_bodies):
-            mine = np.zeros(self._n, dtype=bool)
+            mine = np.zeros(self._n, dtype=np.bool_)
             mine[a[sel]] = True
             mine[b[sel]] = True
             solver.relax_every = solver.relax_every or bool(mine[contact_bodies].any())
