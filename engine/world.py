@@ -625,8 +625,7 @@ class World(BodyControl, JointWorldMixin):
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
                                                          self._v("com"), rot))
-        joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
-                                    contact_bodies=np.concatenate((ia, ib)))
+        joints = self._joint_solver(awake, inv_mass, inv_i, h)  # None without live joints
         # Anisotropic bodies that turn far within the pass get their tensor taken again.
         refresh = InertiaRefresh(gyro, q, inv_i, self._v("inv_inertia"))
         dpose = np.zeros((self._n, 6))

@@ -164,16 +164,8 @@ class JointWorldMixin:
         self._v("sleep_time")[wake] = 0.0
         return True
 
-    def _joint_solver(self, awake, inv_mass, inv_i, h, contact_bodies=None):
-        """The JointSolver of this pass for live joints with an awake dynamic end, or None.
-
-        contact_bodies: bodies in this pass's contact manifolds. If a joint's body is among
-        them, the joints relax in every relax sweep, not only the last: a contact relax sweep
-        run while the joints still carry their bias (position-correction) velocity answers
-        that velocity with a real impulse, and the joints' later relax takes back only their
-        own part, so the bias leaks into motion. A glued 60-piece wall hit by a ball gained
-        energy every frame that way at 1 iteration (1.1e5 J to 1.5e6 J in 16 frames, pieces
-        at 83 m/s; issue 11); relaxing together it only loses energy."""
+    def _joint_solver(self, awake, inv_mass, inv_i, h):
+        """The JointSolver of this pass for live joints with an awake dynamic end, or None."""
         js = self.joints
         if not js.n:
             return None
@@ -181,14 +173,8 @@ class JointWorldMixin:
         sel = np.flatnonzero(js.live() & (awake[a] | (awake[b] & ~js.v("world"))))
         if not len(sel):
             return None
-        solver = JointSolver(js, sel, awake, inv_mass, inv_i, h, self.settings.joint_hertz,
-                             self.settings.joint_damping_ratio)
-        if contact_bodies is not None and len(contact_bodies):
-            mine = np.zeros(self._n, dtype=np.bool_)
-            mine[a[sel]] = True
-            mine[b[sel]] = True
-            solver.relax_every = solver.relax_every or bool(mine[contact_bodies].any())
-        return solver
+        return JointSolver(js, sel, awake, inv_mass, inv_i, h, self.settings.joint_hertz,
+                           self.settings.joint_damping_ratio)
 
     def _joints_active(self, awake):
         """Is there a live joint with an awake dynamic end?"""

@@ -35,20 +35,3 @@ def test_joints_wake_a_sleeping_chain_with_the_world_sleeping_off():
     w.settings = w.settings.replace(sleeping=False)
     w.step(1 / 24)
     assert not w.sleeping[bodies].any()
-
-
-def test_a_glued_wall_hit_at_one_iteration_gains_no_energy():
-    """Unbreakable glue at the default 1 iteration: the wall and ball may only lose
-    mechanical energy (kinetic + potential, no other source) over 16 frames. Joints relaxing
-    in the last relax sweep only, after the contacts had relaxed against the joints' bias
-    velocity, took it from 1.1e5 J to 1.5e6 J (pieces at 83 m/s)."""
-    import fuzzworld
-    w, fr, bodies, joints = glue.wall_world(1e10, asleep=False, ball=True)
-    w.settings = w.settings.replace(iterations=1, sleeping=False)
-    e0 = fuzzworld.mechanical_energy(w, w.gravity)
-    top = e0
-    for _ in range(16):
-        w.step(1 / 24)
-        top = max(top, fuzzworld.mechanical_energy(w, w.gravity))
-    assert not w.joints.v("broken").any()
-    assert top <= 1.01 * e0, (top, e0)
