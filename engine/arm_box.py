@@ -9,12 +9,20 @@ the spin per unit of energy: push-out spun such a needle to 1.8e4 rad/s and flun
 neighbour at 180 m/s (fuzzer seed 327). The torque of a force on a rigid body about a
 principal axis is set by the arm's components along the other two axes, so clamping the arm
 into the body's principal box bounds every torque by what the shape allows; a point within
-the box keeps its arm bit for bit. (engine.solver._clamp_arm bounds the arm's length by the
-body's reach as well.)
+the box keeps its arm bit for bit. Only thin shapes (``THIN``) are clamped: for chunky ones the
+reach clamp already bounds the torques within a small factor, and clamping their speculative
+midpoints onto the faces changed resting and swinging scenes the add-on tests pin down (a
+Connect chain, a box following its ground down in the Live Preview). (engine.solver._clamp_arm
+bounds the arm's length by the body's reach as well.)
 """
 import numpy as np
 
 from .kinds import BodyKind
+
+# A shape is thin when its smallest principal extent is below this fraction of its largest:
+# only then can an arm within its reach be far off the shape across its thin direction (a
+# needle's arm 40x its thickness off its axis); chunky shapes keep their arms as they are.
+THIN = 0.25
 
 
 class ArmBoxes:
@@ -44,8 +52,13 @@ class ArmBoxes:
             n = int(table.npoints[sid])
             local = (table.points[sid, :n] - com[k]) @ axes     # (V, 3) in principal axes
             r = table.radius[sid]
-            self.axes[sid], self.lo[sid], self.hi[sid] = axes, local.min(axis=0) - r, \
-                local.max(axis=0) + r
+            lo, hi = local.min(axis=0) - r, local.max(axis=0) + r
+            ext = hi - lo
+            if ext.min() >= THIN * ext.max():
+                # Not thin: the reach clamp (engine.solver._clamp_arm) already keeps every
+                # torque within a small factor of what the shape allows; leave the arms be.
+                lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
+            self.axes[sid], self.lo[sid], self.hi[sid] = axes, lo, hi
             self.done[sid] = True
 
     def world(self, table, shape, kind, inertia, com, rot):
