@@ -1,6 +1,7 @@
 """Long runs of the scene fuzzer (tests/fuzzworld.py; issue 11).
 
     python bench/fuzz_world.py --scenes 200 [--start 0] [--family crush|violent] [--shrink]
+                                            [--joints]
     python bench/fuzz_world.py --seed 123 [--keep 0,3,5]      # replay one scene (a repro)
 
 Prints one line per failing scene (seed, family, the failure, the step) with the command that
@@ -30,13 +31,15 @@ def main(argv=None):
     ap.add_argument("--shrink", action="store_true", help="shrink failures to a minimal repro")
     ap.add_argument("--extreme", action="store_true",
                     help="spins up to 1000 rad/s whatever the size (surface speeds to 1e5 m/s)")
+    ap.add_argument("--joints", action="store_true",
+                    help="the same scenes with random joints between their bodies")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.scenes)
     totals = dict(scenes=0, steps=0, failures=0, guard=0, refused=0)
     t0 = time.perf_counter()
     for seed in seeds:
-        scene = fuzzworld.random_scene(seed, args.family, args.extreme)
+        scene = fuzzworld.random_scene(seed, args.family, args.extreme, joints=args.joints)
         if args.keep:
             scene = scene.subset([int(k) for k in args.keep.split(",")])
         ts = time.perf_counter()
@@ -46,7 +49,7 @@ def main(argv=None):
         totals["guard"] += out.guard_events
         totals["refused"] += out.refused
         fam = (f" --family {args.family}" if args.family else "") + \
-            (" --extreme" if args.extreme else "")
+            (" --extreme" if args.extreme else "") + (" --joints" if args.joints else "")
         if args.verbose or not out.ok:
             print(f"{'ok  ' if out.ok else 'FAIL'} {scene.describe()} max |v| "
                   f"{out.max_speed:.4g} m/s ({time.perf_counter() - ts:.1f} s)", flush=True)

@@ -20,10 +20,14 @@ no kinematic body moving, total mechanical energy bounded by the start's plus wh
 push-out can add; at the end no dynamic body deeper in a static one than a bounded depth, the
 world's guard never fired, and a replay from a mid-run state is bit-identical.
 
-Joints: ``JOINT_HOOKS`` is a list of ``hook(world, scene, rng, body_ids)`` callables run after
-the bodies are added; the joint work registers a hook that adds random joints between the
-scene's bodies (World.add_joint does not exist yet).
+Joints: a scene made with ``joints=True`` (``bench/fuzz_world.py --joints``) also gets random
+joints (``random_joints``: every kind but the motor, which adds energy by design, between random
+dynamic bodies or to the world, at random frames, with random limits, springs and break
+thresholds), added after its bodies; the bodies are those of the same seed without joints.
+``JOINT_HOOKS`` holds further ``hook(world, scene, rng, body_ids)`` callables run for every
+scene.
 """
+import contextlib
 import math
 from dataclasses import dataclass, field, replace
 
@@ -59,6 +63,7 @@ class Scene:
     steps: int
     bodies: list = field(default_factory=list)
     gravity: tuple = (0.0, 0.0, -9.81)
+    joints: bool = False    # random joints between the bodies (random_joints)
 
     def subset(self, keep):
         """The same scene with only the bodies whose index is in keep (for shrinking)."""
@@ -70,7 +75,8 @@ class Scene:
             k = f"{b.kind[:3]}-{b.shape[0]}"
             kinds[k] = kinds.get(k, 0) + 1
         return (f"seed={self.seed} family={self.family} dt=1/{round(1 / self.dt)} "
-                f"ccd={self.ccd} steps={self.steps} bodies={kinds}")
+                f"ccd={self.ccd} steps={self.steps} bodies={kinds}"
+                + (" joints" if self.joints else ""))
 
 
 # -- random shapes ----------------------------------------------------------------------------
@@ -148,7 +154,7 @@ def make_shape(spec):
 
 
 # -- scene families -----------------------------------------------------------------------------
-def random_scene(seed, family=None, extreme=False):
+def random_scene(seed, family=None, extreme=False, joints=False):
     """The scene of a seed. extreme: spins up to 1000 rad/s whatever the body's size (a 100 m
     sphere's surface then moves at 100 km/s); by default a body's spin is also capped so its
     surface moves at most MAX_SURFACE_SPEED."""
@@ -157,7 +163,7 @@ def random_scene(seed, family=None, extreme=False):
         family = FAMILIES[int(rng.integers(len(FAMILIES)))]
     dt = 1.0 / 24.0 if rng.random() < 0.5 else 1.0 / 60.0
     scene = Scene(seed=seed, family=family, dt=dt, ccd=bool(rng.random() < 0.5),
-                  steps=round(1.0 / dt))
+                  steps=round(1.0 / dt), joints=joints)
     if family == "violent":
         _violent(scene, rng, extreme)
     else:
@@ -267,9 +273,46 @@ def build_world(scene):
             ids.append(-1)   # degenerate input refused with a clear error: allowed
             refused += 1
     rng = np.random.default_rng(scene.seed + 7)
+    if scene.joints:
+        random_joints(world, scene, rng, ids)
     for hook in JOINT_HOOKS:
         hook(world, scene, rng, ids)
     return world, ids, refused
+
+
+JOINT_KINDS = ("fixed", "point", "hinge", "slider", "piston", "generic", "generic_spring")
+AXES = ("lin_x", "lin_y", "lin_z", "ang_x", "ang_y", "ang_z")
+
+
+def random_joints(world, scene, rng, ids):
+    """Up to one joint per dynamic body: to another dynamic body (3 in 4) or to the world, of
+    a random kind (no motors: they add energy), its frame at a random point between the two
+    (or at the body), randomly turned; random limits on some axes, springs on a
+    generic_spring, a break force on some. A joint the engine refuses with an EngineError (a
+    documented refusal) is skipped."""
+    dyn = [i for b, i in zip(scene.bodies, ids) if i >= 0 and b.kind == "dynamic"]
+    if not dyn:
+        return
+    pos = world.positions
+    for a in dyn:
+        kind = JOINT_KINDS[int(rng.integers(len(JOINT_KINDS)))]
+        others = [b for b in dyn if b != a]
+        b = int(rng.choice(others)) if others and rng.random() < 0.75 else None
+        at = pos[a] if b is None else pos[a] + rng.random() * (pos[b] - pos[a])
+        limits, springs = {}, {}
+        for ax in AXES:
+            if rng.random() < 0.3:
+                lo = -rng.uniform(0.0, 1.0)
+                limits[ax] = (lo, lo + rng.uniform(0.0, 2.0))
+        if kind == "generic_spring":
+            m = float(world.masses[a])
+            for ax in AXES[:3]:
+                springs[ax] = (m * _log_uniform(rng, 1.0, 1e4), m * rng.uniform(0.0, 5.0))
+        with contextlib.suppress(EngineError):   # a documented refusal: no joint
+            world.add_joint(kind, a, b, position=at, orientation=_unit_q(rng),
+                            limits=limits or None, springs=springs or None,
+                            break_force=(float(_log_uniform(rng, 1.0, 1e6))
+                                         if rng.random() < 0.3 else None))
 
 
 def kinematic_targets(scene, ids, t):
