@@ -133,6 +133,11 @@ def test_animated_keyed_off_carries_its_keyed_velocity_then_is_taken_back():
     assert not [p for p in last["problems"] if p.name == "Thrown"]
 
 
+def restart(z, start):
+    """Index of the first frame after ``start`` at which z leaves z[start]."""
+    return start + 1 + int(np.flatnonzero(np.abs(z[start + 1:] - z[start]) > 1e-6)[0])
+
+
 def test_dynamic_keyed_off_is_held_then_restarts_from_rest():
     scene = hb.empty_scene(frame_end=48)
     b = box("Held", location=(0, 0, 5))
@@ -140,19 +145,23 @@ def test_dynamic_keyed_off_is_held_then_restarts_from_rest():
     for f, on in ((9, True), (10, False), (29, False), (30, True)):
         rb.enabled = on
         rb.keyframe_insert("enabled", frame=f)
-    ref = blender_bake(scene, [b])["Held"]
-    # Blender 5.2's own bake of this keyed toggle is not repeatable (in about one run of
-    # five its box restarted at another time: 0.3 m off at the end), so the comparison is
-    # made against the closer of two of its bakes; ours is checked against the closed form
-    # below either way.
-    ref2 = blender_bake(scene, [b])["Held"]
-    got = ours(scene, [b])[0]["Held"]
-    z = got[:, 2, 3]
-    z_ref = min((ref[:, 2, 3], ref2[:, 2, 3]), key=lambda r: float(np.abs(z - r).max()))
-    print(f"\nDynamic keyed off: max |z - Blender| {np.abs(z - z_ref).max() * 1000:.1f} mm")
-    assert np.abs(z - z_ref).max() < 0.05, np.abs(z - z_ref).max()
+    z_ref = blender_bake(scene, [b])["Held"][:, 2, 3]
+    z = ours(scene, [b])[0]["Held"][:, 2, 3]
+    # Blender 5.2's own bake of this keyed toggle is not repeatable: in about one run of five
+    # its box restarts one frame earlier or later (0.3 m off by frame 48). So its restart
+    # frame is compared to ours within one frame, and the falls before the hold and after
+    # the restart are compared each from its own start.
+    r, r_ref = restart(z, 8), restart(z_ref, 8)
+    print(f"\nDynamic keyed off: before the hold max |z - Blender| "
+          f"{np.abs(z[:9] - z_ref[:9]).max() * 1000:.1f} mm; restart at frame {r + 1} "
+          f"(Blender {r_ref + 1})")
+    assert np.abs(z[:9] - z_ref[:9]).max() < 0.01
+    assert abs(r - r_ref) <= 1 and r == 29, (r, r_ref)
+    n = len(z) - max(r, r_ref)
+    fall, fall_ref = z[r - 1:r + n] - z[r - 1], z_ref[r_ref - 1:r_ref + n] - z_ref[r_ref - 1]
+    assert np.abs(fall - fall_ref).max() < 0.05, np.abs(fall - fall_ref).max()
     held = slice(8, 29)                                # frames 9-29: where frame 9 left it
-    assert np.ptp(z[held]) == 0.0 and np.ptp(z_ref[held]) < 1e-4
+    assert np.ptp(z[held]) == 0.0 and np.ptp(z_ref[8:r_ref]) < 1e-4
     # From rest at frame 29's pose, falling with Blender's default linear damping 0.04.
     tn = np.arange(1, 20) / 24.0
     np.testing.assert_allclose(z[28 + np.arange(1, 20)], z[28] - damped_fall(tn, G), atol=0.01)
