@@ -29,6 +29,7 @@ of the two edges (edge_contact).
 """
 import numpy as np
 
+from . import detmath
 from .vec import columns, cross
 
 # Feature-id layout (int64). Face contacts, written in terms of A and B (not reference and
@@ -390,8 +391,8 @@ def segment_closest(p0, p1, q0, q1, eps=1e-12):
 # mostly a ridge crossing whose clipped points only cluster near the crossing: one point.
 EDGE_CLIP_DEG = 10.0
 EDGE_INC_DEG = 75.0
-EDGE_CLIP_COS = float(np.cos(np.radians(EDGE_CLIP_DEG)))
-EDGE_INC_COS = float(np.cos(np.radians(EDGE_INC_DEG)))
+EDGE_CLIP_COS = float(detmath.cos(np.radians(EDGE_CLIP_DEG)))
+EDGE_INC_COS = float(detmath.cos(np.radians(EDGE_INC_DEG)))
 
 
 

@@ -19,6 +19,7 @@ Conventions (axis Z, as Blender's Cylinder and Cone primitives and rigid-body sh
 """
 import numpy as np
 
+from . import detmath
 from .errors import DegenerateShapeError
 from .kinds import ShapeKind
 from .shapes import Shape
@@ -56,7 +57,7 @@ class CurvedShape(Shape):
         self.radius = _size(radius, f"{name} radius")
         self.height = _size(height, f"{name} height")
         self.half_height = 0.5 * self.height
-        ring = RING_DIRS * (self.radius / np.cos(np.pi / RING))
+        ring = RING_DIRS * (self.radius / detmath.cos(np.pi / RING))
         self.core_points = self._bounding_points(ring)
         self.core_points.setflags(write=False)
 
@@ -77,10 +78,10 @@ class CurvedShape(Shape):
         return f"{type(self).__name__}(radius={self.radius}, height={self.height})"
 
 
-RING_DIRS = np.stack((np.cos(2 * np.pi * np.arange(RING) / RING),
-                      np.sin(2 * np.pi * np.arange(RING) / RING), np.zeros(RING)), axis=1)
-CAP_DIRS = np.stack((np.cos(2 * np.pi * np.arange(CAP_N) / CAP_N),
-                     np.sin(2 * np.pi * np.arange(CAP_N) / CAP_N), np.zeros(CAP_N)), axis=1)
+RING_DIRS = np.stack((detmath.cos(2 * np.pi * np.arange(RING) / RING),
+                      detmath.sin(2 * np.pi * np.arange(RING) / RING), np.zeros(RING)), axis=1)
+CAP_DIRS = np.stack((detmath.cos(2 * np.pi * np.arange(CAP_N) / CAP_N),
+                     detmath.sin(2 * np.pi * np.arange(CAP_N) / CAP_N), np.zeros(CAP_N)), axis=1)
 
 
 class Cylinder(CurvedShape):
@@ -92,7 +93,7 @@ class Cylinder(CurvedShape):
         return np.concatenate((ring - z, ring + z))
 
     def bounding_radius(self):
-        return float(np.hypot(self.radius, self.half_height))
+        return float(detmath.hypot(self.radius, self.half_height))
 
 
 class Cone(CurvedShape):
@@ -104,7 +105,7 @@ class Cone(CurvedShape):
         return np.concatenate((ring - z, z[None]))
 
     def bounding_radius(self):
-        return float(max(np.hypot(self.radius, self.half_height), self.half_height))
+        return float(max(detmath.hypot(self.radius, self.half_height), self.half_height))
 
 
 def is_curved(kind):

@@ -31,6 +31,7 @@ line keeps its two end ids.
 """
 import numpy as np
 
+from . import detmath
 from .clip import SNAP, reduce4
 from .curved import CAP_DIRS, CAP_N, CONE, SupportSet, is_curved, local_support
 from .epa import _run_epa
@@ -48,8 +49,8 @@ TRIANGLE = 99                    # feature source for mesh triangles (explicit p
 # 3.5 mm up, within the speculative margin) and a rolling side keep its line under GJK/EPA's
 # normal noise (~1e-3 rad for two curved shapes, see CONTACT_EPA_TOL).
 FLAT_DEG = 2.0
-COS_FLAT = float(np.cos(np.radians(FLAT_DEG)))
-SIN_FLAT = float(np.sin(np.radians(FLAT_DEG)))
+COS_FLAT = float(detmath.cos(np.radians(FLAT_DEG)))
+SIN_FLAT = float(detmath.sin(np.radians(FLAT_DEG)))
 # GJK converges only linearly on a curved surface; 1e-9 of the pair's size keeps separated
 # distances within 1e-8 m of the brute-force oracle (test_signed_distance_matches_brute_force,
 # measured 1.3e-9 m by bench/bench_cylinder_cone.py) in about 30 iterations.

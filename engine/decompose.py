@@ -25,6 +25,7 @@ irrational fraction of the spacing so rays do not graze mesh edges.
 """
 import numpy as np
 
+from . import detmath
 from .errors import DegenerateShapeError, EngineError
 from .hull import ConvexHull
 from .trimesh import TriangleMesh
@@ -160,7 +161,7 @@ def _fibonacci_directions(n):
     z = 1.0 - 2.0 * i / n
     phi = np.pi * (1.0 + 5 ** 0.5) * i
     r = np.sqrt(1.0 - z * z)
-    return np.stack((r * np.cos(phi), r * np.sin(phi), z), axis=1)
+    return np.stack((r * detmath.cos(phi), r * detmath.sin(phi), z), axis=1)
 
 
 _DIRECTIONS = _fibonacci_directions(48)
@@ -291,8 +292,8 @@ def decompose(vertices, triangles, max_parts=16, tolerance=None, resolution=40, 
         if errs[w] <= dec.tol:
             break
         if progress is not None:
-            frac = max(len(cells) / max_parts, 1.0 - np.log(errs[w] / dec.tol)
-                       / max(np.log(first_err / dec.tol), 1e-12))
+            frac = max(len(cells) / max_parts, 1.0 - detmath.log(errs[w] / dec.tol)
+                       / max(detmath.log(first_err / dec.tol), 1e-12))
             if progress(float(min(max(frac, 0.0), 1.0)), f"{len(cells)} parts, worst "
                         f"{errs[w]:.4g} m over {dec.tol:.4g} m") is False:
                 break

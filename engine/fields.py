@@ -39,6 +39,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from . import detmath
 from .errors import EngineError
 
 
@@ -275,7 +276,7 @@ def _fall(x, use_min, lo, use_max, hi, power):
         return np.ones(x.shape)                     # the default: no falloff
     base = np.where(use_min, lo, 0.0)
     # 1 + x - base < 1 only where x < base, which the minimum branch replaces below.
-    val = np.power(np.maximum(1.0 + x - base, 1e-9), -power)
+    val = detmath.power(np.maximum(1.0 + x - base, 1e-9), -power)
     val = np.where(use_min & (x < lo), 1.0, val)
     return np.where(use_max & (x > hi), 0.0, val)
 
@@ -404,7 +405,7 @@ def _falloff(t, g, r2, h, n, d):
         else:                                       # Cone: the angle from the axis, degrees
             r2n = np.sqrt(np.sum(r2r * r2r, axis=-1))
             cosang = np.clip(hr / np.where(r2n > 0, r2n, 1.0), -1.0, 1.0)
-            x = np.degrees(np.arccos(np.where(r2n > 0, cosang, 1.0)))
+            x = np.degrees(detmath.arccos(np.where(r2n > 0, cosang, 1.0)))
         out[rows] = _fall(np.abs(hr), *lim) * _fall(x, *rad)
     if not g["zcut"]:
         return t.weight[:, None] * out

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import detmath
 from .errors import EngineError
 
 __all__ = [
@@ -221,7 +222,7 @@ def _inside(points, v, sizes, flat, chunk=256):
         num = np.einsum("pti,pti->pt", a, np.cross(b, c))
         den = (la * lb * lc + np.einsum("pti,pti->pt", a, b) * lc
                + np.einsum("pti,pti->pt", b, c) * la + np.einsum("pti,pti->pt", c, a) * lb)
-        w = np.arctan2(num, den).sum(axis=1) / (2.0 * np.pi)
+        w = detmath.arctan2(num, den).sum(axis=1) / (2.0 * np.pi)
         out[s:s + chunk] = w > 0.5
     return out
 
@@ -363,7 +364,7 @@ def _cap_convex(v, loop, fsize, onv, n):
     u, w = _plane_basis(n)
     q = v[ids]
     c = q.mean(axis=0)
-    ang = np.arctan2((q - c) @ w, (q - c) @ u)
+    ang = detmath.arctan2((q - c) @ w, (q - c) @ u)
     return [ids[np.argsort(ang, kind="stable")]]
 
 

@@ -36,6 +36,7 @@ up to the clean-up's tol.
 """
 import numpy as np
 
+from . import detmath
 from .errors import DegenerateShapeError, EngineError
 from .shapes import Polytope
 
@@ -545,7 +546,7 @@ class _Quickhull:
         length = np.bincount(hc, minlength=len(eyes))
         # Cones differ in size: pad each point's row of cone faces only to its power-of-two
         # bucket, not to the largest cone of the round.
-        bucket = np.ceil(np.log2(length[moving_c])).astype(np.int64)
+        bucket = np.ceil(detmath.log2(length[moving_c])).astype(np.int64)
         for b in np.unique(bucket):
             sel = bucket == b
             c = moving_c[sel]

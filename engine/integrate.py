@@ -18,7 +18,7 @@ w x I w = 0 and are skipped by the caller.
 """
 import numpy as np
 
-from . import quat
+from . import detmath, quat
 from .vec import cross
 
 
@@ -119,7 +119,7 @@ def _midpoint(w0, inertia_body, h, iterations):
 
 def damping_factor(damping, h):
     """Bullet's velocity damping over h: v *= (1 - d)^h, so d means the same as in Blender."""
-    return np.power(np.clip(1.0 - damping, 0.0, 1.0), h)
+    return detmath.power(np.clip(1.0 - damping, 0.0, 1.0), h)
 
 
 def integrate_velocities(vel, active, gravity, lin_factor, ang_factor, h,
@@ -153,10 +153,10 @@ def integrate_orientations(q, omega, h):
     half = 0.5 * angle
     big = angle > 1e-12
     # sin(|w| h / 2) / |w| as sinc, finite for tiny rates (as quat.exp_map).
-    scale = np.where(big, np.sin(half) / np.where(big, angle, 1.0),
+    scale = np.where(big, detmath.sin(half) / np.where(big, angle, 1.0),
                      0.5 - angle * angle / 48.0) * h
     dq = np.empty((len(q), 4))
-    dq[:, 0] = np.cos(half)
+    dq[:, 0] = detmath.cos(half)
     dq[:, 1:] = omega * scale[:, None]
     # Hamilton product dq * q written out in quat.multiply's order (same bits).
     aw, ax, ay, az = dq.T

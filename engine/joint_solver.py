@@ -41,7 +41,7 @@ its bodies' velocities, runs its rows and writes them back with plain assignment
 """
 import numpy as np
 
-from . import quat
+from . import detmath, quat
 from .graph import colour_constraints, islands
 from .joint_chain import ChainSystem, chain_order
 from .joint_math import inv3
@@ -269,9 +269,9 @@ class JointSolver:
         coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
         if nr == 6:
             rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
-            coord[:, 3] = np.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
-            coord[:, 4] = np.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
-            coord[:, 5] = np.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
+            coord[:, 3] = detmath.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
+            coord[:, 4] = detmath.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
+            coord[:, 5] = detmath.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
             e0, e2 = fa[:, :, 0], fb[:, :, 2]
             e1 = cross(e2, e0)
             e1 /= np.maximum(np.linalg.norm(e1, axis=1), 1e-9)[:, None]

@@ -20,7 +20,7 @@ impulses, so get_state / set_state replay bit for bit.
 """
 import numpy as np
 
-from . import quat
+from . import detmath, quat
 
 # Geometry columns per manifold row, and their trailing shapes and dtypes.
 COLUMNS = {
@@ -72,7 +72,7 @@ def still_valid(geo, pos_a, q_a, pos_b, q_b, margin, distance, angle):
     moved = np.einsum("mi,mi->m", d, d)
     cos_half = np.abs(np.einsum("mi,mi->m", q0, q1))
     with np.errstate(invalid="ignore"):      # NaN rows (never reusable) compare False
-        return ((moved < distance * distance) & (cos_half > np.cos(0.5 * angle))
+        return ((moved < distance * distance) & (cos_half > detmath.cos(0.5 * angle))
                 & (margin <= geo["margin"] + distance))
 
 

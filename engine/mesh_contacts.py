@@ -32,7 +32,7 @@ Output: ``narrowphase.Manifolds`` rows, normal from the convex shape (A) to the 
 """
 import numpy as np
 
-from . import mesh_sat
+from . import detmath, mesh_sat
 from .clip import SNAP, reduce4, segment_closest, tangent_basis
 from .curved import is_curved
 from .curved_contacts import curved_triangles
@@ -46,7 +46,7 @@ from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 ROUTE_INC, ROUTE_REF, ROUTE_CROSS, ROUTE_EDGE, ROUTE_ROUND_FACE, ROUTE_ROUND_EDGE = range(1, 7)
 AXIS_TRI_FACE, AXIS_CONVEX_FACE, AXIS_EDGE = 0, 1, 2
 # Normals of contacts within this angle (cosine) merge into one manifold when reducing.
-CLUSTER_COS = float(np.cos(np.radians(2.0)))
+CLUSTER_COS = float(detmath.cos(np.radians(2.0)))
 # At most this many manifolds per (body, mesh) pair: enough for a body in a corner of a
 # faceted bowl (floor, walls), bounded so one body cannot flood the solver.
 MAX_CLUSTERS = 6

@@ -23,7 +23,7 @@ and ``collide_bodies`` every step; nothing here knows about the world.
 """
 import numpy as np
 
-from . import quat
+from . import detmath, quat
 from .compound import Compound
 from .kinds import ShapeKind
 from .mesh_contacts import MAX_CLUSTERS, collide_convex_triangles, reduce_manifolds
@@ -208,7 +208,7 @@ def _margin_buckets(margin):
     margin (a speculative margin may only grow, here by less than 2x). Returns the margin each
     row uses (mesh_contacts takes one per row: one call per mesh)."""
     m = np.maximum(margin, 1e-9)
-    bucket = np.ceil(np.log2(m)).astype(np.int64)
+    bucket = np.ceil(detmath.log2(m)).astype(np.int64)
     _, inv = np.unique(bucket, return_inverse=True)
     inv = inv.reshape(-1)
     top = np.full(inv.max() + 1 if len(inv) else 0, -np.inf)

@@ -4,6 +4,7 @@ Everything here broadcasts over leading axes so the step works on all bodies at 
 """
 import numpy as np
 
+from . import detmath
 from .vec import columns, cross, norm
 
 
@@ -95,7 +96,7 @@ def from_axis_angle(axis, angle):
     axis = np.asarray(axis, dtype=np.float64)
     axis = axis / np.linalg.norm(axis, axis=-1, keepdims=True)
     half = 0.5 * np.asarray(angle, dtype=np.float64)[..., None]
-    return np.concatenate((np.cos(half), np.sin(half) * axis), axis=-1)
+    return np.concatenate((detmath.cos(half), detmath.sin(half) * axis), axis=-1)
 
 
 def exp_map(omega, dt):
@@ -104,9 +105,9 @@ def exp_map(omega, dt):
     angle = np.linalg.norm(omega, axis=-1, keepdims=True) * dt
     half = 0.5 * angle
     # sin(h)/|omega| written so that tiny rates stay finite: sinc form.
-    scale = np.where(angle > 1e-12, np.sin(half) / np.where(angle > 1e-12, angle, 1.0),
+    scale = np.where(angle > 1e-12, detmath.sin(half) / np.where(angle > 1e-12, angle, 1.0),
                      0.5 - angle * angle / 48.0) * dt
-    return np.concatenate((np.cos(half), omega * scale), axis=-1)
+    return np.concatenate((detmath.cos(half), omega * scale), axis=-1)
 
 
 def integrate(q, omega, dt):
@@ -122,9 +123,9 @@ def slerp(q0, q1, t):
     d = np.sum(q0 * q1, axis=-1, keepdims=True)
     q1 = np.where(d < 0, -q1, q1)
     d = np.abs(d)
-    theta = np.arccos(np.clip(d, -1.0, 1.0))
-    s = np.sin(theta)
+    theta = detmath.arccos(np.clip(d, -1.0, 1.0))
+    s = detmath.sin(theta)
     near = s < 1e-6  # nearly equal: the chord is the arc
-    w0 = np.where(near, 1.0 - t, np.sin((1.0 - t) * theta) / np.where(near, 1.0, s))
-    w1 = np.where(near, t, np.sin(t * theta) / np.where(near, 1.0, s))
+    w0 = np.where(near, 1.0 - t, detmath.sin((1.0 - t) * theta) / np.where(near, 1.0, s))
+    w1 = np.where(near, t, detmath.sin(t * theta) / np.where(near, 1.0, s))
     return normalize(w0 * q0 + w1 * q1)

@@ -48,6 +48,7 @@ farther apart than the margin, which the broadphase mostly filters out.
 """
 import numpy as np
 
+from . import detmath
 from .vec import cross
 
 # Axis kinds of a SAT answer (StepRecord.axis_kind); KIND_NONE for rows without one.
@@ -203,7 +204,7 @@ def _covered_edges(table, ids, plane_sep, k_len, face_best, tol):
     """
     gap = np.maximum(face_best[:, None] - plane_sep - tol[:, None], 0.0)
     chord = gap / np.maximum(k_len, 1e-300)
-    theta = 2.0 * np.arcsin(np.minimum(0.5 * chord, 1.0))  # cap radius (angle)
+    theta = 2.0 * detmath.arcsin(np.minimum(0.5 * chord, 1.0))  # cap radius (angle)
     ne = _count_slice(table.nedges[ids])
     ef = table.edge_faces[ids, :ne]
     rows = np.arange(len(ids))[:, None]
@@ -224,7 +225,7 @@ def _edge_arcs(table):
         return hit[1]
     n = table.edge_normals
     c = cross(n[..., 0, :], n[..., 1, :])
-    arc = np.arctan2(np.sqrt(_dot3(c, c)), _dot3(n[..., 0, :], n[..., 1, :]))
+    arc = detmath.arctan2(np.sqrt(_dot3(c, c)), _dot3(n[..., 0, :], n[..., 1, :]))
     if len(_ARCS) > 64:
         _ARCS.clear()
     _ARCS[key] = (table.edge_normals, arc)

@@ -31,6 +31,7 @@ boxes at once: the frontier is an array of (box, node) pairs, one numpy step per
 """
 import numpy as np
 
+from . import detmath
 from .errors import DegenerateShapeError, EngineError
 from .kinds import BodyKind, ShapeKind
 from .shapes import Shape
@@ -42,7 +43,7 @@ LEAF_SIZE = 4
 START_LEVEL = 5
 # An edge between two triangles whose normals are closer than this (cos of 5 degrees, Jolt's
 # default) is flat: never active. Sharper convex edges are real features.
-ACTIVE_EDGE_COS = float(np.cos(np.radians(5.0)))
+ACTIVE_EDGE_COS = float(detmath.cos(np.radians(5.0)))
 
 
 def _dot(a, b):
@@ -222,7 +223,7 @@ class TriangleMesh(Shape):
         tlo, thi = tv.min(axis=1), tv.max(axis=1)
         cen = 0.5 * (tlo + thi)
         nt = len(tv)
-        depth = max(0, int(np.ceil(np.log2(nt / LEAF_SIZE)))) if nt > LEAF_SIZE else 0
+        depth = max(0, int(np.ceil(detmath.log2(nt / LEAF_SIZE)))) if nt > LEAF_SIZE else 0
         order = np.arange(nt)
         # starts[l] (2^l + 1,): range boundaries of the nodes at level l, in the sorted order.
         bounds = np.array([0, nt])

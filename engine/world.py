@@ -39,7 +39,7 @@ import math
 
 import numpy as np
 
-from . import manifold_cache, quat
+from . import detmath, manifold_cache, quat
 from .arm_box import ArmBoxes
 from .body_control import BodyControl
 from .broadphase import Broadphase
@@ -725,7 +725,7 @@ class World(BodyControl, JointWorldMixin):
         dq = quat.multiply(tq, quat.conjugate(q[kin_t]))
         dq = np.where(dq[:, :1] < 0, -dq, dq)
         s = np.linalg.norm(dq[:, 1:], axis=1)
-        angle = 2.0 * np.arctan2(s, dq[:, 0])
+        angle = 2.0 * detmath.arctan2(s, dq[:, 0])
         axis = dq[:, 1:] / np.where(s > 0, s, 1.0)[:, None]
         vel[kin_t, 3:] = axis * (angle / dt)[:, None]
 

@@ -1,0 +1,79 @@
+"""Determinism (issue 11): transcendental functions go through engine.detmath.
+
+numpy evaluates arctan2, sin, ... with either a SIMD kernel or the C library's scalar
+function, and chooses per call: a strided input whose address range seems to overlap the
+output takes the scalar loop. Results differ by an ulp, so the same scene stepped twice in
+one process came out different (a hinge angle in engine.joint_solver, then millimetres after a
+1-iteration impact). These tests show numpy's behaviour, detmath's answer to it, and keep the
+engine on detmath."""
+import ast
+import math
+import pathlib
+
+import numpy as np
+import pytest
+
+from engine import detmath
+
+ENGINE = pathlib.Path(__file__).resolve().parent.parent / "engine"
+TRANSCENDENTAL = {"sin", "cos", "tan", "arcsin", "arccos", "arctan", "arctan2", "hypot",
+                  "power", "float_power", "exp", "exp2", "expm1", "log", "log2", "log10",
+                  "log1p", "sinh", "cosh", "tanh", "arcsinh", "arccosh", "arctanh", "cbrt"}
+
+
+def angles_in_one_buffer(m=195, seed=0):
+    """A hinge's relative rotations (m, 3, 3) with the output buffer right after them, as a
+    memory allocator may place them."""
+    buf = np.empty(m * 10)
+    rel = buf[:m * 9].reshape(m, 3, 3)
+    rel[...] = np.random.default_rng(seed).normal(size=(m, 3, 3)) * 0.01 + np.eye(3)
+    return rel, buf[m * 9:]
+
+
+def test_numpy_picks_its_kernel_by_where_the_output_lies():
+    """The premise (skipped where numpy has one kernel only): the same inputs, two answers."""
+    rel, out = angles_in_one_buffer()
+    y = -rel[:, 1, 2]
+    np.arctan2(y, rel[:, 2, 2], out=out)
+    apart = np.arctan2(y, np.ascontiguousarray(rel[:, 2, 2]))
+    if np.array_equal(out, apart):
+        pytest.skip("this numpy evaluates arctan2 with one kernel whatever the layout")
+    # One of the two is the C library's (math.atan2), the other a SIMD kernel within an ulp.
+    libm = np.array([math.atan2(a, b) for a, b in zip(y, rel[:, 2, 2])])
+    assert np.array_equal(out, libm) or np.array_equal(apart, libm)
+    assert np.abs(out - apart).max() <= 4 * np.spacing(np.abs(libm)).max()
+
+
+def test_detmath_gives_one_answer_whatever_the_layout():
+    rel, _ = angles_in_one_buffer()
+    y = -rel[:, 1, 2]
+    ref = detmath.arctan2(np.ascontiguousarray(y), np.ascontiguousarray(rel[:, 2, 2]))
+    for _ in range(3):
+        assert np.array_equal(detmath.arctan2(y, rel[:, 2, 2]), ref)
+    x = rel[:, 0, 2]
+    for f, g in ((detmath.sin, np.sin), (detmath.cos, np.cos), (detmath.arcsin, np.arcsin),
+                 (detmath.arccos, np.arccos), (detmath.log2, np.log2)):
+        assert np.array_equal(f(x if f is not detmath.log2 else np.abs(x)),
+                              g(np.ascontiguousarray(x if g is not np.log2 else np.abs(x))))
+    # Scalars and 0-d arrays keep their shape.
+    assert detmath.cos(0.5) == np.cos(0.5) and np.ndim(detmath.arctan2(1.0, 2.0)) == 0
+
+
+def numpy_transcendentals(path):
+    for node in ast.walk(ast.parse(path.read_text())):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "np"
+                and node.func.attr in TRANSCENDENTAL):
+            yield node.lineno, node.func.attr
+
+
+def test_the_engine_calls_transcendentals_through_detmath():
+    found = [f"{p.name}:{line}: np.{f}" for p in sorted(ENGINE.glob("*.py"))
+             if p.name != "detmath.py" for line, f in numpy_transcendentals(p)]
+    assert not found, "use engine.detmath instead:\n" + "\n".join(found)
+
+
+def test_the_scan_finds_what_it_forbids(tmp_path):
+    src = tmp_path / "bad.py"
+    src.write_text("import numpy as np\na = np.arctan2(y, x)\nb = np.sqrt(x)\nc = np.exp(x)\n")
+    assert sorted(f for _, f in numpy_transcendentals(src)) == ["arctan2", "exp"]
