@@ -93,7 +93,7 @@ class Cylinder(CurvedShape):
         return np.concatenate((ring - z, ring + z))
 
     def bounding_radius(self):
-        return float(detmath.hypot(self.radius, self.half_height))
+        return float(np.hypot(self.radius, self.half_height))
 
 
 class Cone(CurvedShape):
@@ -105,7 +105,7 @@ class Cone(CurvedShape):
         return np.concatenate((ring - z, z[None]))
 
     def bounding_radius(self):
-        return float(max(detmath.hypot(self.radius, self.half_height), self.half_height))
+        return float(max(np.hypot(self.radius, self.half_height), self.half_height))
 
 
 def is_curved(kind):

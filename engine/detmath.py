@@ -7,14 +7,16 @@ element, seems to overlap the freshly allocated output sends the call to the sca
 the same values gave results 1 ulp apart from one run to the next in one process (issue 11:
 a hinge angle in engine.joint_solver, measured), and a 1-iteration impact amplified that to
 millimetres. Contiguous inputs always take the same path, so every function here copies a
-strided input first (cheap: the engine's arrays are small).
+strided input first (cheap: the engine's arrays are small). np.hypot, np.sqrt and arithmetic
+have one kernel (measured: tests/test_detmath.py) and are called directly.
 """
 import numpy as np
 
 
 def _contiguous(x):
-    x = np.asarray(x)
-    return x if x.flags.c_contiguous else np.ascontiguousarray(x)
+    if isinstance(x, np.ndarray) and not x.flags.c_contiguous:
+        return np.ascontiguousarray(x)
+    return x
 
 
 def sin(x):
@@ -35,10 +37,6 @@ def arccos(x):
 
 def arctan2(y, x):
     return np.arctan2(_contiguous(y), _contiguous(x))
-
-
-def hypot(x, y):
-    return np.hypot(_contiguous(x), _contiguous(y))
 
 
 def power(x, y):

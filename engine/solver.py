@@ -61,7 +61,6 @@ import math
 
 import numpy as np
 
-from . import detmath
 from .arm_box import clamp_to_box
 from .vec import cross, norm
 
@@ -212,7 +211,7 @@ class ContactSolver:
         imp[5::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t2), 0.0).T
         # Friction impulses must start inside the cone of the carried normal impulse.
         lim = self.friction[None, :] * imp[:4]
-        mag = detmath.hypot(imp[4::2], imp[5::2])
+        mag = np.hypot(imp[4::2], imp[5::2])
         scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
         imp[4::2] *= scale
         imp[5::2] *= scale
@@ -421,7 +420,7 @@ class ContactSolver:
                 r = _tangent_row(p)
                 old = imp[r:r + 2, sl]
                 f = old - eff[r:r + 2, sl] * u[r:r + 2]
-                mag = detmath.hypot(f[0], f[1])
+                mag = np.hypot(f[0], f[1])
                 # min(1, lim / mag): 1 inside the disc, and 0/tiny = 0 keeps mag = lim = 0 at 0.
                 f *= np.minimum(lim[p] / np.maximum(mag, 1e-200), 1.0)
                 if p + 1 < npts:
