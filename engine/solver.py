@@ -61,14 +61,14 @@ import math
 
 import numpy as np
 
+from . import solver_sweep
 from .arm_box import clamp_to_box
+from .solver_sweep import RETRY_AFTER  # noqa: F401  (documented with solve)
+from .solver_sweep import scatter_add as _scatter_add
 from .vec import cross, norm
 
 # Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
 UNUSED_SEPARATION = 1.0e3
-# After a colour's one-product sweep had to fall back to the sequential sweep, the number of
-# solve passes it goes straight to the sequential sweep (see ContactSolver.solve).
-RETRY_AFTER = 4
 
 
 def soft_params(hertz, damping_ratio, h):
@@ -217,8 +217,9 @@ class ContactSolver:
         imp[5::2] *= scale
         self.imp = imp
         self.max_normal = np.zeros((4, m))
-        self._zero_bias = np.zeros((4, m))
         self._bias_spec = self._bias_coef = None  # see solve
+        self._relax_skip = self._relax_coef = None
+        self._colours = None  # engine.solver_sweep.Colour records, made by the first solve
 
         # Impact speed for restitution (see module docstring).
         vab = vel[self.idx].reshape(m, 12)
@@ -277,7 +278,9 @@ class ContactSolver:
         self.k_pinv[:, :, rows] = k_pinv
         self.sweep_relax[:, :, rows] = sw_relax
         self.sweep_friction[:, :, rows] = sw_fric
-        self._bias_spec = self._bias_coef = None  # the soft coefficients read eff: rebuild
+        # The soft coefficients read eff: rebuild them. (The colour views of solver_sweep
+        # alias the arrays updated in place above and stay valid.)
+        self._bias_spec = self._bias_coef = self._relax_skip = self._relax_coef = None
 
     # -- passes ---------------------------------------------------------------------------
     def warm_start(self, vel):
@@ -289,12 +292,41 @@ class ContactSolver:
 
     def solve(self, vel, dpose, use_bias):
         """One Gauss-Seidel sweep over the colours. use_bias: the soft pass (True) or relax.
-        dpose (N, 6): each body's displacement and rotation vector since the pass began."""
+        dpose (N, 6): each body's displacement and rotation vector since the pass began.
+
+        Per colour: gather its body velocities, map them to row velocities u = J v, a block
+        normal step, the normal sweep, the friction sweep, map the impulse change back. The
+        colour loop itself is engine.solver_sweep.sweep (the same arithmetic with few numpy
+        calls); what each stage does and why is said here.
+
+        Block normal step (see prepare): taken only where no row needs clamping: a clamped
+        block answer (the lifting edge of a tipping box asks for a pull) is far off, and the
+        sequential sweep is the right tool there.
+
+        The sequential sweep always runs after it: skipping it where the block step succeeded
+        changed the soft response (the soft update is not idempotent) and cost energy
+        conservation of bounces at e = 1. Unclamped, the sweep is linear: row p sets
+          d_p = r_p - a_p sum_{q<p} K_pq d_q,  r = -a (u + bias) - (1 - keep) lam,
+        i.e. d = (I + A L)^-1 r with L the strictly lower part of K. That operator is built
+        once per pass for all manifolds, so a colour first tries the whole sweep in one product
+        and keeps it if no row went negative (then every row of the sequential sweep would have
+        been unclamped and given the same d); otherwise it runs the sequential sweep with its
+        per-row clamping (normal: soft non-penetration with accumulated-impulse clamping). A
+        colour whose attempt failed (tipping or lifting boxes clamp every pass) skips the next
+        RETRY_AFTER attempts, so scenes that always clamp pay little for trying. Slots beyond
+        the colour's largest point count are empty and skipped.
+
+        Friction sweep, the same way: unclamped it is f = old - F u with the operator F of
+        prepare (constant over the step); taken where every point stays inside its disc (then
+        no row of the sequential sweep would have been clamped); otherwise Coulomb friction
+        point by point, the two tangents clamped together to the disc mu * Pn."""
         m = self.m
         if m == 0:
             return
+        if self._colours is None:
+            self._colours = solver_sweep.colours(self)
         inv_h = 1.0 / self.h
-        dp = dpose[self.idx].reshape(m, 12)
+        dp = dpose.take(self.idx.reshape(-1), axis=0).reshape(m, 12)
         sep = self.sep0 + np.einsum("pmk,mk->pm", self.jn, dp)  # (4, m)
         spec = sep > 0.0
         eff_n = self.eff[:4]
@@ -313,126 +345,25 @@ class ContactSolver:
                                    _normal_sweep_operator(a_n, self.kmat[:4, :4]))
             assert self._bias_coef is not None
             mscale, iscale, a_n, keep, sweep_n = self._bias_coef
-            skip = None
-            ab = a_n * bias
+            coef = (True, bias, a_n * bias, a_n, mscale, iscale, keep, sweep_n, None)
         else:
-            # mscale, iscale and keep belong to the biased pass only (never read by relax).
             # Relax solves touching points only: speculative ones (s > 0) keep their impulse
             # (see the module docstring). Their rows get a zero gain and skip the block step.
+            # Which rows those are rarely changes between sweeps: the operator is kept while
+            # the pattern holds.
             skip = spec & (eff_n > 0.0)
-            if skip.any():
-                skip_m = skip.any(axis=0)  # manifolds whose block step is skipped
-                a_n = np.where(skip, 0.0, eff_n)
-                sweep_n = _normal_sweep_operator(a_n, self.kmat[:4, :4])
+            if not skip.any():
+                coef = (False, None, None, eff_n, None, None, None, self.sweep_relax, None)
             else:
-                a_n, skip, sweep_n = eff_n, None, self.sweep_relax
-            bias = ab = self._zero_bias  # relax has no bias (a_n * 0 = 0 exactly)
-        imp, kmat, eff, kp = self.imp, self.kmat, self.eff, self.k_pinv
-        fast = self.one_product_sweeps
-        for ci, (c0, c1) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
-            if c1 <= c0:
-                continue
-            sl = slice(c0, c1)
-            idx = self.idx[sl]
-            v = vel[idx].reshape(c1 - c0, 12)
-            u = np.einsum("mrk,mk->rm", self.jr[sl], v)  # (12, mc) row velocities
-            lam0 = imp[:, sl].copy()
-            # Block normal step (see prepare), then the sequential sweep.
-            rhs = u[:4] + bias[:, sl]
-            dl = -np.einsum("pqm,qm->pm", kp[:, :, sl], rhs)
-            if use_bias:
-                dl = dl * mscale[:, sl] - iscale[:, sl] * lam0[:4]
-            new = lam0[:4] + dl
-            # Accept the block solution only where it needs no clamping: a clamped block
-            # answer (the lifting edge of a tipping box asks for a pull) is far off, and
-            # the sequential sweep below is the right tool there.
-            ok = (new >= 0.0).all(axis=0)
-            if skip is not None:
-                ok &= ~skip_m[sl]
-            new = np.where(ok, new, lam0[:4])
-            u += np.einsum("psm,pm->sm", kmat[:4, :, sl], new - lam0[:4])
-            imp[:4, sl] = new
-            # Slots beyond the colour's largest point count are empty: skip them.
-            npts = self.max_count[ci]
-            # The sequential sweep always runs: skipping it where the block step succeeded
-            # changed the soft response (the soft update is not idempotent) and cost energy
-            # conservation of bounces at e = 1. Unclamped, the sweep is linear: row p sets
-            #   d_p = r_p - a_p sum_{q<p} K_pq d_q,  r = -a (u + bias) - (1 - keep) lam,
-            # i.e. d = (I + A L)^-1 r with L the strictly lower part of K. That operator is
-            # built once per pass for all manifolds, so a colour first tries the whole sweep
-            # in one product and keeps it if no row went negative (then every row of the
-            # sequential sweep would have been unclamped and given the same d); otherwise it
-            # runs the sequential sweep with its per-row clamping.
-            # A colour whose attempt failed (tipping or lifting boxes clamp every pass) skips
-            # the next few attempts, so scenes that always clamp pay little for trying.
-            npts_seq = npts
-            if self._wait_normal[ci] or not fast:
-                self._wait_normal[ci] = max(self._wait_normal[ci] - 1, 0)
-            else:
-                lam = imp[:4, sl]
-                r = -(a_n[:, sl] * u[:4] + ab[:, sl])
-                if use_bias:
-                    r -= iscale[:, sl] * lam
-                d = np.einsum("pqm,qm->pm", sweep_n[:, :, sl], r)
-                new = lam + d
-                if (new >= 0.0).all():
-                    imp[:4, sl] = new
-                    u[4:] += np.einsum("psm,pm->sm", kmat[:4, 4:, sl], d)
-                    npts_seq = 0
-                else:
-                    self._wait_normal[ci] = RETRY_AFTER
-            if npts_seq:
-                start = imp[:npts_seq, sl].copy()
-            for p in range(npts_seq):
-                # Normal: soft non-penetration with accumulated-impulse clamping.
-                pn = imp[p, sl]
-                old = pn * keep[p, sl] if use_bias else pn
-                new = np.maximum(old - a_n[p, sl] * u[p] - ab[p, sl], 0.0)
-                # Only the later normal rows are read again in the normal sweep; the
-                # tangent rows take all the normal changes at once after it.
-                if p + 1 < npts_seq:
-                    u[p + 1:npts_seq] += kmat[p, p + 1:npts_seq, sl] * (new - pn)
-                imp[p, sl] = new  # (pn is a view: after its last use)
-            if npts_seq:
-                u[4:] += np.einsum("psm,pm->sm", kmat[:npts_seq, 4:, sl],
-                                   imp[:npts_seq, sl] - start)
-            np.maximum(self.max_normal[:npts, sl], imp[:npts, sl],
-                       out=self.max_normal[:npts, sl])
-            lim = self.friction[sl] * imp[:npts, sl]  # (npts, mc)
-            # Friction sweep, the same way: unclamped it is f = old - F u with the operator F
-            # of prepare (constant over the step); taken where every point stays inside its
-            # disc (then no row of the sequential sweep would have been clamped).
-            npts_seq = npts
-            if self._wait_friction[ci] or not fast:
-                self._wait_friction[ci] = max(self._wait_friction[ci] - 1, 0)
-            else:
-                rows = slice(4, 4 + 2 * npts)
-                old = imp[rows, sl]
-                f = old - np.einsum("rsm,sm->rm", self.sweep_friction[:2 * npts, :2 * npts, sl],
-                                    u[rows])
-                if (f[0::2] ** 2 + f[1::2] ** 2 <= lim * lim).all():
-                    imp[rows, sl] = f
-                    npts_seq = 0
-                else:
-                    self._wait_friction[ci] = RETRY_AFTER
-            for p in range(npts_seq):
-                # Coulomb friction, two tangents clamped together to the disc mu * Pn.
-                r = _tangent_row(p)
-                old = imp[r:r + 2, sl]
-                f = old - eff[r:r + 2, sl] * u[r:r + 2]
-                mag = np.hypot(f[0], f[1])
-                # min(1, lim / mag): 1 inside the disc, and 0/tiny = 0 keeps mag = lim = 0 at 0.
-                f *= np.minimum(lim[p] / np.maximum(mag, 1e-200), 1.0)
-                if p + 1 < npts:
-                    # Later tangent rows only (the normal rows are not read again).
-                    rest = slice(r + 2, 4 + 2 * npts)
-                    u[rest] += np.einsum("qsm,qm->sm", kmat[r:r + 2, rest, sl], f - old)
-                imp[r:r + 2, sl] = f
-            dv = np.einsum("rm,mrk->mk", imp[:, sl] - lam0, self.mjr[sl])
-            if self._shared(c1):
-                _scatter_add(vel, idx, dv)
-            else:
-                vel[idx] = (v + dv).reshape(-1, 2, 6)  # conflict-free colour: plain writes
+                if self._relax_skip is None or not np.array_equal(skip, self._relax_skip):
+                    a_n = np.where(skip, 0.0, eff_n)
+                    self._relax_skip = skip
+                    self._relax_coef = (skip.any(axis=0), a_n,
+                                        _normal_sweep_operator(a_n, self.kmat[:4, :4]))
+                assert self._relax_coef is not None
+                skip_m, a_n, sweep_n = self._relax_coef
+                coef = (False, None, None, a_n, None, None, None, sweep_n, skip_m)
+        solver_sweep.sweep(self, self._colours, vel, coef)
 
     def restitution(self, vel, threshold=1.0):
         """After the substeps: make closing points leave at -e * (impact speed)."""
@@ -613,10 +544,3 @@ def _pinv_psd(k, rtol=1e-9):
     cut = rtol * e.max(axis=-1, keepdims=True)
     inv_e = np.where(e > cut, 1.0 / np.where(e > cut, e, 1.0), 0.0)
     return np.einsum("...ik,...k,...jk->...ij", vec, inv_e, vec)
-
-
-def _scatter_add(vel, idx, dv):
-    """vel[idx[:, 0]] += dv[:, :6]; vel[idx[:, 1]] += dv[:, 6:], summing duplicates (bincount)."""
-    n = vel.shape[0]
-    flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
-    vel += np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
