@@ -33,6 +33,11 @@ except ImportError:  # pragma: no cover - numpy without the private module
 # After a colour's one-product sweep had to fall back to the sequential sweep, the number of
 # solve passes it goes straight to the sequential sweep (see ContactSolver.solve).
 RETRY_AFTER = 4
+# Module-level names for the calls of the hot loops (one global lookup instead of two).
+_copyto, _count = np.copyto, np.count_nonzero
+_add, _sub, _mul, _div = np.add, np.subtract, np.multiply, np.divide
+_max, _min, _hypot, _ge, _le = np.maximum, np.minimum, np.hypot, np.greater_equal, np.less_equal
+_max_reduce = np.maximum.reduce
 # Floor of a friction magnitude before it divides the friction limit: 0 / tiny = 0 keeps a
 # zero limit at zero impulse.
 _TINY = 1e-200
@@ -46,10 +51,15 @@ class Colour:
         sl = slice(c0, c1)
         mc = c1 - c0
         npts = s.max_count[ci]
+        nf = 2 * npts
         self.ci, self.sl, self.mc, self.npts, self.shared = ci, sl, mc, npts, shared
         self.idx = s.idx[sl]
         rows = self.idx.reshape(-1)
         self.flat = (rows[:, None] * 6 + np.arange(6)).reshape(-1)  # into vel.reshape(-1)
+        self.v = np.empty(mc * 12)
+        self.v2 = self.v.reshape(mc, 12)
+        self.u = u = np.empty((12, mc))  # row velocities u = J v
+        self.u4, self.ut = u[:4], u[4:]
         self.jr, self.mjr = s.jr[sl], s.mjr[sl]
         imp, kmat, eff = s.imp, s.kmat, s.eff
         self.kp = s.k_pinv[:, :, sl]
@@ -62,22 +72,28 @@ class Colour:
         self.zero = self.zero4[0]
         self.ge = np.empty((4, mc), dtype=bool)
         self.buf4 = np.empty((4, mc))
-        # Sequential normal sweep over the npts used slots.
-        self.impn = [imp[p, sl] for p in range(npts)]
+        self.new4 = np.empty((4, mc))
+        # Sequential normal sweep over the npts used slots: per slot p, its impulse row, its
+        # row velocity, the later normal rows' velocities and their Delassus column.
+        self.nslots = [(p, imp[p, sl], u[p], u[p + 1:npts], kmat[p, p + 1:npts, sl],
+                        p + 1 < npts) for p in range(npts)]
         self.impn_all = imp[:npts, sl]
-        self.kn = [kmat[p, p + 1:npts, sl] for p in range(npts)]
         self.knt = kmat[:npts, 4:, sl]
         self.start = np.empty((npts, mc))
+        self.nbuf = np.empty(mc)
+        self.dn = np.empty(mc)
         self.mx = s.max_normal[:npts, sl]
         self.fric = s.friction[sl]
         self.lim = np.empty((npts, mc))
+        self.relax_key = self.relax_slots = None  # see _active_relax_slots
         # Friction sweeps: one-product operator, then per point slot its two tangent rows.
-        nf = 2 * npts
         self.sf = s.sweep_friction[:nf, :nf, sl]
         self.impf_all = imp[4:4 + nf, sl]
-        self.impf = [imp[4 + 2 * p:6 + 2 * p, sl] for p in range(npts)]
-        self.efft = [eff[4 + 2 * p:6 + 2 * p, sl] for p in range(npts)]
-        self.kf = [kmat[4 + 2 * p:6 + 2 * p, 6 + 2 * p:4 + nf, sl] for p in range(npts)]
+        self.uf_all = u[4:4 + nf]
+        self.fslots = [(p, imp[4 + 2 * p:6 + 2 * p, sl], eff[4 + 2 * p:6 + 2 * p, sl],
+                        u[4 + 2 * p:6 + 2 * p], u[6 + 2 * p:4 + nf],
+                        kmat[4 + 2 * p:6 + 2 * p, 6 + 2 * p:4 + nf, sl], p + 1 < npts)
+                       for p in range(npts)]
         self.f2 = np.empty((2, mc))
         self.df = np.empty((2, mc))
         self.mag = np.empty(mc)
@@ -111,124 +127,160 @@ def sweep(s, cols, vel, coef):
         raise ValueError("vel must be a C-contiguous (N, 6) array")
     for c in cols:
         sl, ci, npts = c.sl, c.ci, c.npts
-        v = flat_vel.take(c.flat).reshape(c.mc, 12)
-        u = _einsum("mrk,mk->rm", c.jr, v)  # (12, mc) row velocities
-        u4 = u[:4]
+        v = c.v2
+        flat_vel.take(c.flat, out=c.v)
+        u, u4 = c.u, c.u4
+        _einsum("mrk,mk->rm", c.jr, v, out=u)
         lam0, l4 = c.lam0, c.lam04
-        np.copyto(lam0, c.imp)
+        _copyto(lam0, c.imp)
         # Block normal step: new = lam0 + dl, dl = -Kp (u + bias) [* mscale - iscale lam0].
         e = c.buf4
         if use_bias:
-            _einsum("pqm,qm->pm", c.kp, u4 + bias[:, sl], out=e)
+            _einsum("pqm,qm->pm", c.kp, _add(u4, bias[:, sl], out=c.new4), out=e)
             e *= mscale[:, sl]
-            e += iscale[:, sl] * l4
+            e += _mul(iscale[:, sl], l4, out=c.new4)
         else:
             _einsum("pqm,qm->pm", c.kp, u4, out=e)
-        new = l4 - e
+        new = _sub(l4, e, out=c.new4)
         # Taken only where no row needs clamping (see ContactSolver.solve).
-        ge = np.greater_equal(new, c.zero4, out=c.ge)
-        if skip_m is None and np.count_nonzero(ge) == ge.size:
+        ge = _ge(new, c.zero4, out=c.ge)
+        if skip_m is None and _count(ge) == ge.size:
             take = True  # every manifold takes it
         else:
             ok = ge.all(axis=0)
             if skip_m is not None:
                 ok &= ~skip_m[sl]
-            n_ok = np.count_nonzero(ok)
+            n_ok = _count(ok)
             take = n_ok > 0  # else no manifold takes it: it would add K * 0 to u
             if take and n_ok < c.mc:
                 new = np.where(ok, new, l4)
         if take:
-            u += _einsum("psm,pm->sm", c.k4, new - l4)
-            np.copyto(c.imp4, new)
+            u += _einsum("psm,pm->sm", c.k4, _sub(new, l4, out=e))
+            _copyto(c.imp4, new)
         # Normal sweep: one product when no row clamps, else sequential (see solve).
-        seq = npts
+        seq = True
         if wait_n[ci] or not fast:
             wait_n[ci] = max(wait_n[ci] - 1, 0)
         else:
             lam = c.imp4
-            x = a_n[:, sl] * u4          # r = -x: x = a u + ab + iscale lam
+            x = _mul(a_n[:, sl], u4, out=e)  # r = -x: x = a u + ab + iscale lam
             if use_bias:
                 x += ab[:, sl]
-                x += iscale[:, sl] * lam
+                x += _mul(iscale[:, sl], lam, out=c.new4)
             d = _einsum("pqm,qm->pm", sweep_n[:, :, sl], x)  # -(one-product d)
-            new = lam - d
-            if np.count_nonzero(np.greater_equal(new, c.zero4, out=c.ge)) == 4 * c.mc:
-                np.copyto(lam, new)
-                u[4:] -= _einsum("psm,pm->sm", c.k4t, d)
-                seq = 0
+            new = _sub(lam, d, out=c.new4)
+            if _count(_ge(new, c.zero4, out=c.ge)) == 4 * c.mc:
+                _copyto(lam, new)
+                c.ut -= _einsum("psm,pm->sm", c.k4t, d)
+                seq = False
             else:
                 wait_n[ci] = RETRY_AFTER
         if seq:
-            _normal_sequential(c, u, a_n, ab, keep, sl)
-        np.maximum(c.mx, c.impn_all, out=c.mx)
-        lim = np.multiply(c.fric, c.impn_all, out=c.lim)
-        seq = npts
+            if keep is not None:
+                _normal_sequential_biased(c, a_n, ab, keep, sl)
+            else:
+                _normal_sequential_relax(c, a_n, sl)
+        _max(c.mx, c.impn_all, out=c.mx)
+        lim = _mul(c.fric, c.impn_all, out=c.lim)
+        seq = True
         if wait_f[ci] or not fast:
             wait_f[ci] = max(wait_f[ci] - 1, 0)
         else:
-            f = c.impf_all - _einsum("rsm,sm->rm", c.sf, u[4:4 + 2 * npts])
+            f = c.impf_all - _einsum("rsm,sm->rm", c.sf, c.uf_all)
             sq = c.sq
-            np.multiply(f[0::2], f[0::2], out=sq[0])
-            np.multiply(f[1::2], f[1::2], out=sq[1])
-            np.add(sq[0], sq[1], out=sq[0])
-            np.multiply(lim, lim, out=c.lim2)
-            inside = np.less_equal(sq[0], c.lim2, out=c.inside)
-            if np.count_nonzero(inside) == inside.size:
-                np.copyto(c.impf_all, f)
-                seq = 0
+            _mul(f[0::2], f[0::2], out=sq[0])
+            _mul(f[1::2], f[1::2], out=sq[1])
+            _add(sq[0], sq[1], out=sq[0])
+            _mul(lim, lim, out=c.lim2)
+            inside = _le(sq[0], c.lim2, out=c.inside)
+            if _count(inside) == inside.size:
+                _copyto(c.impf_all, f)
+                seq = False
             else:
                 wait_f[ci] = RETRY_AFTER
         if seq:
-            _friction_sequential(c, u, lim)
-        dimp = np.subtract(c.imp, lam0, out=lam0)
+            _friction_sequential(c, lim)
+        dimp = _sub(c.imp, lam0, out=lam0)
         dv = _einsum("rm,mrk->mk", dimp, c.mjr)
         if c.shared:
             scatter_add(vel, c.idx, dv)
         else:
             v += dv
-            flat_vel[c.flat] = v.reshape(-1)  # conflict-free colour: plain writes
+            flat_vel[c.flat] = c.v  # conflict-free colour: plain writes
 
 
-def _normal_sequential(c, u, a_n, ab, keep, sl):
-    """Gauss-Seidel over the normal rows with accumulated-impulse clamping; only the later
-    normal rows are read again, the tangent rows take all the normal changes at once after."""
-    npts = c.npts
-    np.copyto(c.start, c.impn_all)
-    for p in range(npts):
-        pn = c.impn[p]
-        new = a_n[p, sl] * u[p]
-        if keep is not None:
-            new = np.subtract(pn * keep[p, sl], new, out=new)
-            new -= ab[p, sl]
-        else:
-            new = np.subtract(pn, new, out=new)
-        np.maximum(new, c.zero, out=new)
-        if p + 1 < npts:
-            u[p + 1:npts] += c.kn[p] * (new - pn)
-        np.copyto(pn, new)
-    u[4:] += _einsum("psm,pm->sm", c.knt, np.subtract(c.impn_all, c.start, out=c.start))
+def _normal_sequential_biased(c, a_n, ab, keep, sl):
+    """Gauss-Seidel over the normal rows with accumulated-impulse clamping,
+    new = max(keep * old - a u - ab, 0); only the later normal rows are read again, the
+    tangent rows take all the normal changes at once after."""
+    new, dn, zero = c.nbuf, c.dn, c.zero
+    _copyto(c.start, c.impn_all)
+    for p, pn, up, ulater, kcol, later in c.nslots:
+        _mul(a_n[p, sl], up, out=new)
+        _sub(_mul(pn, keep[p, sl], out=dn), new, out=new)
+        new -= ab[p, sl]
+        _max(new, zero, out=new)
+        if later:
+            ulater += kcol * _sub(new, pn, out=dn)
+        _copyto(pn, new)
+    c.ut += _einsum("psm,pm->sm", c.knt, _sub(c.impn_all, c.start, out=c.start))
 
 
-def _friction_sequential(c, u, lim):
+def _normal_sequential_relax(c, a_n, sl):
+    """The relax sweep's normal rows: new = max(old - a u, 0). A slot whose gain is zero in
+    every manifold of the colour (speculative or unused: see ContactSolver.solve) keeps its
+    impulse and changes nothing: it is skipped."""
+    slots = _active_relax_slots(c, a_n, sl)
+    if not slots:
+        return
+    new, dn, zero = c.nbuf, c.dn, c.zero
+    _copyto(c.start, c.impn_all)
+    for p, pn, up, ulater, kcol, later in slots:
+        _mul(a_n[p, sl], up, out=new)
+        _sub(pn, new, out=new)
+        _max(new, zero, out=new)
+        if later:
+            ulater += kcol * _sub(new, pn, out=dn)
+        _copyto(pn, new)
+    c.ut += _einsum("psm,pm->sm", c.knt, _sub(c.impn_all, c.start, out=c.start))
+
+
+def _active_relax_slots(c, a_n, sl):
+    """c.nslots without the slots whose relax gain a_n is zero for every manifold of the
+    colour; a_n changes only with the relax pattern (ContactSolver.solve keeps it), so the
+    answer is kept per a_n array."""
+    if c.relax_key is not a_n:
+        gain = _max_reduce(a_n[:c.npts, sl], axis=1).tolist()
+        c.relax_key = a_n
+        c.relax_slots = [t for t, g in zip(c.nslots, gain) if g != 0.0]
+    return c.relax_slots
+
+
+def _friction_sequential(c, lim):
     """Coulomb friction point by point, two tangents clamped together to the disc mu * Pn;
-    only the later tangent rows are read again."""
-    npts = c.npts
-    f, df, mag = c.f2, c.df, c.mag
-    for p in range(npts):
-        r = 4 + 2 * p
-        old = c.impf[p]
-        np.multiply(c.efft[p], u[r:r + 2], out=f)
-        np.subtract(old, f, out=f)
-        np.hypot(f[0], f[1], out=mag)
+    only the later tangent rows are read again. A slot whose limit is zero in every manifold
+    of the colour ends at zero friction (the clamp scales it by 0 / |f| = 0): it only takes
+    its old impulse back out of the later rows, and does nothing where that is zero."""
+    f, df, mag, tiny, one = c.f2, c.df, c.mag, c.tiny, c.one
+    top = _max_reduce(lim, axis=1).tolist()  # lim >= 0 (or NaN: then not zero)
+    for p, old, eff, urow, ulater, kf, later in c.fslots:
+        if top[p] == 0.0:
+            if _count(old):
+                if later:
+                    ulater -= _einsum("qsm,qm->sm", kf, old)
+                old[...] = 0.0
+            continue
+        _mul(eff, urow, out=f)
+        _sub(old, f, out=f)
+        _hypot(f[0], f[1], out=mag)
         # min(1, lim / mag): 1 inside the disc, and 0/tiny = 0 keeps mag = lim = 0 at 0.
-        np.maximum(mag, c.tiny, out=mag)
-        np.divide(lim[p], mag, out=mag)
-        np.minimum(mag, c.one, out=mag)
+        _max(mag, tiny, out=mag)
+        _div(lim[p], mag, out=mag)
+        _min(mag, one, out=mag)
         f *= mag
-        if p + 1 < npts:
-            u[r + 2:4 + 2 * npts] += _einsum("qsm,qm->sm", c.kf[p],
-                                             np.subtract(f, old, out=df))
-        np.copyto(old, f)
+        if later:
+            ulater += _einsum("qsm,qm->sm", kf, _sub(f, old, out=df))
+        _copyto(old, f)
 
 
 def scatter_add(vel, idx, dv):
