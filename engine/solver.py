@@ -219,6 +219,9 @@ class ContactSolver:
         self.max_normal = np.zeros((4, m))
         self._bias_spec = self._bias_coef = None  # see solve
         self._relax_skip = self._relax_coef = None
+        # Relax gains without speculative rows; a new view object whenever eff changes, as
+        # solver_sweep keeps per-colour answers by the gain array's identity.
+        self._eff_n = self.eff[:4]
         self._colours = None  # engine.solver_sweep.Colour records, made by the first solve
 
         # Impact speed for restitution (see module docstring).
@@ -281,6 +284,7 @@ class ContactSolver:
         # The soft coefficients read eff: rebuild them. (The colour views of solver_sweep
         # alias the arrays updated in place above and stay valid.)
         self._bias_spec = self._bias_coef = self._relax_skip = self._relax_coef = None
+        self._eff_n = self.eff[:4]
 
     # -- passes ---------------------------------------------------------------------------
     def warm_start(self, vel):
@@ -353,7 +357,8 @@ class ContactSolver:
             # the pattern holds.
             skip = spec & (eff_n > 0.0)
             if not skip.any():
-                coef = (False, None, None, eff_n, None, None, None, self.sweep_relax, None)
+                coef = (False, None, None, self._eff_n, None, None, None, self.sweep_relax,
+                        None)
             else:
                 if self._relax_skip is None or not np.array_equal(skip, self._relax_skip):
                     a_n = np.where(skip, 0.0, eff_n)

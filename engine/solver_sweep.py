@@ -37,7 +37,7 @@ RETRY_AFTER = 4
 _copyto, _count = np.copyto, np.count_nonzero
 _add, _sub, _mul, _div = np.add, np.subtract, np.multiply, np.divide
 _max, _min, _hypot, _ge, _le = np.maximum, np.minimum, np.hypot, np.greater_equal, np.less_equal
-_max_reduce = np.maximum.reduce
+_max_reduce, _and_reduce = np.maximum.reduce, np.logical_and.reduce
 # Floor of a friction magnitude before it divides the friction limit: 0 / tiny = 0 keeps a
 # zero limit at zero impulse.
 _TINY = 1e-200
@@ -123,16 +123,17 @@ def sweep(s, cols, vel, coef):
     fast = s.one_product_sweeps
     wait_n, wait_f = s._wait_normal, s._wait_friction
     flat_vel = vel.reshape(-1)
-    if not np.shares_memory(flat_vel, vel):  # pragma: no cover - vel is C-contiguous in use
-        raise ValueError("vel must be a C-contiguous (N, 6) array")
+    if not np.shares_memory(flat_vel, vel):  # the world's vel is C-contiguous
+        raise ValueError("ContactSolver.solve: vel must be a C-contiguous (N, 6) array "
+                         "(the sweep writes through a flat view of it)")
     for c in cols:
-        sl, ci, npts = c.sl, c.ci, c.npts
+        sl, ci = c.sl, c.ci
         v = c.v2
         flat_vel.take(c.flat, out=c.v)
         u, u4 = c.u, c.u4
         _einsum("mrk,mk->rm", c.jr, v, out=u)
         lam0, l4 = c.lam0, c.lam04
-        _copyto(lam0, c.imp)
+        lam0[...] = c.imp
         # Block normal step: new = lam0 + dl, dl = -Kp (u + bias) [* mscale - iscale lam0].
         e = c.buf4
         if use_bias:
@@ -144,19 +145,18 @@ def sweep(s, cols, vel, coef):
         new = _sub(l4, e, out=c.new4)
         # Taken only where no row needs clamping (see ContactSolver.solve).
         ge = _ge(new, c.zero4, out=c.ge)
-        if skip_m is None and _count(ge) == ge.size:
-            take = True  # every manifold takes it
+        if skip_m is None and _count(ge) == ge.size:  # every manifold takes it
+            u += _einsum("psm,pm->sm", c.k4, _sub(new, l4, out=e))
+            c.imp4[...] = new
         else:
-            ok = ge.all(axis=0)
+            ok = _and_reduce(ge, axis=0)
             if skip_m is not None:
                 ok &= ~skip_m[sl]
-            n_ok = _count(ok)
-            take = n_ok > 0  # else no manifold takes it: it would add K * 0 to u
-            if take and n_ok < c.mc:
-                new = np.where(ok, new, l4)
-        if take:
-            u += _einsum("psm,pm->sm", c.k4, _sub(new, l4, out=e))
-            _copyto(c.imp4, new)
+            if _count(ok):  # else no manifold takes it: it would add K * 0 to u
+                # (new - lam0) * ok is new - lam0 where taken and 0 elsewhere, as the
+                # change of np.where(ok, new, lam0) is.
+                u += _einsum("psm,pm->sm", c.k4, _mul(_sub(new, l4, out=e), ok, out=e))
+                _copyto(c.imp4, new, where=ok)
         # Normal sweep: one product when no row clamps, else sequential (see solve).
         seq = True
         if wait_n[ci] or not fast:
