@@ -18,7 +18,6 @@ from engine.integrate import integrate_velocities
 from engine.quat import to_matrix
 from engine.solver import ContactSolver
 
-
 REFRESH_AT = 1
 
 
