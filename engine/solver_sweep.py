@@ -25,16 +25,17 @@ tests/test_solver_sweep.py checks it on random manifolds and whole world runs.
 """
 import numpy as np
 
-try:  # np.einsum without its Python wrapper and dispatch (the same C routine: same bits)
+try:  # np.einsum and np.count_nonzero without their Python wrappers (the same C routines)
     from numpy._core.multiarray import c_einsum as _einsum
+    from numpy._core.multiarray import count_nonzero as _count
 except ImportError:  # pragma: no cover - numpy without the private module
-    _einsum = np.einsum
+    _einsum, _count = np.einsum, np.count_nonzero
 
 # After a colour's one-product sweep had to fall back to the sequential sweep, the number of
 # solve passes it goes straight to the sequential sweep (see ContactSolver.solve).
 RETRY_AFTER = 4
 # Module-level names for the calls of the hot loops (one global lookup instead of two).
-_copyto, _count = np.copyto, np.count_nonzero
+_copyto = np.copyto
 _add, _sub, _mul, _div = np.add, np.subtract, np.multiply, np.divide
 _max, _min, _hypot, _ge, _le = np.maximum, np.minimum, np.hypot, np.greater_equal, np.less_equal
 _max_reduce, _and_reduce = np.maximum.reduce, np.logical_and.reduce
