@@ -331,7 +331,7 @@ class ContactSolver:
             self._colours = solver_sweep.colours(self)
         inv_h = 1.0 / self.h
         dp = dpose.take(self.idx.reshape(-1), axis=0).reshape(m, 12)
-        sep = self.sep0 + np.einsum("pmk,mk->pm", self.jn, dp)  # (4, m)
+        sep = self.sep0 + solver_sweep.einsum("pmk,mk->pm", self.jn, dp)  # (4, m)
         spec = sep > 0.0
         eff_n = self.eff[:4]
         # Per normal row, the soft update is new = max(keep * old - a * (u + bias), 0): one
@@ -340,7 +340,7 @@ class ContactSolver:
             bias = np.where(spec, sep * inv_h, np.maximum(self.bias_rate * sep, -self.max_push))
             # The coefficients depend on which points are apart only, which rarely changes
             # between substeps: reuse the last set (and its sweep operator) while it holds.
-            if self._bias_spec is None or not np.array_equal(spec, self._bias_spec):
+            if not solver_sweep.same(spec, self._bias_spec):
                 mscale = np.where(spec, 1.0, self.mass_scale)
                 iscale = np.where(spec, 0.0, self.impulse_scale)
                 a_n = eff_n * mscale
@@ -356,11 +356,11 @@ class ContactSolver:
             # Which rows those are rarely changes between sweeps: the operator is kept while
             # the pattern holds.
             skip = spec & (eff_n > 0.0)
-            if not skip.any():
+            if not solver_sweep.count(skip):
                 coef = (False, None, None, self._eff_n, None, None, None, self.sweep_relax,
                         None)
             else:
-                if self._relax_skip is None or not np.array_equal(skip, self._relax_skip):
+                if not solver_sweep.same(skip, self._relax_skip):
                     a_n = np.where(skip, 0.0, eff_n)
                     self._relax_skip = skip
                     self._relax_coef = (skip.any(axis=0), a_n,

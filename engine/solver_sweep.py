@@ -34,6 +34,16 @@ except ImportError:  # pragma: no cover - numpy without the private module
 # After a colour's one-product sweep had to fall back to the sequential sweep, the number of
 # solve passes it goes straight to the sequential sweep (see ContactSolver.solve).
 RETRY_AFTER = 4
+# For engine.solver.
+einsum, count = _einsum, _count
+
+
+def same(a, b):
+    """Whether bool arrays a and b (same shape, or b None) are equal (np.array_equal costs
+    several microseconds in Python wrappers, and solve asks once per sweep)."""
+    return b is not None and not _count(a != b)
+
+
 # Module-level names for the calls of the hot loops (one global lookup instead of two).
 _copyto = np.copyto
 _add, _sub, _mul, _div = np.add, np.subtract, np.multiply, np.divide
