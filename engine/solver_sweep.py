@@ -96,7 +96,7 @@ class Colour:
         self.mx = s.max_normal[:npts, sl]
         self.fric = s.friction[sl]
         self.lim = np.empty((npts, mc))
-        self.relax_key = self.relax_slots = None  # see _active_relax_slots
+        self.relax_key = self.relax_slots = self.relax_block = None  # see _relax_pattern
         # Friction sweeps: one-product operator, then per point slot its two tangent rows.
         self.sf = s.sweep_friction[:nf, :nf, sl]
         self.impf_all = imp[4:4 + nf, sl]
@@ -134,11 +134,13 @@ def sweep(s, cols, vel, coef):
     fast = s.one_product_sweeps
     wait_n, wait_f = s._wait_normal, s._wait_friction
     flat_vel = vel.reshape(-1)
-    if not np.shares_memory(flat_vel, vel):  # the world's vel is C-contiguous
+    if not np.may_share_memory(flat_vel, vel):  # a copy: the world's vel is C-contiguous
         raise ValueError("ContactSolver.solve: vel must be a C-contiguous (N, 6) array "
                          "(the sweep writes through a flat view of it)")
     for c in cols:
         sl, ci = c.sl, c.ci
+        if not use_bias:
+            _relax_pattern(c, a_n, skip_m, sl)
         v = c.v2
         flat_vel.take(c.flat, out=c.v)
         u, u4 = c.u, c.u4
@@ -151,23 +153,10 @@ def sweep(s, cols, vel, coef):
             _einsum("pqm,qm->pm", c.kp, _add(u4, bias[:, sl], out=c.new4), out=e)
             e *= mscale[:, sl]
             e += _mul(iscale[:, sl], l4, out=c.new4)
-        else:
+            _block_step(c, u, _sub(l4, e, out=c.new4), None)
+        elif c.relax_block is not False:  # False: every manifold skips it
             _einsum("pqm,qm->pm", c.kp, u4, out=e)
-        new = _sub(l4, e, out=c.new4)
-        # Taken only where no row needs clamping (see ContactSolver.solve).
-        ge = _ge(new, c.zero4, out=c.ge)
-        if skip_m is None and _count(ge) == ge.size:  # every manifold takes it
-            u += _einsum("psm,pm->sm", c.k4, _sub(new, l4, out=e))
-            c.imp4[...] = new
-        else:
-            ok = _and_reduce(ge, axis=0)
-            if skip_m is not None:
-                ok &= ~skip_m[sl]
-            if _count(ok):  # else no manifold takes it: it would add K * 0 to u
-                # (new - lam0) * ok is new - lam0 where taken and 0 elsewhere, as the
-                # change of np.where(ok, new, lam0) is.
-                u += _einsum("psm,pm->sm", c.k4, _mul(_sub(new, l4, out=e), ok, out=e))
-                _copyto(c.imp4, new, where=ok)
+            _block_step(c, u, _sub(l4, e, out=c.new4), c.relax_block)
         # Normal sweep: one product when no row clamps, else sequential (see solve).
         seq = True
         if wait_n[ci] or not fast:
@@ -220,6 +209,43 @@ def sweep(s, cols, vel, coef):
             flat_vel[c.flat] = c.v  # conflict-free colour: plain writes
 
 
+def _block_step(c, u, new, allowed):
+    """Take the block normal step's answer new (4, mc) in the manifolds where no row needs
+    clamping (see ContactSolver.solve) and that are allowed (None: all); update u."""
+    l4, e = c.lam04, c.buf4
+    ge = _ge(new, c.zero4, out=c.ge)
+    if allowed is None and _count(ge) == ge.size:  # every manifold takes it
+        u += _einsum("psm,pm->sm", c.k4, _sub(new, l4, out=e))
+        c.imp4[...] = new
+        return
+    ok = _and_reduce(ge, axis=0)
+    if allowed is not None:
+        ok &= allowed
+    if _count(ok):  # else no manifold takes it: it would add K * 0 to u
+        # (new - lam0) * ok is new - lam0 where taken and 0 elsewhere, as the change of
+        # np.where(ok, new, lam0) is.
+        u += _einsum("psm,pm->sm", c.k4, _mul(_sub(new, l4, out=e), ok, out=e))
+        _copyto(c.imp4, new, where=ok)
+
+
+def _relax_pattern(c, a_n, skip_m, sl):
+    """Per-colour view of the relax pattern (which rows are speculative: see
+    ContactSolver.solve), kept while the pattern's gain array a_n is the same object:
+    c.relax_slots, the normal slots whose gain is nonzero in some manifold of the colour (the
+    others keep their impulse and change nothing); c.relax_block, the manifolds allowed the
+    block step (a mask, None: all are, False: none is)."""
+    if c.relax_key is a_n:
+        return
+    gain = _max_reduce(a_n[:c.npts, sl], axis=1).tolist()
+    c.relax_key = a_n
+    c.relax_slots = [t for t, g in zip(c.nslots, gain) if g != 0.0]
+    if skip_m is None:
+        c.relax_block = None
+    else:
+        allowed = ~skip_m[sl]
+        c.relax_block = allowed if _count(allowed) else False
+
+
 def _normal_sequential_biased(c, a_n, ab, keep, sl):
     """Gauss-Seidel over the normal rows with accumulated-impulse clamping,
     new = max(keep * old - a u - ab, 0); only the later normal rows are read again, the
@@ -241,7 +267,7 @@ def _normal_sequential_relax(c, a_n, sl):
     """The relax sweep's normal rows: new = max(old - a u, 0). A slot whose gain is zero in
     every manifold of the colour (speculative or unused: see ContactSolver.solve) keeps its
     impulse and changes nothing: it is skipped."""
-    slots = _active_relax_slots(c, a_n, sl)
+    slots = c.relax_slots
     if not slots:
         return
     new, dn, zero = c.nbuf, c.dn, c.zero
@@ -254,17 +280,6 @@ def _normal_sequential_relax(c, a_n, sl):
             ulater += kcol * _sub(new, pn, out=dn)
         _copyto(pn, new)
     c.ut += _einsum("psm,pm->sm", c.knt, _sub(c.impn_all, c.start, out=c.start))
-
-
-def _active_relax_slots(c, a_n, sl):
-    """c.nslots without the slots whose relax gain a_n is zero for every manifold of the
-    colour; a_n changes only with the relax pattern (ContactSolver.solve keeps it), so the
-    answer is kept per a_n array."""
-    if c.relax_key is not a_n:
-        gain = _max_reduce(a_n[:c.npts, sl], axis=1).tolist()
-        c.relax_key = a_n
-        c.relax_slots = [t for t, g in zip(c.nslots, gain) if g != 0.0]
-    return c.relax_slots
 
 
 def _friction_sequential(c, lim):
