@@ -93,7 +93,6 @@ class Colour:
         self.start = np.empty((npts, mc))
         self.nbuf = np.empty(mc)
         self.dn = np.empty(mc)
-        self.mx = s.max_normal[:npts, sl]
         self.fric = s.friction[sl]
         self.lim = np.empty((npts, mc))
         self.relax_key = self.relax_slots = self.relax_block = None  # see _relax_pattern
@@ -180,7 +179,6 @@ def sweep(s, cols, vel, coef):
                 _normal_sequential_biased(c, a_n, ab, keep, sl)
             else:
                 _normal_sequential_relax(c, a_n, sl)
-        _max(c.mx, c.impn_all, out=c.mx)
         lim = _mul(c.fric, c.impn_all, out=c.lim)
         seq = True
         if wait_f[ci] or not fast:
@@ -207,6 +205,9 @@ def sweep(s, cols, vel, coef):
         else:
             v += dv
             flat_vel[c.flat] = c.v  # conflict-free colour: plain writes
+    # Largest normal impulses (restitution reads them): a colour's rows change only while it
+    # is swept, so their values at the end of the sweep are those at the end of its turn.
+    _max(s.max_normal, s.imp[:4], out=s.max_normal)
 
 
 def _block_step(c, u, new, allowed):
