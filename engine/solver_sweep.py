@@ -130,7 +130,7 @@ def sweep(s, cols, vel, coef):
     sweep_n, skip_m): in relax ab, mscale, iscale, keep are None and skip_m is None or the
     manifolds whose block step is skipped."""
     use_bias, bias, ab, a_n, mscale, iscale, keep, sweep_n, skip_m = coef
-    fast = s.one_product_sweeps
+    fast, skip_inert = s.one_product_sweeps, s.skip_inert_colours
     wait_n, wait_f = s._wait_normal, s._wait_friction
     flat_vel = vel.reshape(-1)
     if not np.may_share_memory(flat_vel, vel):  # a copy: the world's vel is C-contiguous
@@ -138,12 +138,19 @@ def sweep(s, cols, vel, coef):
                          "(the sweep writes through a flat view of it)")
     for c in cols:
         sl, ci = c.sl, c.ci
+        idle = skip_inert and not _count(c.imp)  # no impulse in the colour yet
         if not use_bias:
             _relax_pattern(c, a_n, skip_m, sl)
+            if idle and not c.relax_slots:
+                _pass_over(wait_n, wait_f, ci)  # every row speculative: see _inert
+                continue
         v = c.v2
         flat_vel.take(c.flat, out=c.v)
         u, u4 = c.u, c.u4
         _einsum("mrk,mk->rm", c.jr, v, out=u)
+        if idle and use_bias and _inert(c, u4, bias[:, sl]):
+            _pass_over(wait_n, wait_f, ci)
+            continue
         lam0, l4 = c.lam0, c.lam04
         lam0[...] = c.imp
         # Block normal step: new = lam0 + dl, dl = -Kp (u + bias) [* mscale - iscale lam0].
@@ -208,6 +215,28 @@ def sweep(s, cols, vel, coef):
     # Largest normal impulses (restitution reads them): a colour's rows change only while it
     # is swept, so their values at the end of the sweep are those at the end of its turn.
     _max(s.max_normal, s.imp[:4], out=s.max_normal)
+
+
+def _inert(c, u4, bias):
+    """Whether a colour without impulse keeps none in this biased sweep: every normal row
+    has u + bias >= 0 (on a speculative row bias = s / h: the bodies do not close the gap
+    within the substep; on a touching one u + bias >= 0 asks for no push). The sequential
+    sweep then leaves each row at max(-a (u + bias), 0) = 0 and u unchanged, so every
+    friction limit stays zero and with it the friction; the block step is -Kp (u + bias),
+    and as Kp is positive semi-definite, where it is taken (no entry negative) it is zero up
+    to round-off. The whole colour would change nothing.
+
+    In relax a colour without impulse whose rows are all speculative (zero gain, no block
+    step) changes nothing either, exactly."""
+    return _count(_ge(_add(u4, bias, out=c.new4), c.zero4, out=c.ge)) == c.ge.size
+
+
+def _pass_over(wait_n, wait_f, ci):
+    """A skipped colour's one-product retry counters count the pass like a waiting one."""
+    if wait_n[ci]:
+        wait_n[ci] -= 1
+    if wait_f[ci]:
+        wait_f[ci] -= 1
 
 
 def _block_step(c, u, new, allowed):
