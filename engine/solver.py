@@ -342,6 +342,7 @@ class ContactSolver:
         eff_n = self.eff[:4]
         # Per normal row, the soft update is new = max(keep * old - a * (u + bias), 0): one
         # set of (4, m) coefficients per sweep, so the colour loop does no per-row set-up.
+        coef: tuple  # (use_bias, bias, ab, a_n, mscale, iscale, keep, sweep_n, skip_m)
         if use_bias:
             bias = np.where(spec, sep * inv_h, np.maximum(self.bias_rate * sep, -self.max_push))
             # The coefficients depend on which points are apart only, which rarely changes
