@@ -20,7 +20,7 @@ sorted by graph colour, so colour c is one contiguous slice and every per-point 
 handful of numpy calls on an (m, 12) block: gather the colour's body velocities once, sweep the
 4 point slots (Gauss-Seidel inside a manifold), scatter once. Within a colour no dynamic body
 appears twice, so the scatter is conflict free; static, kinematic and sleeping bodies have a
-zero MJ and are written back unchanged.
+zero MJ and are written back unchanged. The colour loop itself is engine/solver_sweep.py.
 
 Current separation inside the substeps is the separation from collision detection plus the
 relative motion of the anchors along the normal, linearised: s = s0 + J_n . dpose, where dpose
