@@ -17,11 +17,18 @@ engine/solver.py, in the same order on every element, with fewer and cheaper cal
 - "all rows >= 0" is count_nonzero of a comparison (a NaN fails it, as it failed .all()),
   clamps take array operands (a Python float is converted on every call);
 - work that provably changes nothing is skipped: a block step that no manifold of the colour
-  accepts (it would add K * 0 to the row velocities).
+  takes (it would add K * 0 to the row velocities); a friction slot whose limit is zero in
+  every manifold of the colour only takes its old impulse back out of the later rows; a relax
+  normal slot whose gain is zero in every manifold (speculative or unused rows); the largest
+  normal impulses are taken once per sweep, not per colour.
 
 The results equal those of the reference sweep (tests/solver_reference.py) bit for bit, up to
-the sign of a zero (x + 0.0 turns -0.0 into +0.0; no later operation can tell the two apart):
-tests/test_solver_sweep.py checks it on random manifolds and whole world runs.
+the sign of a zero (x + 0.0 turns -0.0 into +0.0; no later operation can tell the two apart),
+for finite inputs: tests/test_solver_sweep.py checks it on random manifolds and whole world
+runs. On top of that, with ContactSolver.skip_inert_colours (the default), a colour that
+provably changes nothing in a sweep is passed over altogether (_inert): that differs from the
+reference by round-off only (a block step that is zero in exact arithmetic, and which later
+pass a colour next tries its one-product sweeps in).
 """
 import numpy as np
 
