@@ -6,7 +6,8 @@ Runs the engine of ``--root`` (default: this checkout; give an exported older co
 the "before" column) on the scenes the quality tests use, at 1/24 s and 1/60 s steps, and
 prints each figure against its independent truth:
 
-- pyramid: the 210-box pyramid of tests/test_world_stacking.py, 10 s: largest drift (mm);
+- pyramid: the 210-box pyramid of tests/test_world_stacking.py (built by tests/scenes_stacking.py,
+  as are the tower and heavy on light), 10 s: largest drift (mm);
 - tower: 10 stacked unit boxes, 10 s: largest drift (mm);
 - resting gap: a unit box dropped from 5 cm, 3 s: bottom height above the ground (mm, < 0 is
   penetration), against 0;
@@ -24,6 +25,10 @@ import time
 import numpy as np
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests"))
+
+import scenes_stacking as stacking  # the scenes of tests/test_world_stacking.py
+from scenes_stacking import ground, run
 
 
 def engine_from(root):
@@ -33,37 +38,22 @@ def engine_from(root):
     return World, Box, Sphere
 
 
-def ground(w, Box, restitution=0.0):
-    w.add_body(Box([40.0, 40.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static",
-               restitution=restitution)
-
-
-def run(w, dt, seconds):
-    for _ in range(round(seconds / dt)):
-        w.step(dt)
+def drift_mm(World, Box, build, dt):
+    """Largest drift (mm) over 10 s of the boxes build(w, Box) stacks on the ground."""
+    w = World(sleeping=False)
+    ground(w, Box)
+    ids = build(w, Box)
+    start = w.positions[ids].copy()
+    run(w, dt, 10.0)
+    return 1000 * np.linalg.norm(w.positions[ids] - start, axis=1).max()
 
 
 def pyramid(World, Box, Sphere, dt):
-    w = World(sleeping=False)
-    ground(w, Box)
-    cube = Box([0.5, 0.5, 0.5])
-    ids = []
-    for row in range(20):
-        n = 20 - row
-        for i in range(n):
-            ids.append(w.add_body(cube, position=((i - (n - 1) / 2) * 1.05, 0, 0.5 + row)))
-    start = w.positions[ids].copy()
-    run(w, dt, 10.0)
-    return 1000 * np.linalg.norm(w.positions[ids] - start, axis=1).max()
+    return drift_mm(World, Box, stacking.pyramid, dt)
 
 
 def tower(World, Box, Sphere, dt):
-    w = World(sleeping=False)
-    ground(w, Box)
-    ids = [w.add_body(Box([0.5] * 3), position=(0, 0, 0.5 + k)) for k in range(10)]
-    start = w.positions[ids].copy()
-    run(w, dt, 10.0)
-    return 1000 * np.linalg.norm(w.positions[ids] - start, axis=1).max()
+    return drift_mm(World, Box, stacking.tower, dt)
 
 
 def resting_gap(World, Box, Sphere, dt):
@@ -91,8 +81,7 @@ def bounce(World, Box, Sphere, dt):
 def heavy_on_light(World, Box, Sphere, dt):
     w = World(sleeping=False)
     ground(w, Box)
-    light = w.add_body(Box([0.5] * 3), position=(0, 0, 0.5), mass=1.0)
-    heavy = w.add_body(Box([0.5] * 3), position=(0, 0, 1.5), mass=100.0)
+    light, heavy = stacking.heavy_on_light(w, Box)
     run(w, dt, 5.0)
     return -1000 * ((w.positions[heavy, 2] - 0.5) - (w.positions[light, 2] + 0.5))
 
