@@ -1,14 +1,13 @@
 """The chain path of the direct lock solve (engine.joint_chain) against independent truth:
 block cyclic reduction against numpy's dense solve on random block tridiagonal SPD systems,
 chain_order against the chain it was built from, and a 50-link rope stepped with the chain
-path against the dense Gauss-Jordan path (same answer to rounding, bit-exact replays)."""
-import math
-
+path against the dense Gauss-Jordan path (same answer to rounding, bit-exact replays; the rope is
+built by tests/scenes_chains.py, as bench/bench_joints_chain.py times it)."""
 import numpy as np
 import pytest
+from scenes_chains import capsule_rope
 
 import engine.joint_solver as joint_solver
-from engine import Box, Capsule, World, quat
 from engine.joint_chain import ChainSystem, chain_order
 
 
@@ -52,18 +51,8 @@ def test_chain_order_walks_each_path_and_refuses_branches():
                        awake) is None
 
 
-def _rope(n=50):
-    w = World()
-    w.add_body(Box((1.6, 1.6, 0.05)), position=(0, 0, 0.7), kind="static")
-    step = 0.06
-    along_x = quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), math.pi / 2)
-    x0 = -step * (n - 1) / 2
-    caps = [w.add_body(Capsule(0.012, 0.03), position=(x0 + step * i, 0, 1.2),
-                       orientation=along_x, mass=0.05) for i in range(n)]
-    for i in range(n - 1):
-        w.add_joint("point", caps[i], caps[i + 1], position=(x0 + step * (i + 0.5), 0, 1.2))
-    w.add_joint("point", caps[0], None, position=(x0, 0, 1.2))
-    return w
+def _rope():
+    return capsule_rope(50)[0]
 
 
 def test_rope_on_the_chain_path_moves_as_on_the_dense_path(monkeypatch):

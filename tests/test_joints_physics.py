@@ -10,9 +10,10 @@ import math
 
 import numpy as np
 import pytest
+from scenes_chains import anchor, capsule_rope, heavy_end_chain, local_point
 from scipy.special import ellipk
 
-from engine import Box, Capsule, Sphere, World, quat
+from engine import Box, Sphere, World, quat
 
 G = 9.81
 STEPS = [pytest.param(1 / 24, id="24fps"), pytest.param(1 / 60, id="60fps")]
@@ -32,14 +33,6 @@ def crossings(t, y):
     """Times where y crosses 0 upwards (linear interpolation)."""
     i = np.flatnonzero((y[:-1] < 0) & (y[1:] >= 0))
     return t[i] + (t[i + 1] - t[i]) * (-y[i]) / (y[i + 1] - y[i])
-
-
-def anchor(world, body, local):
-    return world.positions[body] + quat.rotate(world.orientations[body], local)
-
-
-def local_point(world, body, point):
-    return quat.rotate_inverse(world.orientations[body], np.asarray(point) - world.positions[body])
 
 
 @pytest.mark.parametrize("dt", STEPS)
@@ -67,19 +60,9 @@ def test_point_pendulum_period_amplitude_pivot(dt):
 def test_chain_of_light_links_holds_heavy_end_mass(dt):
     """Ten 0.1 kg rod links and a 10 kg ball (100:1), released horizontally from a pivot."""
     n, L, m = 10, 0.1, 0.1
-    w = World()
-    ex = np.array([1.0, 0.0, 0.0])
-    links = [w.add_body(Box((0.05, 0.01, 0.01)), position=(i + 0.5) * L * ex, mass=m)
-             for i in range(n)]
-    end = w.add_body(Sphere(0.05), position=(n * L + 0.05) * ex, mass=100 * m)
-    bodies = links + [end]
-    w.add_joint("point", links[0], None, position=(0, 0, 0))
-    pins = [(links[0], None, local_point(w, links[0], (0, 0, 0)), np.zeros(3))]
-    for i in range(1, n + 1):
-        p = i * L * ex
-        w.add_joint("point", bodies[i - 1], bodies[i], position=p)
-        pins.append((bodies[i - 1], bodies[i], local_point(w, bodies[i - 1], p),
-                     local_point(w, bodies[i], p)))
+    w, bodies, pins = heavy_end_chain(n, L, m)
+    end = bodies[-1]
+    pins = [(bodies[0], None, local_point(w, bodies[0], (0, 0, 0)), np.zeros(3))] + pins
     length = n * L + 0.05
 
     def probe(w):
@@ -216,21 +199,8 @@ def test_rope_of_fifty_overlapping_capsules_stays_intact_on_a_table():
     joints, collisions between joined pairs off), pinned at both ends (a redundant, taut
     system), released after 0.5 s onto a table: no link opens beyond 5 mm, nothing flies
     off, every capsule ends on the table."""
-    w = World()
-    w.add_body(Box((1.6, 1.6, 0.05)), position=(0, 0, 0.7), kind="static")
-    n, step = 50, 0.06
-    along_x = quat.from_axis_angle(np.array([0.0, 1.0, 0.0]), math.pi / 2)
-    x0 = -step * (n - 1) / 2
-    caps = [w.add_body(Capsule(0.012, 0.03), position=(x0 + step * i, 0, 1.2),
-                       orientation=along_x, mass=0.05) for i in range(n)]
-    pins = []
-    for i in range(n - 1):
-        p = np.array([x0 + step * (i + 0.5), 0, 1.2])
-        w.add_joint("point", caps[i], caps[i + 1], position=p)
-        pins.append((caps[i], caps[i + 1], local_point(w, caps[i], p),
-                     local_point(w, caps[i + 1], p)))
-    ends = [w.add_joint("point", caps[0], None, position=(x0, 0, 1.2)),
-            w.add_joint("point", caps[-1], None, position=(-x0, 0, 1.2))]
+    n = 50
+    w, caps, pins, ends = capsule_rope(n, both_ends=True)
     worst = fastest = 0.0
     for f in range(36):
         if f == 12:
