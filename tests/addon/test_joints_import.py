@@ -32,6 +32,38 @@ def connect(objs, active, kind='POINT'):
     return e
 
 
+def rigid_world(frames=12):
+    """An empty scene with a Rigid Body World whose cache runs to the last frame."""
+    scene = hb.empty_scene(frame_end=frames)
+    bpy.ops.rigidbody.world_add()
+    scene.rigidbody_world.point_cache.frame_end = frames
+    return scene
+
+
+def cube_below_top(frames=12):
+    """A fresh rigid world with a passive "Top" and a 1 kg dynamic "Cube" 0.5 m below it
+    (0.5 m boxes, Cube at z = 3): the constraint tests' pair. Returns (scene, top, cube)."""
+    scene = rigid_world(frames)
+    top = rigid(hb.add_box("Top", size=(0.5, 0.5, 0.5), location=(0, 0, 3.5), enabled=False),
+                'PASSIVE')
+    cube = rigid(hb.add_box("Cube", size=(0.5, 0.5, 0.5), location=(0, 0, 3), enabled=False))
+    return scene, top, cube
+
+
+def bake_blender(scene):
+    """Blender's own simulation, baked into the rigid world's point cache."""
+    with bpy.context.temp_override(scene=scene, point_cache=scene.rigidbody_world.point_cache):
+        bpy.ops.ptcache.free_bake_all()
+        assert bpy.ops.ptcache.bake_all(bake=True) == {'FINISHED'}
+
+
+def import_all(scene):
+    """Hullabaloo's import of every rigid body and constraint, with nothing selected."""
+    for o in scene.objects:
+        o.select_set(False)
+    assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
+
+
 def write_library(tmp_path):
     """lib.blend with a collection "Rig": passive LibPost, dynamic LibBob 1.5 m beside it,
     joined by Blender's Point constraint (Empty "LibJoint")."""
@@ -61,9 +93,7 @@ def load_rig(path, scene):
 
 def main_scene():
     """A local dynamic "Local" hanging from... nothing yet: a passive "Ground" far below."""
-    scene = hb.empty_scene(frame_end=12)
-    bpy.ops.rigidbody.world_add()
-    scene.rigidbody_world.point_cache.frame_end = 12
+    scene = rigid_world()
     rigid(hb.add_box("Ground", size=(20, 20, 1), location=(0, 0, -5), enabled=False),
           'PASSIVE')
     return scene
@@ -107,9 +137,7 @@ def test_linked_constraints_and_bodies_are_left_alone_and_listed(tmp_path):
     keyed = connect([local, bpy.data.objects["Ground"]], local)
     keyed.name = "Keyed"
     keyed.rigid_body_constraint.keyframe_insert("enabled", frame=1)
-    for o in scene.objects:
-        o.select_set(False)
-    assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
+    import_all(scene)
     notes = hb.pkg().addon.ops.LAST_IMPORT["objects"]
 
     def note(name, *words):
@@ -156,9 +184,7 @@ def test_library_override_is_imported_for_the_session_and_said_so(tmp_path):
     ov = {o.name: o for o in scene.objects if o.override_library is not None}
     assert set(ov) == {"LibPost", "LibBob", "LibJoint"}
     in_world(scene, ov.values())
-    for o in scene.objects:
-        o.select_set(False)
-    assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
+    import_all(scene)
     notes = hb.pkg().addon.ops.LAST_IMPORT["objects"]
     for name in ov:
         assert any("library override of" in n and "this session only" in n
@@ -195,24 +221,15 @@ def test_breaking_threshold_breaks_where_blenders_does(threshold, breaks):
     """A 1 kg cube hangs from a passive block by a Fixed constraint at the cube's centre: it
     carries m g = 9.81 N, an impulse of 9.81 / 240 = 0.041 N s per Bullet substep (24 fps x
     10): Blender's threshold 0.03 breaks it, 0.055 holds; so do ours (threshold x 240 N)."""
-    scene = hb.empty_scene(frame_end=12)
-    bpy.ops.rigidbody.world_add()
-    scene.rigidbody_world.point_cache.frame_end = 12
-    top = rigid(hb.add_box("Top", size=(0.5, 0.5, 0.5), location=(0, 0, 3.5), enabled=False),
-                'PASSIVE')
-    cube = rigid(hb.add_box("Cube", size=(0.5, 0.5, 0.5), location=(0, 0, 3), enabled=False))
+    scene, top, cube = cube_below_top()
     e = connect([top, cube], top, 'FIXED')
     e.location = cube.location
     c = e.rigid_body_constraint
     c.use_breaking, c.breaking_threshold = True, threshold
-    with bpy.context.temp_override(scene=scene, point_cache=scene.rigidbody_world.point_cache):
-        bpy.ops.ptcache.free_bake_all()
-        assert bpy.ops.ptcache.bake_all(bake=True) == {'FINISHED'}
+    bake_blender(scene)
     scene.frame_set(12)
     blender_z = cube.matrix_world.translation.z
-    for o in scene.objects:
-        o.select_set(False)
-    assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
+    import_all(scene)
     assert abs(e.hullabaloo_joint.break_force - threshold * 240) < 1e-4
     hb.bake()
     scene.frame_set(12)
@@ -230,12 +247,7 @@ def test_negative_springs_and_reversed_limits_from_blender_are_left_out_by_name(
     upper (Bullet leaves that axis free). Hullabaloo's own settings cannot go below 0
     (clamped), so the import leaves such a spring out and such a limit off, names them in
     the report and the bake summary, and the joint itself is made and holds."""
-    scene = hb.empty_scene(frame_end=12)
-    bpy.ops.rigidbody.world_add()
-    scene.rigidbody_world.point_cache.frame_end = 12
-    top = rigid(hb.add_box("Top", size=(0.5, 0.5, 0.5), location=(0, 0, 3.5), enabled=False),
-                'PASSIVE')
-    cube = rigid(hb.add_box("Cube", size=(0.5, 0.5, 0.5), location=(0, 0, 3), enabled=False))
+    scene, top, cube = cube_below_top()
     e = connect([top, cube], top, 'GENERIC_SPRING')
     e.name = "Springy"
     c = e.rigid_body_constraint
@@ -254,9 +266,7 @@ def test_negative_springs_and_reversed_limits_from_blender_are_left_out_by_name(
     js = e.hullabaloo_joint
     js.spring_stiffness_x = -5.0                 # ours clamps
     assert js.spring_stiffness_x == 0.0
-    for o in scene.objects:
-        o.select_set(False)
-    assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
+    import_all(scene)
     text = "; ".join(hb.pkg().addon.ops.LAST_IMPORT["objects"]["Springy"])
     assert "spring_x: stiffness -5, damping -1" in text and "left out" in text, text
     assert "limit_lin_z: lower 0.5 > upper -0.5" in text, text
@@ -279,12 +289,7 @@ def test_generic_spring_moves_like_blenders():
     rest pose: imported, it bobs about the static sag m g / k with the period
     2 pi sqrt(m / k), as Blender's own run does."""
     frames = 25
-    scene = hb.empty_scene(frame_end=frames)
-    bpy.ops.rigidbody.world_add()
-    scene.rigidbody_world.point_cache.frame_end = frames
-    top = rigid(hb.add_box("Top", size=(0.5, 0.5, 0.5), location=(0, 0, 3.5), enabled=False),
-                'PASSIVE')
-    cube = rigid(hb.add_box("Cube", size=(0.5, 0.5, 0.5), location=(0, 0, 3), enabled=False))
+    scene, top, cube = cube_below_top(frames)
     cube.rigid_body.linear_damping = cube.rigid_body.angular_damping = 0.0
     e = connect([top, cube], top, 'GENERIC_SPRING')
     e.location = cube.location
@@ -296,17 +301,13 @@ def test_generic_spring_moves_like_blenders():
             setattr(c, f"limit_{kind}_{ax}_upper", 0.0)
     c.use_limit_lin_z = False
     c.use_spring_z, c.spring_stiffness_z, c.spring_damping_z = True, 400.0, 0.0
-    with bpy.context.temp_override(scene=scene, point_cache=scene.rigidbody_world.point_cache):
-        bpy.ops.ptcache.free_bake_all()
-        assert bpy.ops.ptcache.bake_all(bake=True) == {'FINISHED'}
+    bake_blender(scene)
 
     def heights():
         return np.array([(scene.frame_set(f), cube.matrix_world.translation.z)[1]
                          for f in range(1, frames + 1)])
     blender = heights()
-    for o in scene.objects:
-        o.select_set(False)
-    assert bpy.ops.hullabaloo.import_rigid_body(all=True) == {'FINISHED'}
+    import_all(scene)
     summary = hb.bake()
     assert summary["problems"] == []
     ours = heights()
