@@ -27,13 +27,19 @@ def test_resting_box_falls_asleep_and_stays_put():
     np.testing.assert_array_equal(w.linear_velocities[b], 0.0)
 
 
-def test_sleeping_box_wakes_when_hit_and_reacts():
+def box_asleep_on_ground():
+    """A unit box resting on the ground, asleep after 2 s at 24 fps: (world, box)."""
     w = World()
     ground(w)
     b = w.add_body(Box([0.5, 0.5, 0.5]), position=(0, 0, 0.5))
     for _ in range(48):
         w.step(1 / 24)
     assert w.sleeping[b]
+    return w, b
+
+
+def test_sleeping_box_wakes_when_hit_and_reacts():
+    w, b = box_asleep_on_ground()
     ball = w.add_body(Sphere(0.2), position=(-3.0, 0, 0.5), linear_velocity=(8.0, 0, 0), mass=5.0)
     woke = False
     for _ in range(24):
@@ -74,12 +80,7 @@ def test_kinematic_body_moving_into_sleepers_wakes_and_pushes_them():
 
 
 def test_set_velocity_wakes_a_sleeper():
-    w = World()
-    ground(w)
-    b = w.add_body(Box([0.5, 0.5, 0.5]), position=(0, 0, 0.5))
-    for _ in range(48):
-        w.step(1 / 24)
-    assert w.sleeping[b]
+    w, b = box_asleep_on_ground()
     w.set_velocity(b, linear=(0, 0, 3.0))
     w.step(1 / 24)
     assert not w.sleeping[b] and w.positions[b, 2] > 0.55
