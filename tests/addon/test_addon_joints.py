@@ -142,10 +142,10 @@ def test_bad_joints_are_reported_by_name_and_the_bake_goes_on():
     assert box.matrix_world.translation.z < 2.0   # baked, falling: no joint was made
 
 
-def test_rebake_from_a_frame_keeps_broken_joints_broken():
-    """A block glued to a passive beam with a weak fixed joint breaks in the first frames and
-    falls; re-baking from a later frame continues from the stored state (the joint stays
-    broken): the keys equal the full bake's."""
+def baked_glued_block():
+    """A 6 kg block glued to the end of a passive beam by a fixed joint (Empty "Glue") that
+    breaks above 30 N (58.9 N of weight: it breaks in the first frames), baked over 30
+    frames. Returns (scene, block, the joint's settings)."""
     scene = hb.empty_scene(frame_end=30)
     beam = hb.add_box("Beam", size=(2, 0.5, 0.5), location=(0, 0, 3), body_type='PASSIVE')
     block = hb.add_box("Block", size=(0.5, 0.5, 0.5), location=(1.25, 0, 3), mass=6.0)
@@ -157,6 +157,14 @@ def test_rebake_from_a_frame_keeps_broken_joints_broken():
     js.use_breaking, js.break_force = True, 30.0
     scene.frame_set(1)
     hb.bake()
+    return scene, block, js
+
+
+def test_rebake_from_a_frame_keeps_broken_joints_broken():
+    """A block glued to a passive beam with a weak fixed joint breaks in the first frames and
+    falls; re-baking from a later frame continues from the stored state (the joint stays
+    broken): the keys equal the full bake's."""
+    scene, block, js = baked_glued_block()
     full = hb.keys_of(block)
     scene.frame_set(30)
     assert block.matrix_world.translation.z < 1.0
@@ -220,17 +228,7 @@ def test_overlay_draws_joints_of_the_bake_and_of_a_debug_frame():
     """A glued block breaks off: the overlay's joint anchors sit on the glue point at the
     first frame, follow the block after the break in the broken colour, and a Debug Frame
     (re-simulated, no bake) shows the same joint."""
-    scene = hb.empty_scene(frame_end=30)
-    beam = hb.add_box("Beam", size=(2, 0.5, 0.5), location=(0, 0, 3), body_type='PASSIVE')
-    block = hb.add_box("Block", size=(0.5, 0.5, 0.5), location=(1.25, 0, 3), mass=6.0)
-    e = bpy.data.objects.new("Glue", None)
-    scene.collection.objects.link(e)
-    e.location = (1.0, 0, 3)
-    js = e.hullabaloo_joint
-    js.enabled, js.type, js.object1, js.object2 = True, 'FIXED', beam, block
-    js.use_breaking, js.break_force = True, 30.0
-    scene.frame_set(1)
-    hb.bake()
+    scene, block, js = baked_glued_block()
     import importlib
     ov = hb.pkg().addon.overlay
     for name in ("handler", "source"):
