@@ -213,7 +213,7 @@ def profile_ours(bl, frames, warm=24, top=30):
 # -- Blender's Rigid Body --------------------------------------------------------------------
 
 def run_blender(bl, frames):
-    from bpy_scene import start_bpy
+    from bpy_scene import add_rigid_bodies, rigid_body_world, start_bpy
     bpy = start_bpy()
     from mathutils import Quaternion
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -238,18 +238,9 @@ def run_blender(bl, frames):
         o.rotation_quaternion = Quaternion(tuple(b.q))
         objs.append(o)
     bpy.context.view_layer.update()
-    scene.frame_start, scene.frame_end = 1, frames + 1
-    scene.frame_set(1)
-    bpy.ops.rigidbody.world_add()
-    rbw = scene.rigidbody_world
-    rbw.substeps_per_frame = 10
-    rbw.solver_iterations = 10
-    rbw.point_cache.frame_start = 1
-    rbw.point_cache.frame_end = frames + 1
+    rbw = rigid_body_world(bpy, scene, frames + 1)
     for sel, rb_type in (([ground], 'PASSIVE'), (objs, 'ACTIVE')):
-        with bpy.context.temp_override(selected_objects=sel, active_object=sel[0],
-                                       object=sel[0]):
-            bpy.ops.rigidbody.objects_add(type=rb_type)
+        add_rigid_bodies(bpy, sel, rb_type)
     ground.rigid_body.collision_shape = 'MESH'
     for o in [ground] + objs:
         rb = o.rigid_body

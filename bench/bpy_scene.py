@@ -1,5 +1,6 @@
 """Blender side shared by bench/ours.py and bench/peers_blender.py: a sandboxed bpy session,
-objects built from a bench.scenes.Scene, pose read-back, key counting and peak memory.
+objects built from a bench.scenes.Scene, a Rigid Body World (also for
+bench/bench_mesh_ground.py), pose read-back, key counting and peak memory.
 
 Objects are named ``B00000``.. in scene order (static bodies too), so ``bpy.data.objects``
 (sorted by name) lines up with the scene arrays. Bodies of one shape share one mesh (like
@@ -122,6 +123,27 @@ def key_count(objs, frame_lo=-1e9, frame_hi=1e9):
             f = co[0::2]
             total += int(np.count_nonzero((f >= frame_lo - 1e-3) & (f <= frame_hi + 1e-3)))
     return total
+
+
+def rigid_body_world(bpy, scene, last):
+    """Frames 1..last and a Rigid Body World baking them, its settings written out: 10
+    substeps per frame, 10 solver iterations (Blender's defaults). Returns the world."""
+    scene.frame_start, scene.frame_end = 1, last
+    scene.frame_set(1)
+    bpy.ops.rigidbody.world_add()
+    rbw = scene.rigidbody_world
+    rbw.substeps_per_frame = 10
+    rbw.solver_iterations = 10
+    rbw.point_cache.frame_start = 1
+    rbw.point_cache.frame_end = last
+    return rbw
+
+
+def add_rigid_bodies(bpy, objs, rb_type):
+    """Blender's Add Rigid Body ('ACTIVE' or 'PASSIVE') on objs, as from the Object menu."""
+    with bpy.context.temp_override(selected_objects=objs, active_object=objs[0],
+                                   object=objs[0]):
+        bpy.ops.rigidbody.objects_add(type=rb_type)
 
 
 def view3d_override(bpy):

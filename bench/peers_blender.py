@@ -18,11 +18,13 @@ import time
 
 import numpy as np
 from bpy_scene import (
+    add_rigid_bodies,
     build_objects,
     key_count,
     maxrss_mb,
     pose_buffers,
     read_poses,
+    rigid_body_world,
     start_bpy,
     view3d_override,
 )
@@ -61,20 +63,11 @@ def setup(bpy, s):
     scene = bpy.context.scene
     first = 1 + (PREROLL if s.has_velocities else 0)
     last = first + s.frames - 1
-    scene.frame_start, scene.frame_end = 1, last
-    scene.frame_set(1)
-    bpy.ops.rigidbody.world_add()
-    rbw = scene.rigidbody_world
-    rbw.substeps_per_frame = 10
-    rbw.solver_iterations = 10
-    rbw.point_cache.frame_start = 1
-    rbw.point_cache.frame_end = last
+    rigid_body_world(bpy, scene, last)
     for kind, rb_type in ((0, 'ACTIVE'), (1, 'PASSIVE')):
         sel = [objs[i] for i in np.flatnonzero(s.kind == kind)]
         if sel:
-            with bpy.context.temp_override(selected_objects=sel, active_object=sel[0],
-                                           object=sel[0]):
-                bpy.ops.rigidbody.objects_add(type=rb_type)
+            add_rigid_bodies(bpy, sel, rb_type)
     for i, o in enumerate(objs):
         rb = o.rigid_body
         spec = s.shapes[s.shape_id[i]]
