@@ -213,7 +213,7 @@ def profile_ours(bl, frames, warm=24, top=30):
 # -- Blender's Rigid Body --------------------------------------------------------------------
 
 def run_blender(bl, frames):
-    from bpy_scene import add_rigid_bodies, rigid_body_world, start_bpy
+    from bpy_scene import add_rigid_bodies, bake_rigid_world, rigid_body_world, start_bpy
     bpy = start_bpy()
     from mathutils import Quaternion
     bpy.ops.wm.read_homefile(use_empty=True)
@@ -238,7 +238,7 @@ def run_blender(bl, frames):
         o.rotation_quaternion = Quaternion(tuple(b.q))
         objs.append(o)
     bpy.context.view_layer.update()
-    rbw = rigid_body_world(bpy, scene, frames + 1)
+    rigid_body_world(bpy, scene, frames + 1)
     for sel, rb_type in (([ground], 'PASSIVE'), (objs, 'ACTIVE')):
         add_rigid_bodies(bpy, sel, rb_type)
     ground.rigid_body.collision_shape = 'MESH'
@@ -255,12 +255,7 @@ def run_blender(bl, frames):
         rb.linear_damping = 0.04
         rb.angular_damping = 0.1
     scene.frame_set(1)
-    t0 = time.process_time()
-    with bpy.context.temp_override(scene=scene, point_cache=rbw.point_cache):
-        res = bpy.ops.ptcache.bake_all(bake=True)
-    cpu = time.process_time() - t0
-    if res != {'FINISHED'}:
-        raise RuntimeError(f"ptcache.bake_all returned {res}")
+    cpu = bake_rigid_world(bpy, scene, clock=time.process_time)
     pos = np.empty((frames, len(bl), 3))
     qq = np.empty((frames, len(bl), 4))
     for f in range(frames):

@@ -19,6 +19,7 @@ import time
 import numpy as np
 from bpy_scene import (
     add_rigid_bodies,
+    bake_rigid_world,
     build_objects,
     key_count,
     maxrss_mb,
@@ -91,13 +92,7 @@ def run(s, keys=True):
     scene, objs, first, last = setup(bpy, s)
     out = pose_buffers(s.frames, len(s.dynamic))
     rss0 = maxrss_mb()
-    rbw = scene.rigidbody_world
-    t0 = time.perf_counter()
-    with bpy.context.temp_override(scene=scene, point_cache=rbw.point_cache):
-        res = bpy.ops.ptcache.bake_all(bake=True)
-    sim = time.perf_counter() - t0
-    if res != {'FINISHED'}:
-        raise RuntimeError(f"ptcache.bake_all returned {res}")
+    sim = bake_rigid_world(bpy, scene)
     rss_sim = maxrss_mb()
     # Poses from the baked cache (what the keys will hold), not timed.
     dyn_rows = np.array(s.dynamic)  # objects are named in scene order
