@@ -16,32 +16,17 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, ROOT)
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+
+from scenes_meshes import box_mesh, torus_mesh  # the meshes of tests/test_fracture.py
 
 from engine import Box, EngineError, Sphere, World
 from engine.fracture import fracture, mesh_volume, volume_points
 from engine.glue import add_glue, add_pieces
 
 WALL = (2.0, 0.25, 1.5)
-
-
-def box_mesh(size):
-    sx, sy, sz = size
-    v = np.array([[x, y, z] for x in (-sx / 2, sx / 2) for y in (-sy / 2, sy / 2)
-                  for z in (0, sz)], dtype=float)
-    f = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
-    return v, f
-
-
-def torus_mesh(R=1.0, r=0.35, nu=32, nv=16):
-    u = np.linspace(0, 2 * np.pi, nu, endpoint=False)
-    w = np.linspace(0, 2 * np.pi, nv, endpoint=False)
-    U, W = np.meshgrid(u, w, indexing="ij")
-    p = np.stack([(R + r * np.cos(W)) * np.cos(U), (R + r * np.cos(W)) * np.sin(U),
-                  r * np.sin(W)], -1).reshape(-1, 3)
-    f = [[i * nv + j, ((i + 1) % nu) * nv + j, ((i + 1) % nu) * nv + (j + 1) % nv,
-          i * nv + (j + 1) % nv] for i in range(nu) for j in range(nv)]
-    return p, f
 
 
 def time_cut(name, v, f, n, seed=1, repeats=3):
@@ -58,7 +43,7 @@ def time_cut(name, v, f, n, seed=1, repeats=3):
 
 
 def wall(strength, iterations, ball, asleep, seconds):
-    v, f = box_mesh(WALL)
+    v, f = box_mesh(WALL, centred=True)
     fr = fracture(v, f, volume_points(v, f, 60, seed=7))
     w = World(iterations=iterations)
     w.add_body(Box((10, 10, 0.5)), position=(0, 0, -0.5), kind="static")
@@ -123,11 +108,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="skip the 1000-piece cut")
     args = ap.parse_args()
     print("== fracture (engine.fracture, wall-clock, best of 3)")
-    v, f = box_mesh(WALL)
+    v, f = box_mesh(WALL, centred=True)
     time_cut("box", v, f, 40)
     if not args.quick:
         time_cut("box", v, f, 1000, repeats=1)
-    tv, tf = torus_mesh()
+    tv, tf = torus_mesh(triangles=False)
     time_cut("torus", tv, tf, 40, repeats=1)
     print("== glued wall, 60 pieces, 1/24 s steps")
     for it in (1, 4):

@@ -4,6 +4,7 @@ containment) as an independent oracle."""
 import numpy as np
 import pytest
 import trimesh
+from scenes_meshes import box_mesh, torus_mesh
 
 from engine import EngineError
 from engine.fracture import (
@@ -15,28 +16,6 @@ from engine.fracture import (
     mesh_volume,
     volume_points,
 )
-
-
-def box_mesh(size=(2.0, 0.3, 1.5)):
-    sx, sy, sz = size
-    v = np.array([[x, y, z] for x in (0, sx) for y in (0, sy) for z in (0, sz)], dtype=float)
-    f = [[0, 1, 3, 2], [4, 6, 7, 5], [0, 4, 5, 1], [2, 3, 7, 6], [0, 2, 6, 4], [1, 5, 7, 3]]
-    return v, f
-
-
-def torus_mesh(R=1.0, r=0.35, nu=32, nv=16):
-    u = np.linspace(0, 2 * np.pi, nu, endpoint=False)
-    w = np.linspace(0, 2 * np.pi, nv, endpoint=False)
-    U, W = np.meshgrid(u, w, indexing="ij")
-    p = np.stack([(R + r * np.cos(W)) * np.cos(U), (R + r * np.cos(W)) * np.sin(U),
-                  r * np.sin(W)], -1).reshape(-1, 3)
-    faces = []
-    for i in range(nu):
-        for j in range(nv):
-            a, b = i * nv + j, ((i + 1) % nu) * nv + j
-            c, d = ((i + 1) % nu) * nv + (j + 1) % nv, i * nv + (j + 1) % nv
-            faces += [[a, b, c], [a, c, d]]
-    return p, np.array(faces)
 
 
 def tri(piece):

@@ -9,7 +9,7 @@ sweeps over a 60-piece network gain energy under the impact (see the report / be
 """
 import numpy as np
 import pytest
-from test_fracture import box_mesh, torus_mesh
+from scenes_meshes import box_mesh, torus_mesh
 
 from engine import Box, Compound, ConvexHull, EngineError, Sphere, World
 from engine.fracture import fracture, volume_points
