@@ -21,6 +21,8 @@ contact solver's, the broad and narrow phase and the integration (the functions 
 timers, so the total runs a little slower).
 
     python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet] [--split]
+    HB_ENGINE_ROOT=/path/to/an/exported/commit python bench/bench_joints_grid.py ...
+                                          # measure another commit's engine (before/after)
 """
 import argparse
 import os
@@ -29,7 +31,8 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.environ.get("HB_ENGINE_ROOT", ROOT))  # the engine measured
 
 from engine import Sphere, World
 

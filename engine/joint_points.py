@@ -29,7 +29,8 @@ import itertools
 
 import numpy as np
 
-from .joint_math import inv3_soa, quat_matrix, quat_mul
+from .joint_math import cross_rows, quat_matrix, quat_mul
+from .solver_sweep import einsum as _einsum
 
 _P1 = np.array([1, 2, 0])
 _P2 = np.array([2, 0, 1])
@@ -47,31 +48,90 @@ def point_lock_only(g):
                 and not g["target"][:, :3].any())
 
 
-def _cross0(a, b):
-    """Cross products along the first axis of (3, ...) arrays."""
-    return a[_P1] * b[_P2] - a[_P2] * b[_P1]
+# Flat (9,) indices into a (9, K) view of (3, 3, K) matrices for the adjugate's cofactors
+# (joint_math.cross_rows(m[_P1], m[_P2]):
+# cof[r, c] = m[P1r, P1c] m[P2r, P2c] - m[P1r, P2c] m[P2r, P1c]).
+_R, _C = np.divmod(np.arange(9), 3)
+_COF = [_P1[_R] * 3 + _P1[_C], _P2[_R] * 3 + _P2[_C], _P1[_R] * 3 + _P2[_C],
+        _P2[_R] * 3 + _P1[_C]]
 
 
-def _rotate0(q, v):
-    """Rotate vectors v (3, k) by unit quaternions q (4, k) (quat.rotate's arithmetic)."""
-    u = q[1:]
-    t = _cross0(u, v)
+class _Scratch:
+    """Preallocated buffers of prepare: it runs every substep, and its temporaries (tens to
+    a hundred kB each at 760 joints) freed at the top of the heap made glibc give the pages
+    back and fault them in again, a few hundred page faults per call (0.16 -> 0.45 ms)."""
+
+    def __init__(self, m):
+        m2 = 2 * m
+        self.q2 = np.empty((4, m2))
+        self.x2 = np.empty((3, m2))
+        self.u1, self.u2 = np.empty((3, m2)), np.empty((3, m2))
+        self.t, self.c, self.r2 = np.empty((3, m2)), np.empty((3, m2)), np.empty((3, m2))
+        self.tp = np.empty((3, m2))
+        self.d = np.empty((3, m))
+        self.skew = np.empty((9, m2))
+        self.si, self.kk, self.p = (np.empty((3, 3, m2)) for _ in range(3))
+        self.k = np.empty((3, 3, m))
+        self.cof, self.c2 = np.empty((9, m)), np.empty((9, m))
+        self.det = np.empty((3, m))
+
+
+def _rotate0(q, v, v1, v2, sc):
+    """Rotate vectors v (3, k) by unit quaternions q (4, k) (quat.rotate's arithmetic: v +
+    w t + u x t, t = 2 u x v) into sc.r2; v1, v2 are v's rows permuted by _P1, _P2."""
+    u1, u2, t, c, out = sc.u1, sc.u2, sc.t, sc.c, sc.r2
+    np.take(q[1:], _P1, axis=0, out=u1)
+    np.take(q[1:], _P2, axis=0, out=u2)
+    np.multiply(u1, v2, out=t)
+    np.multiply(u2, v1, out=c)
+    t -= c
     t *= 2.0
-    out = q[:1] * t
+    np.multiply(q[:1], t, out=out)
     out += v
-    out += _cross0(u, t)
+    tp = sc.tp
+    np.take(t, _P2, axis=0, out=tp)
+    np.multiply(u1, tp, out=c)
+    np.take(t, _P1, axis=0, out=tp)
+    u2 *= tp
+    c -= u2
+    out += c
     return out
 
 
-def _mm3(a, b):
-    """Products of component-major 3 x 3 matrices (3, 3, ...) (elementwise numpy only)."""
-    return a[:, 0, None] * b[None, 0] + a[:, 1, None] * b[None, 1] + a[:, 2, None] * b[None, 2]
+def _inv3_soa(m, out, sc):
+    """joint_math.inv3_soa of (3, 3, K) matrices into out: the same arithmetic, in buffers."""
+    m9 = m.reshape(9, -1)
+    cof, c2 = sc.cof, sc.c2
+    np.multiply(m9[_COF[0]], m9[_COF[1]], out=cof)
+    np.multiply(m9[_COF[2]], m9[_COF[3]], out=c2)
+    cof -= c2
+    cof = cof.reshape(3, 3, -1)
+    np.multiply(m[0], cof[0], out=sc.det)
+    det = sc.det.sum(axis=0)
+    ok = (det > 0.0) & np.isfinite(det)
+    inv = np.where(ok, 1.0 / np.where(ok, det, 1.0), 0.0)
+    np.multiply(cof.transpose(1, 0, 2), inv, out=out)
+    return out
 
 
-def _mm3t(a, b):
-    """a b^T of component-major 3 x 3 matrices (3, 3, ...)."""
-    return (a[:, 0, None] * b[None, :, 0] + a[:, 1, None] * b[None, :, 1]
-            + a[:, 2, None] * b[None, :, 2])
+def _mm3_into(a, b, out, tmp):
+    """_mm3(a, b) into out, tmp a scratch of out's shape (same sums in the same order)."""
+    np.multiply(a[:, 0, None], b[None, 0], out=out)
+    np.multiply(a[:, 1, None], b[None, 1], out=tmp)
+    out += tmp
+    np.multiply(a[:, 2, None], b[None, 2], out=tmp)
+    out += tmp
+    return out
+
+
+def _mm3t_into(a, b, out, tmp):
+    """_mm3t(a, b) = a b^T into out (same sums in the same order)."""
+    np.multiply(a[:, 0, None], b[None, :, 0], out=out)
+    np.multiply(a[:, 1, None], b[None, :, 1], out=tmp)
+    out += tmp
+    np.multiply(a[:, 2, None], b[None, :, 2], out=tmp)
+    out += tmp
+    return out
 
 
 def _frame_a(qa, frame_a):
@@ -99,6 +159,7 @@ class PointLocks:
         ia = np.where(world, n, a)          # the world side reads the spare slot n
         self.idx2 = np.concatenate((ia, b))
         self.anc2 = np.ascontiguousarray(np.concatenate((anchor_a, anchor_b)).T)  # (3, 2m)
+        self.anc2_1, self.anc2_2 = self.anc2[_P1], self.anc2[_P2]
         # Flat (12, m) indices of [v_a, w_a, v_b, w_b] in the padded velocity copy.
         six = np.arange(6)[:, None]
         flat = np.concatenate((ia[None] * 6 + six, b[None] * 6 + six))
@@ -129,6 +190,16 @@ class PointLocks:
         self.sign2 = np.concatenate((np.broadcast_to(_SKEW_SIGN[:, None], (9, m)),
                                      np.broadcast_to(-_SKEW_SIGN[:, None], (9, m))), axis=1)
         self.t2 = np.empty((3, 2 * m))
+        self.kinv = np.zeros((3, 3, m))
+        self.kinvb = np.zeros((3, 3, m))
+        self.err = np.zeros((3, m))
+        # Per colour: the views the sweeps read (prepare writes kinv, kinvb, err, g, mj in
+        # place, so they stay valid over the pass) and scratch buffers.
+        self.col_views = [
+            (idx, self.g[:, :, sl], self.kinv[:, :, sl], self.kinvb[:, :, sl],
+             self.mj[:, :, sl], np.empty((3, sl.stop - sl.start)),
+             np.empty((3, sl.stop - sl.start)), np.empty(idx.shape), sl)
+            for sl, idx in zip(self.cols, self.idx_c)]
         self.bias_rate, self.mscale, self.iscale = soft
         self.breakable = bool(np.isfinite(break_force).any())
         self.break_force = break_force
@@ -136,41 +207,43 @@ class PointLocks:
         self.imp = np.zeros((3, m))         # world impulses, read at the first warm start
         self.loaded = False
         self.tmp = np.empty((3, m))
+        self.sc = _Scratch(m)
 
     # -- geometry ---------------------------------------------------------------------------
     def prepare(self, x, q):
-        """Anchors, G, K_w^-1, MJ and the scaled errors."""
-        n, m = self.n, self.m
+        """Anchors, G, K_w^-1, MJ and the scaled errors (all in preallocated buffers)."""
+        n, m, sc = self.n, self.m, self.sc
         self.xs[:, :n] = x.T
         self.qs[:, :n] = q.T
-        r2 = _rotate0(self.qs[:, self.idx2], self.anc2)   # [r_a, r_b] (3, 2m)
-        x2 = self.xs[:, self.idx2]
+        np.take(self.qs, self.idx2, axis=1, out=sc.q2)
+        r2 = _rotate0(sc.q2, self.anc2, self.anc2_1, self.anc2_2, sc)   # [r_a, r_b] (3, 2m)
+        x2 = np.take(self.xs, self.idx2, axis=1, out=sc.x2)
         t2 = self.t2
         np.add(x2[:, m:], r2[:, m:], out=t2[:, :m])        # p_b
-        d = t2[:, :m] - r2[:, :m]
+        d = np.subtract(t2[:, :m], r2[:, :m], out=sc.d)
         d -= x2[:, :m]                                     # C = p_b - p_a
         t2[:, :m] -= x2[:, :m]                             # s = p_b - x_a
         t2[:, m:] = r2[:, m:]
-        skew = (t2[_SKEW_IDX] * self.sign2).reshape(3, 3, 2 * m)  # [[s]x, -[r_b]x]
-        si = _mm3(skew, self.inert2)                       # M^-1 G^T's angular blocks, ^T
-        kk = _mm3t(si, skew)
-        k = kk[:, :, :m] + kk[:, :, m:]
+        skew = np.take(t2, _SKEW_IDX, axis=0, out=sc.skew)
+        skew *= self.sign2
+        skew = skew.reshape(3, 3, 2 * m)                   # [[s]x, -[r_b]x]
+        si = _mm3_into(skew, self.inert2, sc.si, sc.p)     # M^-1 G^T's angular blocks, ^T
+        kk = _mm3t_into(si, skew, sc.kk, sc.p)
+        k = np.add(kk[:, :, :m], kk[:, :, m:], out=sc.k)
         k.reshape(9, m)[::4] += self.msum                 # contiguous: reshape is a view
-        kinv = inv3_soa(k)
+        kinv = _inv3_soa(k, self.kinv, sc)
         # G and MJ's angular blocks; the sweeps apply K^-1 after G (two small products per
         # colour are cheaper than forming K^-1 G here).
         self.g4[:, 1::2] = skew.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
         self.mj4[:, 1::2] = si.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
-        err = np.einsum("rsm,sm->rm", kinv, d)
+        err = _einsum("rsm,sm->rm", kinv, d, out=self.err)
         if self.broken.any():
             keep = ~self.broken
             kinv *= keep
             err *= keep
             self.mj *= keep
-        self.kinv = kinv
-        self.kinvb = kinv * self.mscale
+        np.multiply(kinv, self.mscale, out=self.kinvb)
         err *= self.mscale * self.bias_rate
-        self.err = err
 
     # -- passes -----------------------------------------------------------------------------
     def warm_start(self, vel):
@@ -182,7 +255,7 @@ class PointLocks:
             qa = np.ascontiguousarray(self.qs[:, self.idx2[:self.m]].T)
             fa = _frame_a(qa, self.frame_a)
             self.imp = np.einsum("mij,mj->im", fa, self.lam0) * ~self.broken
-        dv = np.einsum("rm,rcm->cm", self.imp, self.mj)
+        dv = _einsum("rm,rcm->cm", self.imp, self.mj)
         add = np.bincount(self.flat_all, weights=dv.ravel(), minlength=(self.n + 1) * 6)
         vel += add[:self.n * 6].reshape(self.n, 6)
 
@@ -191,21 +264,26 @@ class PointLocks:
         n = self.n
         vp = self.vp
         vp[:n * 6] = vel.ravel()
-        imp, mj, g = self.imp, self.mj, self.g
-        kinv, err = self.kinv, None
+        imp, err = self.imp, None
         if use_bias:
             # A colour's impulses are still the carried ones when its turn comes, so the
             # leak is * lam of the whole sweep joins the bias term up front.
-            kinv, err = self.kinvb, self.tmp
+            err = self.tmp
             np.multiply(imp, self.iscale, out=err)
             err += self.err
-        for sl, idx in zip(self.cols, self.idx_c):
-            v = vp[idx]
-            t = np.einsum("rsm,sm->rm", kinv[:, :, sl], np.einsum("rcm,cm->rm", g[:, :, sl], v))
-            if err is not None:
+        sub = np.subtract
+        for idx, g, kinv, kinvb, mj, gv, t, dv, sl in self.col_views:
+            v = vp[idx]     # fancy indexing: faster than take / put at these sizes
+            _einsum("rcm,cm->rm", g, v, out=gv)
+            if err is None:
+                _einsum("rsm,sm->rm", kinv, gv, out=t)
+            else:
+                _einsum("rsm,sm->rm", kinvb, gv, out=t)
                 t += err[:, sl]
-            imp[:, sl] -= t
-            v -= np.einsum("rm,rcm->cm", t, mj[:, :, sl])
+            imp_c = imp[:, sl]
+            sub(imp_c, t, out=imp_c)
+            _einsum("rm,rcm->cm", t, mj, out=dv)
+            v -= dv
             vp[idx] = v
         vel[...] = vp[:n * 6].reshape(n, 6)
 
