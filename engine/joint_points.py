@@ -37,6 +37,7 @@ _P2 = np.array([2, 0, 1])
 # Skew matrix [t]x of t (3, k) as (t[_SKEW_IDX] * _SKEW_SIGN[:, None]).reshape(3, 3, k).
 _SKEW_IDX = np.array([0, 2, 1, 2, 0, 0, 1, 0, 0])
 _SKEW_SIGN = np.array([0.0, -1.0, 1.0, 1.0, 0.0, -1.0, -1.0, 1.0, 0.0])
+_NEG_SKEW_SIGN = -_SKEW_SIGN
 
 
 def point_lock_only(g):
@@ -57,9 +58,11 @@ _COF = [_P1[_R] * 3 + _P1[_C], _P2[_R] * 3 + _P2[_C], _P1[_R] * 3 + _P2[_C],
 
 
 class _Scratch:
-    """Preallocated buffers of prepare: it runs every substep, and its temporaries (tens to
-    a hundred kB each at 760 joints) freed at the top of the heap made glibc give the pages
-    back and fault them in again, a few hundred page faults per call (0.16 -> 0.45 ms)."""
+    """Buffers of prepare's temporaries. prepare runs every substep, and its temporaries
+    (tens to a hundred kB each at 760 joints), freed at the top of the heap, made glibc give
+    the pages back and fault them in again: a few hundred page faults per call (0.16 ->
+    0.45 ms). Pooled by size over the collision passes (_scratch): fresh buffers every pass
+    cost their first-touch faults instead. They hold nothing from one prepare to the next."""
 
     def __init__(self, m):
         m2 = 2 * m
@@ -74,6 +77,18 @@ class _Scratch:
         self.k = np.empty((3, 3, m))
         self.cof, self.c2 = np.empty((9, m)), np.empty((9, m))
         self.det = np.empty((3, m))
+
+
+_POOL = {}
+
+
+def _scratch(m):
+    """The pooled _Scratch for m joints (the last few sizes asked for)."""
+    sc = _POOL.pop(m, None) or _Scratch(m)
+    _POOL[m] = sc                 # most recent last
+    while len(_POOL) > 4:
+        del _POOL[next(iter(_POOL))]
+    return sc
 
 
 def _rotate0(q, v, v1, v2, sc):
@@ -187,8 +202,6 @@ class PointLocks:
         self.mj4[:, 0] = -ima * eye
         self.mj4[:, 2] = imb * eye
         self.mj = self.mj4.reshape(3, 12, m)
-        self.sign2 = np.concatenate((np.broadcast_to(_SKEW_SIGN[:, None], (9, m)),
-                                     np.broadcast_to(-_SKEW_SIGN[:, None], (9, m))), axis=1)
         self.t2 = np.empty((3, 2 * m))
         self.kinv = np.zeros((3, 3, m))
         self.kinvb = np.zeros((3, 3, m))
@@ -207,12 +220,12 @@ class PointLocks:
         self.imp = np.zeros((3, m))         # world impulses, read at the first warm start
         self.loaded = False
         self.tmp = np.empty((3, m))
-        self.sc = _Scratch(m)
 
     # -- geometry ---------------------------------------------------------------------------
     def prepare(self, x, q):
         """Anchors, G, K_w^-1, MJ and the scaled errors (all in preallocated buffers)."""
-        n, m, sc = self.n, self.m, self.sc
+        n, m = self.n, self.m
+        sc = _scratch(m)
         self.xs[:, :n] = x.T
         self.qs[:, :n] = q.T
         np.take(self.qs, self.idx2, axis=1, out=sc.q2)
@@ -225,7 +238,8 @@ class PointLocks:
         t2[:, :m] -= x2[:, :m]                             # s = p_b - x_a
         t2[:, m:] = r2[:, m:]
         skew = np.take(t2, _SKEW_IDX, axis=0, out=sc.skew)
-        skew *= self.sign2
+        skew[:, :m] *= _SKEW_SIGN[:, None]
+        skew[:, m:] *= _NEG_SKEW_SIGN[:, None]
         skew = skew.reshape(3, 3, 2 * m)                   # [[s]x, -[r_b]x]
         si = _mm3_into(skew, self.inert2, sc.si, sc.p)     # M^-1 G^T's angular blocks, ^T
         kk = _mm3t_into(si, skew, sc.kk, sc.p)
