@@ -16,11 +16,14 @@ joint: a point joint at the midpoint lets both spheres turn, so two linked centr
 anywhere from 0 to 0.1 m apart without any error, and a fully folded link reads 100 mm); and
 the worst drift of a pinned corner.
 
+--calls also prints the C-level calls (numpy functions, ufuncs, array methods, builtins) and
+Python calls our World.step makes per frame, averaged over the run (a separate untimed run).
+
 --split also prints where our frame goes: CPU ms per frame in the joint solver's calls, the
 contact solver's, the broad and narrow phase and the integration (the functions wrapped with
 timers, so the total runs a little slower).
 
-    python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet] [--split]
+    python bench/bench_joints_grid.py [--n 20] [--frames 96] [--no-pybullet] [--split] [--calls]
     HB_ENGINE_ROOT=/path/to/an/exported/commit python bench/bench_joints_grid.py ...
                                           # measure another commit's engine (before/after)
 """
@@ -78,7 +81,8 @@ def gap(pos, quat, links, pos0):
     return np.linalg.norm(pb - pa, axis=1)
 
 
-def run_ours(n, frames):
+def build_ours(n):
+    """Our World holding the grid."""
     pos, links, pins = grid(n)
     w = World()
     for p in pos:
@@ -88,6 +92,12 @@ def run_ours(n, frames):
         w.add_joint("point", int(a), int(b), position=m)
     for c in pins:
         w.add_joint("point", c, None, position=pos[c])
+    return w
+
+
+def run_ours(n, frames):
+    pos, links, pins = grid(n)
+    w = build_ours(n)
     return _loop(lambda: w.step(1.0 / 24.0),
                  lambda: (w.positions.copy(), w.orientations.copy()), links, pins, pos, frames)
 
@@ -123,6 +133,23 @@ def run_pybullet(n, frames):
     out = _loop(lambda: p.stepSimulation(physicsClientId=cid), poses, links, pins, pos, frames)
     p.disconnect(cid)
     return out
+
+
+def count_calls(n, frames):
+    """Mean (C calls, Python calls) of one World.step(1/24) over frames frames."""
+    w = build_ours(n)
+    counts = {"c_call": 0, "call": 0}
+
+    def tracer(frame, event, arg):
+        if event in counts:
+            counts[event] += 1
+    for _ in range(frames):
+        sys.setprofile(tracer)
+        try:
+            w.step(1.0 / 24.0)
+        finally:
+            sys.setprofile(None)
+    return counts["c_call"] / frames, counts["call"] / frames
 
 
 def split_timers():
@@ -183,6 +210,7 @@ def main():
     ap.add_argument("--frames", type=int, default=96)
     ap.add_argument("--no-pybullet", action="store_true")
     ap.add_argument("--split", action="store_true")
+    ap.add_argument("--calls", action="store_true")
     args = ap.parse_args()
     acc = split_timers() if args.split else None
     rows = [("ours", run_ours(args.n, args.frames))]
@@ -192,6 +220,9 @@ def main():
             print(f"  {k:32s} {1000 * v / args.frames:7.2f}")
         joints = sum(v for k, v in acc.items() if k.startswith("joints."))
         print(f"  {'joints, all calls':32s} {1000 * joints / args.frames:7.2f}")
+    if args.calls:
+        c, py = count_calls(args.n, args.frames)
+        print(f"our calls per frame: {c:.0f} C + {py:.0f} Python")
     if not args.no_pybullet:
         rows.append(("pybullet", run_pybullet(args.n, args.frames)))
     print(f"{args.n}x{args.n} sphere grid, {args.frames} frames at 24 fps")

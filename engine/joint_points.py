@@ -29,7 +29,7 @@ import itertools
 
 import numpy as np
 
-from .joint_math import cross_rows, quat_matrix, quat_mul
+from .joint_math import quat_matrix, quat_mul
 from .solver_sweep import einsum as _einsum
 
 _P1 = np.array([1, 2, 0])
