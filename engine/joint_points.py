@@ -86,7 +86,7 @@ class _Scratch:
         self.det = np.empty((3, m))
 
 
-_POOL = {}
+_POOL: dict[int, _Scratch] = {}
 
 
 def _scratch(m):
