@@ -33,6 +33,7 @@ written in place, so the per-colour views the sweeps read are made once per pass
 arithmetic in the same order as before: results are bit for bit those of the temporaries.
 """
 import itertools
+import threading
 
 import numpy as np
 
@@ -86,13 +87,15 @@ class _Scratch:
         self.det = np.empty((3, m))
 
 
-_POOL: dict[int, _Scratch] = {}
+_POOL: dict[tuple[int, int], _Scratch] = {}
 
 
 def _scratch(m):
-    """The pooled _Scratch for m joints (the last few sizes asked for)."""
-    sc = _POOL.pop(m, None) or _Scratch(m)
-    _POOL[m] = sc                 # most recent last
+    """The pooled _Scratch for m joints (the last few sizes asked for), one per thread (two
+    worlds stepped in two threads must not share one)."""
+    key = (m, threading.get_ident())
+    sc = _POOL.pop(key, None) or _Scratch(m)
+    _POOL[key] = sc               # most recent last
     while len(_POOL) > 4:
         del _POOL[next(iter(_POOL))]
     return sc

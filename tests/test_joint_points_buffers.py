@@ -72,3 +72,15 @@ def test_worlds_sharing_the_scratch_pool_step_as_alone():
     for w, (p, q) in zip((w1, w2), alone):
         np.testing.assert_array_equal(w.positions, p)
         np.testing.assert_array_equal(w.orientations, q)
+
+
+def test_scratch_is_pooled_by_size_and_never_shared_between_threads():
+    import threading
+    here = joint_points._scratch(37)
+    assert joint_points._scratch(37) is here            # reused over the passes
+    assert joint_points._scratch(38) is not here
+    other = []
+    t = threading.Thread(target=lambda: other.append(joint_points._scratch(37)))
+    t.start()
+    t.join()
+    assert other[0] is not here
