@@ -8,8 +8,14 @@ end and calls it inside the same substep loop as the contact solver::
         contacts.warm_start; joints.warm_start(vel, x, q)
         contacts.solve(bias); joints.solve(vel, x, q, True)
         integrate positions
-        contacts.solve(relax); joints.solve(vel, x, q, False)
+        for each relax sweep:       # joints in each when they share a body with a contact
+            joints.solve(vel, x, q, False); contacts.solve(relax)
         joints.end_substep()        # breaking, reaction forces
+
+The joints relax before the contacts, as in Box2D v3's relax stage (engine.world_joints:
+contacts relaxed against the joints' bias velocity kept it as motion). In the biased pass
+they come after the contacts, unlike Box2D: contacts last there let a 50-link rope on a
+table open its links 7.7 mm (3.0 mm joints last; tests/test_joints_physics.py).
 
 Rows. Every joint has six axes (engine.joints: three anchor separations along frame A's axes,
 three XYZ Euler angles of frame B in frame A) and each axis up to five scalar rows (lock,
@@ -32,7 +38,8 @@ joint is then exact per joint whatever the mass ratio). A limit row whose axis i
 range is speculative (bias C / h: it lets the axis reach the limit in this substep and no
 further). Springs (engine.joint_springs) apply -h (k C + c u') once per substep, the stiffness
 explicit (symplectic: an undamped spring keeps its energy) and the damper implicit, turning to
-Box2D v3's implicit soft spring only where h omega approaches explicit's stability limit.
+Box2D v3's implicit soft spring only where h omega approaches explicit's stability limit; a
+joint's three linear (three angular) spring rows are solved together as one coupled block.
 Motors are velocity rows clamped to +-max h.
 
 Colouring: engine.graph.colour_constraints on the joints' body pairs (a joint to the world is
@@ -48,7 +55,7 @@ from .joint_math import inv3
 from .joint_math import quat_matrix as _quat_matrix
 from .joint_math import quat_mul as _quat_mul
 from .joint_points import PointLocks, point_lock_only
-from .joint_springs import spring_coefficients
+from .joint_springs import spring_block_coefficients
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
 from .vec import cross
@@ -177,9 +184,12 @@ class JointSolver:
         # visits only these.
         self.lin_lock = bool(g["lock"][:, :3].any())
         self.ang_lock = bool(g["lock"][:, 3:].any())
-        self.rows = [(t, k) for t, name in ((MOTOR, "motor"), (SPRING, "spring"),
-                                            (LOWER, "limited"), (UPPER, "limited"))
+        self.rows = [(t, k) for t, name in ((MOTOR, "motor"), (LOWER, "limited"),
+                                            (UPPER, "limited"))
                      for k in range(6) if g[name][:, k].any()]
+        # Spring rows go by blocks of three (engine.joint_springs: coupled, solved together).
+        self.spring_blocks = [blk for blk in (slice(0, 3), slice(3, 6))
+                              if g["spring"][:, blk].any()]
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
         self.substeps = 0
@@ -188,7 +198,7 @@ class JointSolver:
         # Lock rows alone need one relax sweep (the world's last); limits, motors and springs
         # interleave with the locks, and one sweep leaves the limits' bias velocity in the
         # locks (a door bounced off its limit), so they relax in every sweep.
-        self.relax_every = bool(self.rows)
+        self.relax_every = bool(self.rows or self.spring_blocks)
         # Anchors in the joint frame's own axes (r = F la_f), so one rotation matrix per end
         # gives both the axes and the anchor arm.
         ident = np.array([1.0, 0.0, 0.0, 0.0])
@@ -196,7 +206,8 @@ class JointSolver:
         self.lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
         self.ident = ident
         # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
-        self.nr = 6 if self.ang_lock or any(k >= 3 for _, k in self.rows) else 3
+        self.nr = 6 if (self.ang_lock or any(k >= 3 for _, k in self.rows)
+                        or slice(3, 6) in self.spring_blocks) else 3
         # Geometry is measured whenever the positions moved: in relax (right after the
         # position update) and reused by the next substep's warm start and biased pass, which
         # see the same positions; the first substep of the pass measures in warm_start.
@@ -424,12 +435,6 @@ class JointSolver:
                 on = g["motor"][:, k] & live
                 lim = g["motor_max"][:, k] * h
                 coef = (eff, -eff * g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
-            elif t == SPRING:
-                on = g["spring"][:, k] & live
-                if not use_bias:
-                    on = np.zeros_like(on)
-                coef = spring_coefficients(g["stiffness"][:, k], g["damping"][:, k],
-                                           self.kdiag[:, k], eff, c, h)
             else:
                 on = g["limited"][:, k] & live
                 sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
@@ -445,6 +450,20 @@ class JointSolver:
                 coef = (gain, bias, leak, 0.0, np.inf, sign)
             out.append((t, k, np.where(on, coef[0], 0.0), np.where(on, coef[1], 0.0),
                         np.where(on, coef[2], 0.0)) + coef[3:])
+        return out
+
+    def _spring_coefficients(self):
+        """Per spring block: (block, gain, bias, leak) of engine.joint_springs'
+        spring_block_coefficients over all joints (biased pass only: a spring is a force
+        applied once per substep)."""
+        g, live = self.g, ~self.broken[:, None]
+        out = []
+        for blk in self.spring_blocks:
+            kblk = np.einsum("mrc,msc->mrs", self.jac[:, blk], self.mj[:, blk])
+            on = g["spring"][:, blk] & live & (self.eff[:, blk] > 0.0)
+            out.append((blk,) + spring_block_coefficients(
+                g["stiffness"][:, blk], g["damping"][:, blk], self.kdiag[:, blk], kblk,
+                self.coord[:, blk], self.h, on))
         return out
 
     def _axis_impulse(self):
@@ -487,6 +506,9 @@ class JointSolver:
             self._prepare(x, q)   # the positions moved since the biased pass
             self._stale = False
         coefs = self._row_coefficients(use_bias)
+        motors = [c for c in coefs if c[0] == MOTOR]
+        limits = [c for c in coefs if c[0] != MOTOR]
+        springs = self._spring_coefficients() if use_bias else []
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
         imp, jac, mj = self.imp, self.jac, self.mj
         blocks = [] if self.direct else self.blocks
@@ -496,16 +518,15 @@ class JointSolver:
             sl = slice(c0, c1)
             ia, ib = self.a[sl], self.b[sl]
             v = np.concatenate((vel[ia], vel[ib]), axis=1)  # (mc, 12)
-            for t, k, gain, bias, leak, lo, hi, sign in coefs:
-                lam = imp[sl, t, k]
-                u = sign * np.einsum("mc,mc->m", jac[sl, k], v)
-                lk = leak[sl] if np.ndim(leak) else leak
-                lo_ = lo[sl] if np.ndim(lo) else lo
-                hi_ = hi[sl] if np.ndim(hi) else hi
-                new = np.clip(lam - gain[sl] * u - bias[sl] - lk * lam, lo_, hi_)
-                dl = new - lam
-                imp[sl, t, k] = new
-                v += (sign * dl)[:, None] * mj[sl, k]
+            self._scalar_rows(sl, v, motors)
+            for blk, gain, bias, leak in springs:   # coupled: one block per joint and kind
+                lam = imp[sl, SPRING, blk]
+                u = np.einsum("mrc,mc->mr", jac[sl, blk], v)
+                dl = -(np.einsum("mrs,ms->mr", leak[sl], lam)
+                       + np.einsum("mrs,ms->mr", gain[sl], u) + bias[sl])
+                imp[sl, SPRING, blk] = lam + dl
+                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
+            self._scalar_rows(sl, v, limits)
             for blk, w_op, err in blocks:
                 lam = imp[sl, LOCK, blk]
                 dl = np.einsum("mrc,mc->mr", w_op[sl], v)
@@ -523,6 +544,21 @@ class JointSolver:
             self._direct_solve(vel, use_bias)
         if use_bias:
             self._stale = True   # the world integrates the positions next
+
+    def _scalar_rows(self, sl, v, coefs):
+        """One Gauss-Seidel pass of the scalar rows coefs over the joints sl of a colour,
+        updating their bodies' velocities v (mc, 12) in place."""
+        imp, jac, mj = self.imp, self.jac, self.mj
+        for t, k, gain, bias, leak, lo, hi, sign in coefs:
+            lam = imp[sl, t, k]
+            u = sign * np.einsum("mc,mc->m", jac[sl, k], v)
+            lk = leak[sl] if np.ndim(leak) else leak
+            lo_ = lo[sl] if np.ndim(lo) else lo
+            hi_ = hi[sl] if np.ndim(hi) else hi
+            new = np.clip(lam - gain[sl] * u - bias[sl] - lk * lam, lo_, hi_)
+            dl = new - lam
+            imp[sl, t, k] = new
+            v += (sign * dl)[:, None] * mj[sl, k]
 
     def end_substep(self):
         """Reaction on B (force and torque of the last substep) and breaking."""

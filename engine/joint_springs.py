@@ -27,8 +27,20 @@ stable. The 0.5 keeps a margin under explicit's limit of 2 for bodies held by se
 
 Solved by Gauss-Seidel as new = lam - gain u - bias - leak lam, where u already carries the
 row's current impulse lam: new = (h s K lam - h s u - h k C) / (1 + h s K), s = c + beta h k.
+
+A joint's three linear (or three angular) spring rows are solved together, as one block
+(spring_block_coefficients): with anchors off the centres of mass the rows share the bodies'
+turning and their K = J M^-1 J^T is far from diagonal, and one Gauss-Seidel sweep of rows
+each implicit on its own treats that coupling explicitly. A stiff spring (h omega >> 1) then
+gained energy every substep: a 2 kg box hung by a generic_spring with a 5 m arm on a 1000 kg
+ball at 25 m/s went from 3.1e5 J to 1.8e12 J in two seconds (the jointed fuzzer's seeds 2
+and 4, issue 11). The block's update is the scalar one with K the 3 x 3 block and S = diag(s):
+(I + h S K) new = h S K lam - h S u - h k C, exact (backward Euler for beta = 1) whatever the
+coupling; with uncoupled rows it is the scalar update.
 """
 import numpy as np
+
+from .joint_math import inv3
 
 EXPLICIT_UP_TO = 0.5   # h omega below which the stiffness is explicit (lossless)
 IMPLICIT_FROM = 1.0    # h omega above which it is fully implicit (Box2D v3's soft spring)
@@ -40,13 +52,18 @@ def spring_beta(k, kdiag, h):
     return np.clip((homega - EXPLICIT_UP_TO) / (IMPLICIT_FROM - EXPLICIT_UP_TO), 0.0, 1.0)
 
 
-def spring_coefficients(k, c, kdiag, eff, coord, h):
-    """(gain, bias, leak, low, high, sign) of spring rows with stiffness k, damping c, inverse
-    effective mass kdiag (eff = 1 / kdiag or 0), coordinate coord (the rest pose is 0)."""
-    s = c + spring_beta(k, kdiag, h) * h * k
-    a = h * kdiag * s
-    scale = 1.0 / (1.0 + a)
-    live = eff > 0.0
-    gain = h * s * scale * live
-    bias = h * k * coord * scale * live
-    return gain, bias, scale, -np.inf, np.inf, 1.0
+def spring_block_coefficients(k, c, kdiag, kblk, coord, h, on):
+    """(gain (m, 3, 3), bias (m, 3), leak (m, 3, 3)) of one block of three spring rows per
+    joint: stiffness k, damping c, coordinates coord (m, 3), kdiag (m, 3) the rows' own
+    inverse effective masses (they set each row's implicit fraction, as spring_beta), kblk
+    (m, 3, 3) the block's K = J M^-1 J^T, on (m, 3) the rows that are live springs. The
+    update is new = lam - leak lam - gain u - bias, with A = I + h S K: leak = A^-1,
+    gain = A^-1 h S, bias = A^-1 h k C. Rows that are not springs get new = 0 (A's row is
+    the identity's, so is A^-1's)."""
+    s = np.where(on, c + spring_beta(k, kdiag, h) * h * k, 0.0)
+    a = h * s[:, :, None] * kblk
+    a += np.eye(3)
+    leak = inv3(a)   # det A >= 1: S K has the eigenvalues of S^1/2 K S^1/2 >= 0
+    gain = leak * (h * s)[:, None, :]
+    bias = np.einsum("mrs,ms->mr", leak, np.where(on, h * k * coord, 0.0))
+    return gain, bias, leak

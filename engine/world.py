@@ -625,7 +625,8 @@ class World(BodyControl, JointWorldMixin):
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
                                                          self._v("com"), rot))
-        joints = self._joint_solver(awake, inv_mass, inv_i, h)  # None without live joints
+        joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
+                                    contact_bodies=np.concatenate((ia, ib)))
         # Anisotropic bodies that turn far within the pass get their tensor taken again.
         refresh = InertiaRefresh(gyro, q, inv_i, self._v("inv_inertia"))
         dpose = np.zeros((self._n, 6))
@@ -645,9 +646,11 @@ class World(BodyControl, JointWorldMixin):
             refresh.update(solver, q, dpose)
             relax = self.settings.relax_iterations
             for r in range(relax):
-                solver.solve(vel, dpose, False)
+                # Joints relax before the contacts (as Box2D v3's relax stage), so the
+                # contacts never answer the joints' bias velocity (world_joints._joint_solver).
                 if joints and (joints.relax_every or r == relax - 1):
                     joints.solve(vel, x, q, False)
+                solver.solve(vel, dpose, False)
             if joints:
                 joints.end_substep()
         if joints:
