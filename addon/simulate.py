@@ -500,7 +500,10 @@ class BakeJob:
         low = min(float(b.position[2] + (b.shape.core_points @ b.rotation.T)[:, 2].min()
                         - b.shape.radius) for b in scenery)
         z = self.positions[self.frame - self.first, :, 2]
-        for j in np.flatnonzero(z < low - FALLEN_DEPTH):
+        # A body held by joints to the scenery (a chain from a passive anchor) hangs or swings
+        # below it without having fallen (issue 11: a Connect chain's free end was reported).
+        held = self.world.joint_anchored()[self.dyn_idx]
+        for j in np.flatnonzero((z < low - FALLEN_DEPTH) & ~held):
             self.problems.append(Problem("WARNING", self.dynamic[j].name, (
                 f"ends {low - z[j]:.3g} m below the lowest scenery (frame {self.frame}): it "
                 "fell off or through it. If that is not intended, check that it does not "

@@ -9,13 +9,14 @@ end and calls it inside the same substep loop as the contact solver::
         contacts.solve(bias); joints.solve(vel, x, q, True)
         integrate positions
         for each relax sweep:       # joints in each when they share a body with a contact
-            joints.solve(vel, x, q, False); contacts.solve(relax)
+            contacts.solve(relax); joints.solve(vel, x, q, False)
         joints.end_substep()        # breaking, reaction forces
 
-The joints relax before the contacts, as in Box2D v3's relax stage (engine.world_joints:
-contacts relaxed against the joints' bias velocity kept it as motion). In the biased pass
-they come after the contacts, unlike Box2D: contacts last there let a 50-link rope on a
-table open its links 7.7 mm (3.0 mm joints last; tests/test_joints_physics.py).
+Joints that share a body with a contact relax in every sweep (engine.world_joints: contacts
+relaxed against the joints' bias velocity kept it as motion). Box2D v3 relaxes joints before
+contacts; after them, as here, glued walls break as before (tests/addon/test_addon_fracture.py:
+joints first left a weakly glued wall in one piece) and the 50-link rope on a table keeps its
+links closer (tests/test_joints_physics.py; joints first also in the biased pass: 7.7 mm).
 
 Rows. Every joint has six axes (engine.joints: three anchor separations along frame A's axes,
 three XYZ Euler angles of frame B in frame A) and each axis up to five scalar rows (lock,

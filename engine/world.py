@@ -646,11 +646,11 @@ class World(BodyControl, JointWorldMixin):
             refresh.update(solver, q, dpose)
             relax = self.settings.relax_iterations
             for r in range(relax):
-                # Joints relax before the contacts (as Box2D v3's relax stage), so the
-                # contacts never answer the joints' bias velocity (world_joints._joint_solver).
+                solver.solve(vel, dpose, False)
+                # In every sweep when the joints share a body with a contact (their bias
+                # velocity must leave with the contacts': world_joints._joint_solver).
                 if joints and (joints.relax_every or r == relax - 1):
                     joints.solve(vel, x, q, False)
-                solver.solve(vel, dpose, False)
             if joints:
                 joints.end_substep()
         if joints:

@@ -115,6 +115,25 @@ class JointWorldMixin:
     def joint_kinds(self):
         return [KINDS[k] for k in self.joints.v("kind")]
 
+    def joint_anchored(self):
+        """(N,) bool: dynamic bodies held by live joints, directly or through other bodies,
+        to the world or to a static or kinematic body (a chain hanging from a passive anchor):
+        such a body may rest or swing far below that anchor without having fallen."""
+        from .world import DYNAMIC  # the World module imports this one
+        n = self._n
+        js = self.joints
+        out = np.zeros(n, dtype=bool)
+        if not js.n:
+            return out
+        live = js.live()
+        a, b, world = js.v("body_a")[live], js.v("body_b")[live], js.v("world")[live]
+        ground = n   # one extra node: the world and every body that is not dynamic
+        fixed = self._v("kind") != DYNAMIC
+        ea = np.where(world | fixed[a], ground, a)
+        eb = np.where(fixed[b], ground, b)
+        label = islands(n + 1, ea, eb, np.zeros(n + 1, dtype=bool))
+        return (label[:n] == label[ground]) & ~fixed
+
     def set_joint_enabled(self, j, flag):
         """Switch a joint on or off (a broken joint stays broken); wakes its bodies."""
         j = int(j)
@@ -168,13 +187,14 @@ class JointWorldMixin:
         """The JointSolver of this pass for live joints with an awake dynamic end, or None.
 
         contact_bodies: bodies in this pass's contact manifolds. If one of the joints' bodies
-        is among them, the joints relax in every relax sweep (before the contacts, as Box2D
-        v3), not only in the last: a contact relax sweep run while the joints still carry
-        their bias (position-correction) velocity answers that velocity with a real impulse,
-        and the joints' later relax takes back only their own part, so the bias leaks into
-        motion. A glued 60-piece wall hit by a ball at 1 iteration gained energy every frame
-        that way (1.1e5 J to 1.5e6 J in 16 frames, pieces at 83 m/s; issue 11). Without a
-        shared body the two commute, and the joints' one last sweep gives the same answer."""
+        is among them, the joints relax in every relax sweep, not only in the last: a
+        contact relax sweep run while the joints still carry their bias (position-correction)
+        velocity answers that velocity with a real impulse, and the joints' later relax takes
+        back only their own part, so the bias leaks into motion. A glued 60-piece wall hit by
+        a ball at 1 iteration gained energy every frame that way (1.3e5 J to 1e6 J and more in
+        16 frames, pieces at 83 m/s; issue 11); relaxing together it only loses energy.
+        Without a shared body the joints keep their one last relax sweep (lock rows alone
+        need no more)."""
         js = self.joints
         if not js.n:
             return None
