@@ -10,25 +10,22 @@ scenes, steps run clean, failures, guard firings, bodies the engine refused with
 
 Jointed scenes (--joints), issue 11. Fixed: seeds 2 and 4 (stiff generic_spring rows on a long
 lever arm, solved row by row, gained energy: engine.joint_springs now solves a joint's three
-spring rows as one coupled block); the glued wall's energy gain at 1 iteration (joints relax
-before the contacts in every sweep: engine.world_joints). Left (scenes 0-99, 12 failures, 11
-of them failing on the starting commit too):
-- violent seeds 23, 27, 37, 51, 57, 63, 77, 98 blow up in their first steps (1e3 to 1e88
-  m/s), on the starting commit as well. Their joints hold extreme bodies: 15-50 g capsules
-  on 0.9-3.4 t bodies, a 13.7 kg needle whose axial inertia is 1/1200 of its others, anchors
-  metres off a centimetre body, limits that exclude the start pose (a corrected limit
-  spun a 107 kg capsule to 300 rad/s in one substep). The joint rows are linearised per
-  substep and these bodies turn radians per substep; capping a violated limit's push at
-  max_push cured seed 98's joint 1 alone and seed 34, not the others (not kept). Box2D v3
-  clamps rotation per step (B2_MAX_ROTATION): a candidate, in engine/integrate.py.
-- seed 34: energy from nowhere at step 36 (starting commit too); seed 85: a crush scene
-  over the energy bound at step 0 (starting commit too).
-- seed 0 (new): a 1.3 kg box dragged along the ground by a 300 kg ball through a spring whose
-  5.5 m arm makes it stiff (h omega ~ 5) ends 0.111 m deep in the ground (0.108 m allowed);
-  the coupled spring block answers the pull in full where the row-by-row sweep
-  under-solved it. Applying springs before the contacts cured it but brought seed 2 back.
-- "replay from a saved state differs" (seed 2 in one long run): round-off that depends on
-  array alignment (transcendentals), fixed on main by engine/detmath.py (issue 11c).
+spring rows as one coupled block); the glued wall's energy gain at 1 iteration (joints relax in
+every sweep when they share a body with a contact: engine.world_joints). Scenes 0-99, with
+OPENBLAS_NUM_THREADS=1: 20 failures on the starting commit (2 4 7 23 27 34 37 51 53 57 59 65
+66 68 71 72 76 77 85 98), 11 after (23 27 34 37 51 57 63 66 77 85 98). Left:
+- violent seeds 23, 27, 37, 51, 57, 63, 77, 98 blow up in their first steps (1e2 to 1e39
+  m/s; all but 63 on the starting commit too, which failed 63's replay in another run).
+  Their joints hold extreme bodies: 15-50 g capsules and hulls on 0.9-3.4 t bodies, a 13.7 kg
+  needle whose axial inertia is 1/1200 of its others, anchors metres off a centimetre body,
+  limits that exclude the start pose (a corrected limit spun a 107 kg capsule to 300 rad/s in
+  one substep). The joint rows are linearised per substep and these bodies turn radians per
+  substep. Capping a violated limit's push at max_push cured seed 98's joint 1 alone and
+  seed 34, not the others (not kept); Box2D v3 clamps rotation per step (B2_MAX_ROTATION),
+  a candidate for engine/integrate.py.
+- seed 34: energy from nowhere at step 36; seed 85: a crush scene over the energy bound at
+  step 0; seed 66: a crush box at 109.5 m/s at step 2 (all three the same on the starting
+  commit).
 """
 import argparse
 import os
