@@ -555,6 +555,20 @@ def random_bodies(rng, n_bodies, n_fixed):
     return inv_mass, inv_inertia
 
 
+def random_pairs(rng, x_com, m, n_fixed):
+    """m random body pairs (never two of the first n_fixed, the fixed bodies), unit normals
+    and four points each near the pair's midpoint."""
+    n_bodies = len(x_com)
+    ia = rng.integers(0, n_bodies, m)
+    ib = (ia + rng.integers(1, n_bodies, m)) % n_bodies
+    both_fixed = (ia < n_fixed) & (ib < n_fixed)
+    ib[both_fixed] = rng.integers(n_fixed, n_bodies, both_fixed.sum())
+    normal = rng.normal(size=(m, 3))
+    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
+    points = 0.5 * (x_com[ia] + x_com[ib])[:, None, :] + rng.normal(size=(m, 4, 3)) * 0.3
+    return ia, ib, normal, points
+
+
 def scene_dict(rng, ia, ib, normal, points, sep, count, friction, x_com, inv_mass,
                inv_inertia, vel, warm_n, warm_f):
     """The constructor's keyword arguments, with unused slots at +inf separation (as the
@@ -579,13 +593,7 @@ def random_scene(rng, n_bodies=14, m=60):
     x_com = rng.uniform(-2.0, 2.0, size=(n_bodies, 3))
     vel = rng.normal(size=(n_bodies, 6)) * 3.0
     vel[0] = vel[2] = 0.0
-    ia = rng.integers(0, n_bodies, m)
-    ib = (ia + rng.integers(1, n_bodies, m)) % n_bodies
-    both_fixed = (ia < 3) & (ib < 3)
-    ib[both_fixed] = rng.integers(3, n_bodies, both_fixed.sum())
-    normal = rng.normal(size=(m, 3))
-    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-    points = 0.5 * (x_com[ia] + x_com[ib])[:, None, :] + rng.normal(size=(m, 4, 3)) * 0.3
+    ia, ib, normal, points = random_pairs(rng, x_com, m, 3)
     friction = rng.uniform(0.0, 1.2, m)
     friction[rng.random(m) < 0.1] = 0.0
     warm_n = rng.uniform(0.0, 2.0, size=(m, 4)) * (rng.random((m, 4)) < 0.7)

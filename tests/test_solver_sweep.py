@@ -17,6 +17,7 @@ from test_solver import (
     build,
     ground_scene,
     random_bodies,
+    random_pairs,
     random_scene,
     scene_dict,
     stacked_scene,
@@ -158,13 +159,7 @@ def _near_miss_scene(rng, n_bodies=16, m=50):
     vel = rng.normal(size=(n_bodies, 6)) * 0.05
     vel[:2] = 0.0
     vel[rng.choice(np.arange(2, n_bodies), 3, replace=False)] *= 300.0
-    ia = rng.integers(0, n_bodies, m)
-    ib = (ia + rng.integers(1, n_bodies, m)) % n_bodies
-    both_fixed = (ia < 2) & (ib < 2)
-    ib[both_fixed] = rng.integers(2, n_bodies, both_fixed.sum())
-    normal = rng.normal(size=(m, 3))
-    normal /= np.linalg.norm(normal, axis=1, keepdims=True)
-    points = 0.5 * (x_com[ia] + x_com[ib])[:, None, :] + rng.normal(size=(m, 4, 3)) * 0.3
+    ia, ib, normal, points = random_pairs(rng, x_com, m, 2)
     return scene_dict(rng, ia, ib, normal, points, rng.uniform(0.005, 0.03, size=(m, 4)),
                       rng.integers(1, 5, m), rng.uniform(0.2, 1.0, m), x_com, inv_mass,
                       inv_inertia, vel, np.zeros((m, 4)), np.zeros((m, 4, 3)))
