@@ -38,6 +38,7 @@ import threading
 import numpy as np
 
 from .joint_math import quat_matrix, quat_mul
+from .joint_warm import impact_scale
 from .solver_sweep import einsum as _einsum
 
 _P1 = np.array([1, 2, 0])
@@ -281,7 +282,19 @@ class PointLocks:
             fa = _frame_a(qa, self.frame_a)
             self.imp = np.einsum("mij,mj->im", fa, self.lam0) * ~self.broken
         dv = _einsum("rm,rcm->cm", self.imp, self.mj)
-        add = np.bincount(self.flat_all, weights=dv.ravel(), minlength=(self.n + 1) * 6)
+        n6 = (self.n + 1) * 6
+        add = np.bincount(self.flat_all, weights=dv.ravel(), minlength=n6)
+        # Impacts are not carried over (engine.joint_solver.impact_scale).
+        vp = self.vp
+        vp[:self.n * 6] = vel.ravel()
+        p = _einsum("rm,rcm->cm", self.imp, self.g)
+        v0 = vp[self.flat_all].reshape(12, self.m)
+        vp[:self.n * 6] += add[:self.n * 6]
+        s = impact_scale(p.T, dv.T, v0.T, vp[self.flat_all].reshape(12, self.m).T)
+        if s is not None:
+            self.imp *= s
+            dv *= s
+            add = np.bincount(self.flat_all, weights=dv.ravel(), minlength=n6)
         vel += add[:self.n * 6].reshape(self.n, 6)
 
     def solve(self, vel, use_bias):

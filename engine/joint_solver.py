@@ -26,7 +26,12 @@ in A) with anchors p_a = x_a + r_a, p_b = x_b + r_b and d = p_b - p_a, C = a . d
 J = [-a, -(r_a + d) x a, a, r_b x a] (the d term because a turns with A). For the Euler angles
 (R = Rx(ax) Ry(ay) Rz(az)) the relative angular velocity is ax' e0 + ay' e1 + az' e2 with
 e0 = A's x, e2 = B's z and e1 = e2 x e0 normalised; the rates are its components on the dual
-basis (e1 x e2, e2 x e0, e0 x e1) / det, which are the angular Jacobians.
+basis (e1 x e2, e2 x e0, e0 x e1) / det, which are the angular Jacobians. Of a rotation's two
+Euler triples each joint measures the one continuous with its last angles (continuous_euler:
+through y = +-90 degrees, where the other jumps x and z by pi).
+
+Warm start: each joint's carried impulse is applied at the start of a substep, except the part
+of an impact that would add energy (engine.joint_warm.impact_scale).
 
 Geometry (anchors, axes, coordinates, Jacobians, effective masses) is recomputed from the
 current poses at every solve call, so the position error is exact (no linearisation over the
@@ -57,6 +62,7 @@ from .joint_math import quat_matrix as _quat_matrix
 from .joint_math import quat_mul as _quat_mul
 from .joint_points import PointLocks, point_lock_only
 from .joint_springs import spring_block_coefficients
+from .joint_warm import impact_scale
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
 from .vec import cross
@@ -76,6 +82,34 @@ CHAIN_ROWS = 64
 # chain solve's cost grows with log2 of the joints in numpy calls, and Gauss-Seidel lets a
 # long 100:1 chain stretch.
 CHAIN_MAX_ROWS = 1200
+
+def continuous_euler(rel, prev):
+    """XYZ Euler angles (m, 3) of the relative rotations rel (m, 3, 3), and which used the
+    second triple (m,) bool.
+
+    A rotation has two XYZ triples, (x, y, z) with |y| <= pi/2 and (x + pi, +-pi - y, z + pi)
+    (angles wrapped to (-pi, pi]). The first alone jumps x and z by pi when y passes +-pi/2
+    (gimbal lock), and a limit on x then saw a violation of pi from nowhere and corrected it
+    with a kick: a sphere on a generic_spring with x limited and y free spun up from 7 to 30
+    rad/s in one step, its energy 1e5 -> 1.7e6 J (fuzz seed 34). So each joint keeps the
+    triple nearest its last angles (prev, engine.joints "angles"): continuous through the
+    singularity, and the first triple wherever y stays inside +-pi/2 (every joint whose y is
+    locked or limited there, as Blender's generic constraint asks)."""
+    x = detmath.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
+    y = detmath.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
+    z = detmath.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
+    first = np.stack((x, y, z), axis=1)
+    second = np.stack((_wrap(x + np.pi), np.copysign(np.pi, y) - y, _wrap(z + np.pi)), axis=1)
+    far1 = np.abs(_wrap(first - prev)).sum(axis=1)
+    far2 = np.abs(_wrap(second - prev)).sum(axis=1)
+    flip = far2 < far1
+    return np.where(flip[:, None], second, first), flip
+
+
+def _wrap(a):
+    """Angles wrapped to (-pi, pi]."""
+    return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
+
 
 def spd_inverse(k):
     """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
@@ -179,6 +213,7 @@ class JointSolver:
         self.iia = np.where(ext[:, None, None], inv_inertia[self.a], 0.0)
         self.iib = inv_inertia[self.b]
         self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
+        self.angles = joints.v("angles")[sel].copy()  # (m, 3) the last Euler angles
         self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
         self.broken = np.zeros(m, dtype=bool)
         # Row types present anywhere in this pass, with the axes they use: the colour loop
@@ -281,9 +316,8 @@ class JointSolver:
         coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
         if nr == 6:
             rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
-            coord[:, 3] = detmath.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
-            coord[:, 4] = detmath.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
-            coord[:, 5] = detmath.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
+            coord[:, 3:], flip = continuous_euler(rel, self.angles)
+            self.angles = coord[:, 3:].copy()
             e0, e2 = fa[:, :, 0], fb[:, :, 2]
             e1 = cross(e2, e0)
             e1 /= np.maximum(np.linalg.norm(e1, axis=1), 1e-9)[:, None]
@@ -291,6 +325,7 @@ class JointSolver:
             det = np.einsum("mi,mi->m", e0, dual[:, 0])
             det = np.where(np.abs(det) < 1e-3, np.copysign(1e-3, det), det)  # gimbal lock
             dual /= det[:, None, None]
+            dual[:, 1] *= np.where(flip, -1.0, 1.0)[:, None]   # the other triple's y runs back
             jac[:, 3:, 3:6] = -dual
             jac[:, 3:, 9:12] = dual
         jac[:, :, :6] *= ext[:, None, None]
@@ -486,11 +521,19 @@ class JointSolver:
         if self._stale:
             self._prepare(x, q)
             self._stale = False
-        dv = np.einsum("mk,mkc->mc", self._axis_impulse()[:, :self.nr], self.mj)
-        n = vel.shape[0]
         idx = np.stack((self.a, self.b), axis=1)
+        lam = self._axis_impulse()[:, :self.nr]
+        dv = np.einsum("mk,mkc->mc", lam, self.mj)
+        n = vel.shape[0]
         flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
-        vel += np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+        add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+        s = impact_scale(np.einsum("mk,mkc->mc", lam, self.jac), dv,
+                         vel[idx].reshape(self.m, 12), (vel + add)[idx].reshape(self.m, 12))
+        if s is not None:
+            self.imp *= s[:, None, None]
+            dv *= s[:, None]
+            add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+        vel += add
 
     def solve(self, vel, x, q, use_bias):
         """One Gauss-Seidel sweep over the colours: scalar rows, then the lock blocks."""
@@ -610,6 +653,8 @@ class JointSolver:
         if not self.breakable and self.substeps:
             self._reaction()
         js.v("impulse")[self.sel] = self.imp
+        if self.nr == 6:
+            js.v("angles")[self.sel] = self.angles
         js.v("force")[self.sel] = self.force
         js.v("torque")[self.sel] = self.torque
         js.v("broken")[self.sel] |= self.broken

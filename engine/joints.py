@@ -80,10 +80,13 @@ _FIELDS = {
     "enabled": ((), bool, True),
     "broken": ((), bool, False),
     "impulse": ((ROW_TYPES, 6), np.float64, 0.0),  # per substep, warm start
+    # The last measured XYZ Euler angles (rad): the solver picks, of the two Euler triples of
+    # a relative rotation, the one nearest these (engine.joint_solver.continuous_euler).
+    "angles": ((3,), np.float64, 0.0),
     "force": ((3,), np.float64, 0.0),      # last substep's reaction on B, world (N)
     "torque": ((3,), np.float64, 0.0),     # last substep's reaction torque on B, world (N m)
 }
-STATE_FIELDS = ("enabled", "broken", "impulse", "force", "torque")
+STATE_FIELDS = ("enabled", "broken", "impulse", "force", "torque", "angles")
 
 
 def _number(value, what):
@@ -259,4 +262,8 @@ class JointSet:
             raise EngineError(f"state has {n} joints, the world {self.n}; restore a state into "
                               "the world it came from")
         for name in STATE_FIELDS:
-            self.v(name)[...] = state[f"joint_{name}"]
+            key = f"joint_{name}"
+            if key not in state and name == "angles":   # a state saved before angles existed
+                self.v(name)[...] = 0.0
+                continue
+            self.v(name)[...] = state[key]

@@ -22,8 +22,12 @@ CRUSH = [0, 7, 15, 16]
 # Jointed scenes (random_scene(..., joints=True), bench/fuzz_world.py --joints): 2 and 4 are
 # stiff generic_spring joints whose rows, solved one by one, gained energy (issue 11; now one
 # coupled block, engine.joint_springs; they failed at steps 3 and 19), 1 and 6 quick violent
-# ones. (seed, steps)
-JOINTED = [(2, 6), (4, 30), (1, 30), (6, 24)]
+# ones; 23, a warm-started impact impulse on a 200 kg box of inertia 7e-5 fixed to a tonne
+# (1e14 m/s in step 0; engine.joint_warm), and 34, a limit on ang_x seeing the Euler angles
+# jump by pi as ang_y passed -90 degrees (energy x14 at step 36; joint_solver.continuous_euler).
+# 2 runs to step 12: a 2 kg box swung on a 5 m arm by a 1 t ball, faster than the free-collision
+# speed bound, with the energy to show for it (fuzzworld.check_step). (seed, steps)
+JOINTED = [(2, 12), (4, 30), (1, 30), (6, 24), (23, 3), (34, 40)]
 
 
 def _check(seed, family, steps=30, joints=False):
@@ -71,6 +75,19 @@ def test_the_checks_catch_what_they_claim():
     world._v("q")[1] /= 1.01
     world._v("vel")[2, 0] = np.nan
     assert "non-finite" in fuzzworld.check_step(world, limits, 0.0)
+
+
+def test_a_jointed_body_launched_from_nowhere_is_caught_by_the_energy_check():
+    """Bodies in live joints may outrun the free-collision speed bound (a lever), not the
+    energy bound: a jointed box launched at 1e4 m/s still fails the step."""
+    scene = fuzzworld.random_scene(2, None, joints=True)
+    world, ids, _ = fuzzworld.build_world(scene)
+    limits = fuzzworld.Limits(world, scene, ids)
+    assert not limits.kinematic and world.joint_count
+    body = int(world.joints.v("body_b")[0])
+    assert fuzzworld.check_step(world, limits, 0.0) is None
+    world.set_velocity(body, linear=(0.0, 0.0, 1.0e4))
+    assert "energy from nowhere" in fuzzworld.check_step(world, limits, 0.0)
 
 
 def test_the_static_depth_check_allows_a_spawned_overlap_only_if_it_does_not_grow():

@@ -1,0 +1,99 @@
+"""Warm starting joints without carrying impacts over (engine.joint_warm; issue 11)."""
+import numpy as np
+
+from engine import Box, Sphere, World
+from engine.joint_warm import impact_scale
+
+
+def _rows(rng, m):
+    """Random joints: p = lam J, dv = lam M^-1 J^T with a random SPD M^-1 (m, 12)."""
+    p = rng.normal(size=(m, 12))
+    a = rng.normal(size=(m, 12, 12))
+    minv = a @ np.swapaxes(a, 1, 2) + 0.1 * np.eye(12)
+    return p, np.einsum("mij,mj->mi", minv, p)
+
+
+def test_a_steady_load_keeps_its_warm_start():
+    """Impulses that cancel the drift since the last substep (v1 barely moving along lam)
+    stay whole, whatever v0 was."""
+    rng = np.random.default_rng(1)
+    p, dv = _rows(rng, 50)
+    v0 = rng.normal(size=(50, 12))
+    v1 = v0 + dv
+    q = np.einsum("mc,mc->m", p, dv)
+    # shift v1 so that lam . J v1 is at most 0.4 lam K lam
+    v1 -= (np.einsum("mc,mc->m", p, v1) - 0.4 * q * rng.random(50))[:, None] * p / \
+        np.einsum("mc,mc->m", p, p)[:, None]
+    assert impact_scale(p, dv, v0, v1) is None
+
+
+def test_an_impact_is_cut_to_what_adds_no_energy():
+    """Where the rows would move along lam afterwards, the kept part s lam changes the energy
+    by s w0 + s^2 q / 2 <= 0 (checked against the quadratic directly); a repeated impact on
+    a joint at relative rest (w0 = 0) is dropped entirely; for a joint alone (v1 = v0 + dv)
+    the scale is 1 at the threshold, so it does not jump."""
+    rng = np.random.default_rng(2)
+    p, dv = _rows(rng, 400)
+    u = rng.uniform(0.0, 1.5, 400)
+    v0 = -u[:, None] * dv          # w0 = -u q: a steady load at u = 1, an impact at u = 0
+    v1 = v0 + dv
+    s = impact_scale(p, dv, v0, v1)
+    assert s is not None
+    q = np.einsum("mc,mc->m", p, dv)
+    w0 = np.einsum("mc,mc->m", p, v0)
+    cut = u < 0.5
+    assert cut.any() and (~cut).any()
+    assert np.all(s[~cut] == 1.0)
+    assert np.all(s[cut] * w0[cut] + 0.5 * s[cut] ** 2 * q[cut] <= 1e-9 * q[cut])
+    np.testing.assert_allclose(s[cut], 2.0 * u[cut])
+    at_rest = impact_scale(p, dv, np.zeros_like(v0), dv)
+    assert np.all(at_rest == 0.0)
+
+
+def _scales(build, steps=48, dt=1.0 / 24.0):
+    """The scales impact_scale returned while the world build() made was stepped."""
+    import engine.joint_solver as js
+    calls = []
+    orig = js.impact_scale
+
+    def spy(*args):
+        out = orig(*args)
+        calls.append(np.ones(len(args[0])) if out is None else out)
+        return out
+    js.impact_scale = spy
+    try:
+        w = build()
+        for _ in range(steps):
+            w.step(dt)
+    finally:
+        js.impact_scale = orig
+    return np.concatenate(calls)
+
+
+def _chain(speed=0.0):
+    w = World()
+    prev = None
+    for i in range(5):
+        b = w.add_body(Box((0.05, 0.05, 0.2)), position=(3.0, 0.0, -0.4 * i), mass=1.0,
+                       linear_velocity=(speed * i, 0.0, 0.0))
+        w.add_joint("point", b, prev, position=(3.0, 0.0, 0.2 - 0.4 * i))
+        prev = b
+    return w
+
+
+def _pendulum():
+    w = World()
+    bob = w.add_body(Sphere(0.1), position=(1.0, 0.0, 0.0), mass=1.0)
+    w.add_joint("point", bob, None, position=(0.0, 0.0, 0.0))
+    return w
+
+
+def test_steady_loads_keep_their_warm_starts_and_impacts_do_not():
+    """A chain hanging at rest keeps every warm start whole; a pendulum swinging from the
+    horizontal keeps at least 60 % (the part that is last substep's position correction
+    goes); a chain whose links start with different speeds (an impact in each joint at the
+    first substep) has those impulses cut."""
+    assert np.all(_scales(_chain) == 1.0)
+    pend = _scales(_pendulum)
+    assert pend.min() >= 0.6
+    assert _scales(lambda: _chain(1.0), steps=1).min() < 0.5
