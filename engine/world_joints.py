@@ -12,7 +12,7 @@ import numpy as np
 
 from .errors import EngineError
 from .graph import islands
-from .joint_solver import JointSolver
+from .joint_solver import JointSolver, joint_coordinates
 from .joints import KINDS, JointSet, parse
 
 __all__ = ["JointSet", "JointWorldMixin"]
@@ -110,6 +110,14 @@ class JointWorldMixin:
     def joint_torques(self):
         """(J, 3) the angular rows' reaction torque on body B, N m (see joint_forces)."""
         return self.joints.v("torque")
+
+    @property
+    def joint_coordinates(self):
+        """(J, 6) each joint's coordinates now, in m and rad: lin_x, lin_y, lin_z (the
+        anchors' separation along the joint frame's axes in body A) and ang_x, ang_y, ang_z
+        (XYZ Euler angles of B's frame in A's), zero at the pose the joint was made in; what
+        the limits bound and the springs pull back to zero."""
+        return joint_coordinates(self.joints, self._v("x"), self._v("q"))
 
     @property
     def joint_kinds(self):
