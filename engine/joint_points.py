@@ -37,6 +37,7 @@ import threading
 
 import numpy as np
 
+from .joint_inertia import CurrentInertia
 from .joint_math import quat_matrix, quat_mul
 from .joint_warm import impact_scale
 from .solver_sweep import einsum as _einsum
@@ -177,7 +178,7 @@ class PointLocks:
     pass's (bias_rate, mass_scale, impulse_scale); break_force (m,)."""
 
     def __init__(self, a, b, offsets, world, anchor_a, anchor_b, frame_a, lam0, inv_mass,
-                 inv_inertia, h, soft, break_force):
+                 inv_inertia, h, soft, break_force, max_err=np.inf, inv_body=None):
         n = len(inv_mass)
         m = len(a)
         self.n, self.m, self.h = n, m, h
@@ -202,6 +203,14 @@ class PointLocks:
         iip = np.zeros((9, n + 1))          # component-major, the spare slot zero
         iip[:, :n] = inv_inertia.reshape(n, 9).T
         self.inert2 = iip.take(self.idx2, axis=1).reshape(3, 3, 2 * m)   # (3, 3, 2m)
+        # Anisotropic ends' tensors at the present orientation (engine.joint_inertia); a
+        # world side reads the spare slot n (no inertia, identity orientation).
+        self.inertia = None
+        if inv_body is not None:
+            ib = np.concatenate((np.where(world[:, None, None], 0.0, inv_body[a]),
+                                 inv_body[b]))
+            inertia = CurrentInertia(self.idx2, ib, self.inert2.transpose(2, 0, 1))
+            self.inertia = inertia if len(inertia.aniso) else None
         self.msum = ima + imb
         eye = np.eye(3)[:, :, None]
         # G and MJ = (M^-1 G^T)^T as (3 rows, 4 blocks, 3, m): G's blocks are
@@ -226,6 +235,7 @@ class PointLocks:
              np.empty((3, sl.stop - sl.start)), np.empty(idx.shape), sl)
             for sl, idx in zip(self.cols, self.idx_c)]
         self.bias_rate, self.mscale, self.iscale = soft
+        self.max_err = max_err   # the longest error the bias corrects at its rate (m)
         self.breakable = bool(np.isfinite(break_force).any())
         self.break_force = break_force
         self.broken = np.zeros(m, dtype=bool)
@@ -240,6 +250,8 @@ class PointLocks:
         sc = _scratch(m)
         self.xs[:, :n] = x.T
         self.qs[:, :n] = q.T
+        if self.inertia is not None:
+            self.inert2[...] = self.inertia.update(self.qs.T).transpose(1, 2, 0)
         np.take(self.qs, self.idx2, axis=1, out=sc.q2)
         r2 = _rotate0(sc.q2, self.anc2, self.anc2_1, self.anc2_2, sc)   # [r_a, r_b] (3, 2m)
         x2 = np.take(self.xs, self.idx2, axis=1, out=sc.x2)
@@ -262,6 +274,10 @@ class PointLocks:
         # colour are cheaper than forming K^-1 G here).
         self.g4[:, 1::2] = skew.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
         self.mj4[:, 1::2] = si.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
+        long = np.einsum("rm,rm->m", d, d) > self.max_err * self.max_err
+        if long.any():   # engine.joint_solver: no correction faster than max_push
+            d *= np.where(long, self.max_err / np.sqrt(np.maximum(
+                np.einsum("rm,rm->m", d, d), 1e-300)), 1.0)
         err = _einsum("rsm,sm->rm", kinv, d, out=self.err)
         if self.broken.any():
             keep = ~self.broken

@@ -57,6 +57,7 @@ import numpy as np
 from . import detmath, quat
 from .graph import colour_constraints, islands
 from .joint_chain import ChainSystem, chain_order
+from .joint_inertia import CurrentInertia
 from .joint_math import inv3
 from .joint_math import quat_matrix as _quat_matrix
 from .joint_math import quat_mul as _quat_mul
@@ -222,7 +223,8 @@ class JointSolver:
     dynamic bodies; inv_mass (N,), inv_inertia (N, 3, 3) world, zero for bodies not moved;
     h the substep; hertz, damping_ratio the joints' softness."""
 
-    def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio):
+    def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
+                 max_push=np.inf, inv_body=None):
         self.joints = joints
         self.h = h
         col = _colouring(joints, sel, awake)
@@ -230,8 +232,14 @@ class JointSolver:
         self.offsets = [int(o) for o in col.offsets]
         self.m = m = len(sel)
         self.points = None
+        # The biased pass corrects an error C at bias_rate C; errors count at most
+        # max_err, so no correction is faster than max_push (a joint torn metres apart by a
+        # 6 t ball flung its 37 g end at 4.5 km/s correcting it; fuzz seed 280). Ordinary
+        # errors (millimetres: 0.26 m/s at the default hertz) are untouched.
+        soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
+        self.max_err = max_push / soft[0] if soft[0] > 0.0 else np.inf
         if self._init_points(joints, sel, awake, inv_mass, inv_inertia, h, hertz,
-                             damping_ratio):
+                             damping_ratio, inv_body):
             return
         g = {name: joints.v(name)[sel] for name in (
             "body_a", "body_b", "world", "anchor_a", "anchor_b", "frame_a", "frame_b", "lock",
@@ -245,6 +253,12 @@ class JointSolver:
         self.imb = inv_mass[self.b]
         self.iia = np.where(ext[:, None, None], inv_inertia[self.a], 0.0)
         self.iib = inv_inertia[self.b]
+        # The tensors at the present orientation at every prepare (engine.joint_inertia).
+        self.inertia = None if inv_body is None else CurrentInertia(
+            np.concatenate((self.a, self.b)),
+            np.concatenate((np.where(ext[:, None, None], inv_body[self.a], 0.0),
+                            inv_body[self.b])),
+            np.concatenate((self.iia, self.iib)))
         self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
         self.angles = joints.v("angles")[sel].copy()  # (m, 3) the last Euler angles
         self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
@@ -305,7 +319,8 @@ class JointSolver:
                 self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
                 self.chain_pos[self.chain[0]] = np.arange(m)
 
-    def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio):
+    def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
+                     inv_body):
         """A large system of pure point locks goes to engine.joint_points (same block Gauss-
         Seidel, a fraction of the numpy calls); returns whether it did."""
         m = self.m
@@ -319,7 +334,8 @@ class JointSolver:
         self.points = PointLocks(
             a, b, self.offsets, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
             joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
-            h, soft_params(min(hertz, 0.5 / h), damping_ratio, h), joints.v("break_force")[sel])
+            h, soft_params(min(hertz, 0.5 / h), damping_ratio, h), joints.v("break_force")[sel],
+            max_err=self.max_err, inv_body=inv_body)
         self.relax_every = False   # lock rows alone: one relax sweep (see __init__)
         self._stale = True
         return True
@@ -329,6 +345,9 @@ class JointSolver:
         """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
         g, m = self.g, self.m
         ext = ~self.world
+        if self.inertia is not None:
+            cur = self.inertia.update(q)
+            self.iia, self.iib = cur[:m], cur[m:]
         fa, ra, fb, rb, d = joint_frames(self.a, self.b, self.world, g["frame_a"],
                                          g["frame_b"], self.la_f, self.lb_f, x, q)
         axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
@@ -381,8 +400,12 @@ class JointSolver:
             k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
             kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
             w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
-            err = np.einsum("mrs,ms->mr", kinv, coord[:, blk] - g["target"][:, blk])
+            err = np.einsum("mrs,ms->mr", kinv, self._capped(coord[:, blk] - g["target"][:, blk]))
             self.blocks.append((blk, w_op, err))
+
+    def _capped(self, err):
+        """Position errors as the bias sees them: at most max_err either way."""
+        return np.clip(err, -self.max_err, self.max_err)
 
     def _factor_direct(self):
         """Factor K = J M^-1 J^T of all lock rows: block cyclic reduction for chains, else a
@@ -448,7 +471,7 @@ class JointSolver:
         self.d_live = self.lock[rj, rk]
         self.d_jac = self.jac[rj, rk]
         self.d_mj = self.mj[rj, rk]
-        self.d_off = self.coord[rj, rk] - self.g["target"][rj, rk]
+        self.d_off = self._capped(self.coord[rj, rk] - self.g["target"][rj, rk])
         if not hasattr(self, "d_flat"):
             self.d_a, self.d_b = self.a[rj], self.b[rj]
             idx = np.stack((self.d_a, self.d_b), axis=1)
@@ -504,7 +527,7 @@ class JointSolver:
                 spec = sep > 0.0
                 if use_bias:
                     gain = np.where(spec, eff, eff * mscale)
-                    bias = gain * np.where(spec, sep / h, bias_rate * sep)
+                    bias = gain * np.where(spec, sep / h, bias_rate * self._capped(sep))
                     leak = np.where(spec, 0.0, iscale)
                 else:
                     gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
