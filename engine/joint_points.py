@@ -178,7 +178,7 @@ class PointLocks:
     pass's (bias_rate, mass_scale, impulse_scale); break_force (m,)."""
 
     def __init__(self, a, b, offsets, world, anchor_a, anchor_b, frame_a, lam0, inv_mass,
-                 inv_inertia, h, soft, break_force, max_err=np.inf, inv_body=None):
+                 inv_inertia, h, soft, break_force, inv_body=None):
         n = len(inv_mass)
         m = len(a)
         self.n, self.m, self.h = n, m, h
@@ -235,7 +235,6 @@ class PointLocks:
              np.empty((3, sl.stop - sl.start)), np.empty(idx.shape), sl)
             for sl, idx in zip(self.cols, self.idx_c)]
         self.bias_rate, self.mscale, self.iscale = soft
-        self.max_err = max_err   # the longest error the bias corrects at its rate (m)
         self.breakable = bool(np.isfinite(break_force).any())
         self.break_force = break_force
         self.broken = np.zeros(m, dtype=bool)
@@ -274,10 +273,6 @@ class PointLocks:
         # colour are cheaper than forming K^-1 G here).
         self.g4[:, 1::2] = skew.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
         self.mj4[:, 1::2] = si.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
-        long = np.einsum("rm,rm->m", d, d) > self.max_err * self.max_err
-        if long.any():   # engine.joint_solver: no correction faster than max_push
-            d *= np.where(long, self.max_err / np.sqrt(np.maximum(
-                np.einsum("rm,rm->m", d, d), 1e-300)), 1.0)
         err = _einsum("rsm,sm->rm", kinv, d, out=self.err)
         if self.broken.any():
             keep = ~self.broken

@@ -84,6 +84,7 @@ CHAIN_ROWS = 64
 # long 100:1 chain stretch.
 CHAIN_MAX_ROWS = 1200
 
+
 def joint_frames(a, b, world, frame_a, frame_b, la_f, lb_f, x, q):
     """The joints' frames and anchors now: (fa, ra, fb, rb, d), fa / fb (m, 3, 3) whose
     columns are frame A's / B's axes in the world, ra / rb (m, 3) the anchor arms from the
@@ -221,10 +222,12 @@ class JointSolver:
 
     joints: engine.joints.JointSet; sel: indices of the joints to solve; awake (N,) awake
     dynamic bodies; inv_mass (N,), inv_inertia (N, 3, 3) world, zero for bodies not moved;
-    h the substep; hertz, damping_ratio the joints' softness."""
+    h the substep; hertz, damping_ratio the joints' softness; inv_body (N, 3, 3) the body-frame
+    inverse inertia (zero for bodies not moved), to retake the anisotropic ends' world tensors
+    at every prepare (engine.joint_inertia; None keeps inv_inertia for the whole pass)."""
 
     def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
-                 max_push=np.inf, inv_body=None):
+                 inv_body=None):
         self.joints = joints
         self.h = h
         col = _colouring(joints, sel, awake)
@@ -232,12 +235,6 @@ class JointSolver:
         self.offsets = [int(o) for o in col.offsets]
         self.m = m = len(sel)
         self.points = None
-        # The biased pass corrects an error C at bias_rate C; errors count at most
-        # max_err, so no correction is faster than max_push (a joint torn metres apart by a
-        # 6 t ball flung its 37 g end at 4.5 km/s correcting it; fuzz seed 280). Ordinary
-        # errors (millimetres: 0.26 m/s at the default hertz) are untouched.
-        soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
-        self.max_err = max_push / soft[0] if soft[0] > 0.0 else np.inf
         if self._init_points(joints, sel, awake, inv_mass, inv_inertia, h, hertz,
                              damping_ratio, inv_body):
             return
@@ -284,10 +281,8 @@ class JointSolver:
         self.relax_every = bool(self.rows or self.spring_blocks)
         # Anchors in the joint frame's own axes (r = F la_f), so one rotation matrix per end
         # gives both the axes and the anchor arm.
-        ident = np.array([1.0, 0.0, 0.0, 0.0])
         self.la_f = quat.rotate_inverse(g["frame_a"], g["anchor_a"])
         self.lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
-        self.ident = ident
         # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
         self.nr = 6 if (self.ang_lock or any(k >= 3 for _, k in self.rows)
                         or slice(3, 6) in self.spring_blocks) else 3
@@ -335,7 +330,7 @@ class JointSolver:
             a, b, self.offsets, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
             joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
             h, soft_params(min(hertz, 0.5 / h), damping_ratio, h), joints.v("break_force")[sel],
-            max_err=self.max_err, inv_body=inv_body)
+            inv_body=inv_body)
         self.relax_every = False   # lock rows alone: one relax sweep (see __init__)
         self._stale = True
         return True
@@ -400,12 +395,8 @@ class JointSolver:
             k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
             kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
             w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
-            err = np.einsum("mrs,ms->mr", kinv, self._capped(coord[:, blk] - g["target"][:, blk]))
+            err = np.einsum("mrs,ms->mr", kinv, coord[:, blk] - g["target"][:, blk])
             self.blocks.append((blk, w_op, err))
-
-    def _capped(self, err):
-        """Position errors as the bias sees them: at most max_err either way."""
-        return np.clip(err, -self.max_err, self.max_err)
 
     def _factor_direct(self):
         """Factor K = J M^-1 J^T of all lock rows: block cyclic reduction for chains, else a
@@ -471,7 +462,7 @@ class JointSolver:
         self.d_live = self.lock[rj, rk]
         self.d_jac = self.jac[rj, rk]
         self.d_mj = self.mj[rj, rk]
-        self.d_off = self._capped(self.coord[rj, rk] - self.g["target"][rj, rk])
+        self.d_off = self.coord[rj, rk] - self.g["target"][rj, rk]
         if not hasattr(self, "d_flat"):
             self.d_a, self.d_b = self.a[rj], self.b[rj]
             idx = np.stack((self.d_a, self.d_b), axis=1)
@@ -527,7 +518,7 @@ class JointSolver:
                 spec = sep > 0.0
                 if use_bias:
                     gain = np.where(spec, eff, eff * mscale)
-                    bias = gain * np.where(spec, sep / h, bias_rate * self._capped(sep))
+                    bias = gain * np.where(spec, sep / h, bias_rate * sep)
                     leak = np.where(spec, 0.0, iscale)
                 else:
                     gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
@@ -570,12 +561,6 @@ class JointSolver:
         if self._stale:
             self._prepare(x, q)
             self._stale = False
-        # A spring's impulse is recomputed from scratch each substep (engine.joint_springs:
-        # the block update does not depend on the carried lam), so carrying it over only
-        # shows the rows swept before it a velocity that is taken back later: with a stiff
-        # spring on a 4 m arm that fed a hinge's limit and a contact energy every substep
-        # (fuzz seed 197, 17 kJ -> 45 kJ in three steps).
-        self.imp[:, SPRING] = 0.0
         idx = np.stack((self.a, self.b), axis=1)
         lam = self._axis_impulse()[:, :self.nr]
         dv = np.einsum("mk,mkc->mc", lam, self.mj)

@@ -55,9 +55,6 @@ class WorldSettings:
                             "capped at half the substep rate (Box2D v3: twice the contact "
                             "hertz)")
     joint_damping_ratio: float = _f(2.0, "1", "damping ratio of the joint spring")
-    joint_max_push: float = _f(10.0, "m/s or rad/s",
-                               "fastest velocity at which a joint's lock and limit rows "
-                               "correct a position error (rad/s on angular rows)")
     restitution_threshold: float = _f(1.0, "m/s",
                                       "impact speeds below this never bounce (resting contacts "
                                       "stay at rest)")

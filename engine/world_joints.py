@@ -212,7 +212,6 @@ class JointWorldMixin:
             return None
         solver = JointSolver(js, sel, awake, inv_mass, inv_i, h, self.settings.joint_hertz,
                              self.settings.joint_damping_ratio,
-                             max_push=self.settings.joint_max_push,
                              inv_body=np.where(awake[:, None, None], self._v("inv_inertia"),
                                                0.0))
         if contact_bodies is not None and len(contact_bodies) and not solver.relax_every:
