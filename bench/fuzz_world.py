@@ -24,14 +24,14 @@ Jointed scenes (--joints), issue 11. Fixed, each with a test that fails before i
 The invariants for joints (tests/fuzzworld.py): bodies in joints are levers and slings, bounded
 by the energy check (springs' potential counted, with the symplectic allowance) or, in scenes
 with kinematic motion, by the speed bound times their lever factor.
-Left (open): stiff springs on long anchor arms of light spinning bodies (all 11 failing scenes of
-0-399 pass with their springs off; with the spring joints' limits off, 5 do). Likely (not
-proven): over a substep the
-anchor follows an arc (1/2 omega^2 h^2 r off the rows' linear prediction: 0.47 m at 100 rad/s
-on a 5.4 m arm at 240 Hz); the stretch becomes spring energy that the spring gives back, and the
-spring's damper, overdamped on that lever, stops the rows without stopping the arc (a 1 t ball
-and a 2 kg box on a damped 8e5 N/m spring: 1.3e5 -> 1.6e6 J with a 1 rad/s start spin; undamped
-it stays bounded). Seeds 2, 122, 188 and 197 of 0-199 (see the closing note of issue 11).
+Left (open): stiff springs on long anchor arms of light spinning bodies (all 11 failing scenes
+of 0-399 pass with their springs off; with the spring joints' limits off, 5 do). Likely (not
+proven): over a substep the anchor follows an arc (1/2 omega^2 h^2 r off the rows' linear
+prediction: 0.47 m at 100 rad/s on a 5.4 m arm at 240 Hz); the stretch becomes spring energy
+that the spring gives back, and the spring's damper, overdamped on that lever, stops the rows
+without stopping the arc (a 1 t ball and a 2 kg box on a damped 8e5 N/m spring: 1.3e5 -> 1.6e6
+J with a 1 rad/s start spin; undamped it stays bounded). Seeds 2, 122, 188 and 197 of 0-199
+(see the closing note of issue 11).
 """
 import argparse
 import os
