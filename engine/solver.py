@@ -300,6 +300,21 @@ class ContactSolver:
         dv = np.einsum("rm,mrk->mk", self.imp, self.mjr)
         _scatter_add(vel, self.idx, dv)
 
+    def _bias_coefficients(self, spec):
+        """(mscale, iscale, a_n, keep, sweep_n) of the biased pass's normal rows, for the
+        points apart (spec, (4, m)). They depend on which points are apart only, which rarely
+        changes between substeps: the last set (and its sweep operator) is reused while it
+        holds."""
+        if not solver_sweep.same(spec, self._bias_spec):
+            mscale = np.where(spec, 1.0, self.mass_scale)
+            iscale = np.where(spec, 0.0, self.impulse_scale)
+            a_n = self.eff[:4] * mscale
+            self._bias_spec = spec
+            self._bias_coef = (mscale, iscale, a_n, 1.0 - iscale,
+                               _normal_sweep_operator(a_n, self.kmat[:4, :4]))
+        assert self._bias_coef is not None
+        return self._bias_coef
+
     def solve(self, vel, dpose, use_bias):
         """One Gauss-Seidel sweep over the colours. use_bias: the soft pass (True) or relax.
         dpose (N, 6): each body's displacement and rotation vector since the pass began.
@@ -345,17 +360,7 @@ class ContactSolver:
         coef: tuple  # (use_bias, bias, ab, a_n, mscale, iscale, keep, sweep_n, skip_m)
         if use_bias:
             bias = np.where(spec, sep * inv_h, np.maximum(self.bias_rate * sep, -self.max_push))
-            # The coefficients depend on which points are apart only, which rarely changes
-            # between substeps: reuse the last set (and its sweep operator) while it holds.
-            if not solver_sweep.same(spec, self._bias_spec):
-                mscale = np.where(spec, 1.0, self.mass_scale)
-                iscale = np.where(spec, 0.0, self.impulse_scale)
-                a_n = eff_n * mscale
-                self._bias_spec = spec
-                self._bias_coef = (mscale, iscale, a_n, 1.0 - iscale,
-                                   _normal_sweep_operator(a_n, self.kmat[:4, :4]))
-            assert self._bias_coef is not None
-            mscale, iscale, a_n, keep, sweep_n = self._bias_coef
+            mscale, iscale, a_n, keep, sweep_n = self._bias_coefficients(spec)
             coef = (True, bias, a_n * bias, a_n, mscale, iscale, keep, sweep_n, None)
         else:
             # Relax solves touching points only: speculative ones (s > 0) keep their impulse

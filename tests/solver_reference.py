@@ -3,7 +3,8 @@ tests/test_solver_sweep.py holds the rewritten sweep to, bit for bit.
 
 It is the readable form (one colour after another, each stage a few numpy calls on the
 colour's slices, no views kept, no work skipped); solver_sweep runs the same arithmetic with
-fewer calls. Kept verbatim apart from the module-level names it now reaches by import.
+fewer calls. Kept verbatim apart from the module-level names it now reaches by import and the
+biased pass's coefficient set-up, which it shares with the engine (ContactSolver._bias_coefficients).
 """
 import numpy as np
 
@@ -31,17 +32,7 @@ def reference_solve(self, vel, dpose, use_bias):
     # set of (4, m) coefficients per sweep, so the colour loop does no per-row set-up.
     if use_bias:
         bias = np.where(spec, sep * inv_h, np.maximum(self.bias_rate * sep, -self.max_push))
-        # The coefficients depend on which points are apart only, which rarely changes
-        # between substeps: reuse the last set (and its sweep operator) while it holds.
-        if self._bias_spec is None or not np.array_equal(spec, self._bias_spec):
-            mscale = np.where(spec, 1.0, self.mass_scale)
-            iscale = np.where(spec, 0.0, self.impulse_scale)
-            a_n = eff_n * mscale
-            self._bias_spec = spec
-            self._bias_coef = (mscale, iscale, a_n, 1.0 - iscale,
-                               _normal_sweep_operator(a_n, self.kmat[:4, :4]))
-        assert self._bias_coef is not None
-        mscale, iscale, a_n, keep, sweep_n = self._bias_coef
+        mscale, iscale, a_n, keep, sweep_n = self._bias_coefficients(spec)  # the engine's
         skip = None
         ab = a_n * bias
     else:
