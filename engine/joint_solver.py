@@ -62,7 +62,7 @@ from .joint_math import inv3
 from .joint_math import quat_matrix as _quat_matrix
 from .joint_math import quat_mul as _quat_mul
 from .joint_points import PointLocks, point_lock_only
-from .joint_springs import spring_block_coefficients
+from .joint_springs import limit_as_spring, spring_beta, spring_block_coefficients
 from .joint_warm import impact_scale
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
@@ -83,6 +83,15 @@ CHAIN_ROWS = 64
 # chain solve's cost grows with log2 of the joints in numpy calls, and Gauss-Seidel lets a
 # long 100:1 chain stretch.
 CHAIN_MAX_ROWS = 1200
+# Biased sweeps (contacts and joints) per substep while a spring is stiff (h omega > 0.5,
+# engine.joint_springs: a period under 4 pi substeps, 57 Hz at 360 Hz): such a spring is nearly
+# a constraint, far stiffer than the soft step lets a lock be, and Gauss-Seidel between it and
+# the rows beside it (other joints, contacts) converges slowly; one sweep left a residual that
+# pumped energy into light bodies on long arms (the jointed fuzzer's seeds 122, 197, 340, 358,
+# 359, 385; 8 sweeps left two of them). Joint-only sweeps cured them too but let the joints
+# overrule contacts: a body pulled by a stiff spring ended 11 cm inside a static box (seed
+# 43). Springs an artist sets (a few Hz) never pay for it.
+STIFF_SPRING_SWEEPS = 16
 
 
 def joint_frames(a, b, world, frame_a, frame_b, la_f, lb_f, x, q):
@@ -227,7 +236,7 @@ class JointSolver:
     at every prepare (engine.joint_inertia; None keeps inv_inertia for the whole pass)."""
 
     def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
-                 inv_body=None):
+                 inv_body=None, limit_push=np.inf):
         self.joints = joints
         self.h = h
         col = _colouring(joints, sel, awake)
@@ -259,6 +268,9 @@ class JointSolver:
         self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
         self.angles = joints.v("angles")[sel].copy()  # (m, 3) the last Euler angles
         self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
+        self.limit_omega = 2.0 * np.pi * min(hertz, 0.5 / h)   # the limits' soft step, as a
+        self.limit_zeta = damping_ratio                         # spring (_limit_folds)
+        self.limit_push = limit_push   # cap of a violated limit's bias velocity
         self.broken = np.zeros(m, dtype=bool)
         # Row types present anywhere in this pass, with the axes they use: the colour loop
         # visits only these.
@@ -498,9 +510,10 @@ class JointSolver:
         assert kinv is not None   # factored by the first _prepare
         return np.einsum("rs,s->r", kinv, rhs)
 
-    def _row_coefficients(self, use_bias):
+    def _row_coefficients(self, use_bias, fold=None):
         """Per present row (type, axis): (gain a, bias b, leak, low, high, sign) over all joints;
-        the update is new = clip(lam - a sign u - b - leak lam, low, high)."""
+        the update is new = clip(lam - a sign u - b - leak lam, low, high). Limits in fold
+        (m, 6) are off (solved in their spring block)."""
         g, h, live = self.g, self.h, ~self.broken
         bias_rate, mscale, iscale = self.soft
         out = []
@@ -513,12 +526,15 @@ class JointSolver:
                 coef = (eff, -eff * g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
             else:
                 on = g["limited"][:, k] & live
+                if fold is not None:
+                    on = on & ~fold[:, k]
                 sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
                 sign = 1.0 if t == LOWER else -1.0
                 spec = sep > 0.0
                 if use_bias:
                     gain = np.where(spec, eff, eff * mscale)
-                    bias = gain * np.where(spec, sep / h, bias_rate * sep)
+                    bias = gain * np.where(spec, sep / h,
+                                           np.maximum(bias_rate * sep, -self.limit_push))
                     leak = np.where(spec, 0.0, iscale)
                 else:
                     gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
@@ -528,18 +544,62 @@ class JointSolver:
                         np.where(on, coef[2], 0.0)) + coef[3:])
         return out
 
-    def _spring_coefficients(self):
+    def _limit_folds(self, vel):
+        """(m, 6) bool: the limit rows the biased pass folds into their joint's spring block.
+
+        A spring and a limit on one axis (a generic_spring pulled past its limit) are two
+        rows with one Jacobian; Gauss-Seidel between a stiff spring and the limit holding it
+        converges like hsK / (1 + hsK) per sweep, near 1, and the unconverged pair, pushing
+        opposite ways at the anchor, left torques of 1e5 N at a 5 m arm on a 2 kg box (the
+        jointed fuzzer's spring class, issue 11: 1e5 J became 1.6e6). A violated limit is a
+        soft-step row, i.e. an implicit spring pulling to its bound (limit_as_spring), so it
+        joins the block's exact coupled solve. Only violated limits fold (a limit still
+        ahead stays a speculative row), and only on joints with a spring in that block."""
+        g = self.g
+        fold = np.zeros((self.m, 6), dtype=bool)
+        c = self.coord
+        v = np.concatenate((vel[self.a], vel[self.b]), axis=1)
+        for blk in self.spring_blocks:
+            has = g["spring"][:, blk].any(axis=1, keepdims=True) & ~self.broken[:, None]
+            lo, hi, cb = g["lower"][:, blk], g["upper"][:, blk], c[:, blk]
+            # The limit's own impulse -h (kl (C - bound) + sl u) at the present velocity must
+            # push (a limit never pulls): a joint leaving its violation faster than the limit's
+            # recovery speed kl |C - bound| / sl is left to the scalar row (clamped at zero).
+            u = np.einsum("mrc,mc->mr", self.jac[:, blk], v)
+            kl, sl = limit_as_spring(1.0, self.limit_omega, self.limit_zeta, self.h)
+            push = np.where(cb < lo, kl * (cb - lo) + sl * u < 0.0, kl * (cb - hi) + sl * u > 0.0)
+            fold[:, blk] = (g["limited"][:, blk] & has & (self.eff[:, blk] > 0.0)
+                            & ((cb < lo) | (cb > hi)) & push)
+        return fold
+
+    def _spring_coefficients(self, fold):
         """Per spring block: (block, gain, bias, leak) of engine.joint_springs'
         spring_block_coefficients over all joints (biased pass only: a spring is a force
-        applied once per substep)."""
-        g, live = self.g, ~self.broken[:, None]
+        applied once per substep), with the limits fold (m, 6) inside. The folded limits'
+        carried impulses move to the spring slot, which then holds their sum."""
+        g, live, imp = self.g, ~self.broken[:, None], self.imp
         out = []
         for blk in self.spring_blocks:
             kblk = np.einsum("mrc,msc->mrs", self.jac[:, blk], self.mj[:, blk])
             on = g["spring"][:, blk] & live & (self.eff[:, blk] > 0.0)
+            f, c = fold[:, blk], self.coord[:, blk]
+            low = c < g["lower"][:, blk]
+            imp[:, SPRING, blk] += np.where(f, np.where(low, imp[:, LOWER, blk],
+                                                        -imp[:, UPPER, blk]), 0.0)
+            imp[:, LOWER, blk] *= ~f
+            imp[:, UPPER, blk] *= ~f
+            kl, sl = limit_as_spring(self.eff[:, blk], self.limit_omega, self.limit_zeta,
+                                     self.h)
+            # The limit pulls to its bound by kl (C - bound), i.e. at the bias velocity
+            # kl / sl (C - bound) (the scalar row's bias_rate sep), capped at limit_push as
+            # the scalar row is: the bound moves closer instead.
+            bound = np.where(low, g["lower"][:, blk], g["upper"][:, blk])
+            reach = self.limit_push * sl / np.where(f, kl, 1.0)
+            bound = np.where(f, c - np.clip(c - bound, -reach, reach), bound)
+            folded = (np.where(f, kl, 0.0), np.where(f, sl, 0.0), bound)
             out.append((blk,) + spring_block_coefficients(
                 g["stiffness"][:, blk], g["damping"][:, blk], self.kdiag[:, blk], kblk,
-                self.coord[:, blk], self.h, on))
+                c, self.h, on, folded))
         return out
 
     def _axis_impulse(self):
@@ -576,7 +636,8 @@ class JointSolver:
         vel += add
 
     def solve(self, vel, x, q, use_bias):
-        """One Gauss-Seidel sweep over the colours: scalar rows, then the lock blocks."""
+        """One Gauss-Seidel sweep over the colours (scalar rows, spring blocks, lock blocks),
+        then the direct locks."""
         if self.m == 0:
             return
         if self.points is not None:
@@ -589,10 +650,38 @@ class JointSolver:
         if self._stale:
             self._prepare(x, q)   # the positions moved since the biased pass
             self._stale = False
-        coefs = self._row_coefficients(use_bias)
+        fold = self._limit_folds(vel) if use_bias and self.spring_blocks else None
+        coefs = self._row_coefficients(use_bias, fold)
         motors = [c for c in coefs if c[0] == MOTOR]
         limits = [c for c in coefs if c[0] != MOTOR]
-        springs = self._spring_coefficients() if use_bias else []
+        springs = self._spring_coefficients(fold) if use_bias else []
+        self._sweep(vel, motors, springs, limits, use_bias)
+        if self.direct:
+            self._direct_solve(vel, use_bias)
+        if use_bias:
+            self._stale = True   # the world integrates the positions next
+
+    def biased_sweeps(self):
+        """Biased sweeps the world should make this substep (contacts and joints together):
+        STIFF_SPRING_SWEEPS while a spring is stiff, else 1. Call after warm_start (which
+        measures the geometry)."""
+        if self.m == 0 or self.points is not None or not self.spring_blocks:
+            return 1
+        return STIFF_SPRING_SWEEPS if self._stiff_springs() else 1
+
+    def _stiff_springs(self):
+        """Whether a live spring row is stiff enough to be (partly) implicit: h omega > 0.5
+        (engine.joint_springs.spring_beta)."""
+        g, live = self.g, ~self.broken[:, None]
+        for blk in self.spring_blocks:
+            on = g["spring"][:, blk] & live
+            if (on & (spring_beta(g["stiffness"][:, blk], self.kdiag[:, blk], self.h)
+                      > 0.0)).any():
+                return True
+        return False
+
+    def _sweep(self, vel, motors, springs, limits, use_bias):
+        """One Gauss-Seidel sweep over the colours: motors, spring blocks, limits, locks."""
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
         imp, jac, mj = self.imp, self.jac, self.mj
         blocks = [] if self.direct else self.blocks
@@ -624,10 +713,6 @@ class JointSolver:
                 v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
             vel[ia] = v[:, :6]   # A first: a world joint has a == b, and B's value must win
             vel[ib] = v[:, 6:]
-        if self.direct:
-            self._direct_solve(vel, use_bias)
-        if use_bias:
-            self._stale = True   # the world integrates the positions next
 
     def _scalar_rows(self, sl, v, coefs):
         """One Gauss-Seidel pass of the scalar rows coefs over the joints sl of a colour,

@@ -37,6 +37,13 @@ ball at 25 m/s went from 3.1e5 J to 1.8e12 J in two seconds (the jointed fuzzer'
 and 4, issue 11). The block's update is the scalar one with K the 3 x 3 block and S = diag(s):
 (I + h S K) new = h S K lam - h S u - h k C, exact (backward Euler for beta = 1) whatever the
 coupling; with uncoupled rows it is the scalar update.
+
+A limit on a spring's axis, once violated, is a second row with the same Jacobian, and
+Gauss-Seidel between the two converges like hsK / (1 + hsK) per sweep: too slowly for a stiff
+spring, whose unconverged pair left large opposite impulses at the anchor. The limit's soft step
+is itself an implicit spring (limit_as_spring), so it is folded into the block (the `fold` of
+spring_block_coefficients: engine.joint_solver's _limit_folds decides which), solved exactly
+with the spring.
 """
 import numpy as np
 
@@ -52,18 +59,33 @@ def spring_beta(k, kdiag, h):
     return np.clip((homega - EXPLICIT_UP_TO) / (IMPLICIT_FROM - EXPLICIT_UP_TO), 0.0, 1.0)
 
 
-def spring_block_coefficients(k, c, kdiag, kblk, coord, h, on):
+def limit_as_spring(eff, omega, zeta, h):
+    """(stiffness, s) of the implicit spring a soft-step limit row is (Box2D v3's soft step
+    with frequency omega and damping ratio zeta on the row's effective mass eff): its impulse
+    new = -mscale eff (u + bias_rate C) is -h (k C + s u') with k = eff omega^2 and
+    s = eff (2 zeta omega + h omega^2), the form of the spring rows' beta = 1."""
+    return eff * omega * omega, eff * (2.0 * zeta * omega + h * omega * omega)
+
+
+def spring_block_coefficients(k, c, kdiag, kblk, coord, h, on, fold=None):
     """(gain (m, 3, 3), bias (m, 3), leak (m, 3, 3)) of one block of three spring rows per
     joint: stiffness k, damping c, coordinates coord (m, 3), kdiag (m, 3) the rows' own
     inverse effective masses (they set each row's implicit fraction, as spring_beta), kblk
     (m, 3, 3) the block's K = J M^-1 J^T, on (m, 3) the rows that are live springs. The
     update is new = lam - leak lam - gain u - bias, with A = I + h S K: leak = A^-1,
     gain = A^-1 h S, bias = A^-1 h k C. Rows that are not springs get new = 0 (A's row is
-    the identity's, so is A^-1's)."""
+    the identity's, so is A^-1's). fold (kl, sl, bound) (m, 3) each: limits folded into the
+    block (engine.joint_solver's _limit_folds), extra implicit springs pulling the coordinate
+    to bound, with zero kl and sl on the rows without one."""
     s = np.where(on, c + spring_beta(k, kdiag, h) * h * k, 0.0)
+    force = np.where(on, k * coord, 0.0)
+    if fold is not None:
+        kl, sl, bound = fold
+        s = s + sl
+        force = force + kl * (coord - bound)
     a = h * s[:, :, None] * kblk
     a += np.eye(3)
     leak = inv3(a)   # det A >= 1: S K has the eigenvalues of S^1/2 K S^1/2 >= 0
     gain = leak * (h * s)[:, None, :]
-    bias = np.einsum("mrs,ms->mr", leak, np.where(on, h * k * coord, 0.0))
+    bias = np.einsum("mrs,ms->mr", leak, h * force)
     return gain, bias, leak

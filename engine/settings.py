@@ -55,6 +55,11 @@ class WorldSettings:
                             "capped at half the substep rate (Box2D v3: twice the contact "
                             "hertz)")
     joint_damping_ratio: float = _f(2.0, "1", "damping ratio of the joint spring")
+    joint_max_push: float = _f(3.0, "m/s",
+                               "fastest velocity (rad/s on angular axes) the position bias may "
+                               "correct a violated joint limit at, as max_push for contacts "
+                               "(locks are not capped): a limit dragging a body into a static "
+                               "one and the contact pushing it out meet at equal speeds")
     restitution_threshold: float = _f(1.0, "m/s",
                                       "impact speeds below this never bounce (resting contacts "
                                       "stay at rest)")
@@ -93,7 +98,7 @@ class WorldSettings:
         for name in ("max_substep", "max_collision_step", "max_spin_travel"):
             object.__setattr__(self, name, _number(getattr(self, name), name, lo=1e-6))
         for name in ("contact_hertz", "damping_ratio", "max_push", "restitution_threshold",
-                     "joint_hertz", "joint_damping_ratio",
+                     "joint_hertz", "joint_damping_ratio", "joint_max_push",
                      "speculative_distance", "aabb_margin", "broadphase_slack",
                      "manifold_reuse_distance", "manifold_reuse_angle",
                      "linear_sleep_tolerance", "angular_sleep_tolerance", "time_to_sleep"):

@@ -637,7 +637,9 @@ class World(BodyControl, JointWorldMixin):
             solver.warm_start(vel)
             if joints:
                 joints.warm_start(vel, x, q)
-            for _ in range(self.settings.iterations):
+            # A stiff spring is nearly a constraint: the substep sweeps it together with its
+            # neighbours until they agree (engine.joint_solver.STIFF_SPRING_SWEEPS).
+            for _ in range(self.settings.iterations * (joints.biased_sweeps() if joints else 1)):
                 solver.solve(vel, dpose, True)
                 if joints:
                     joints.solve(vel, x, q, True)
