@@ -32,7 +32,7 @@ CRUSH = [0, 7, 15, 16]
 # pass's stale tensors while the contacts' were retaken (1e17 m/s; engine.joint_inertia).
 # (seed, steps)
 JOINTED = [(2, 3), (4, 30), (1, 30), (6, 24), (23, 3), (34, 40), (313, 2), (320, 3),
-           (327, 2), (352, 8)]
+           (327, 2), (352, 8), (122, 12), (197, 4), (359, 2), (353, 18)]
 
 
 def _check(seed, family, steps=30, joints=False):
