@@ -178,7 +178,7 @@ class PointLocks:
     pass's (bias_rate, mass_scale, impulse_scale); break_force (m,)."""
 
     def __init__(self, a, b, offsets, world, anchor_a, anchor_b, frame_a, lam0, inv_mass,
-                 inv_inertia, h, soft, break_force, inv_body=None):
+                 inv_inertia, h, soft, break_force, inv_body=None, max_push=np.inf):
         n = len(inv_mass)
         m = len(a)
         self.n, self.m, self.h = n, m, h
@@ -235,6 +235,9 @@ class PointLocks:
              np.empty((3, sl.stop - sl.start)), np.empty(idx.shape), sl)
             for sl, idx in zip(self.cols, self.idx_c)]
         self.bias_rate, self.mscale, self.iscale = soft
+        # The gap whose correction reaches max_push (engine.settings.joint_max_push): longer
+        # gaps are corrected at that speed.
+        self.reach = max_push / self.bias_rate if self.bias_rate > 0.0 else np.inf
         self.breakable = bool(np.isfinite(break_force).any())
         self.break_force = break_force
         self.broken = np.zeros(m, dtype=bool)
@@ -273,6 +276,9 @@ class PointLocks:
         # colour are cheaper than forming K^-1 G here).
         self.g4[:, 1::2] = skew.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
         self.mj4[:, 1::2] = si.reshape(3, 3, 2, m).transpose(0, 2, 1, 3)
+        if np.isfinite(self.reach):
+            gap = np.sqrt(np.einsum("rm,rm->m", d, d))
+            d *= np.minimum(1.0, self.reach / np.maximum(gap, 1e-300))
         err = _einsum("rsm,sm->rm", kinv, d, out=self.err)
         if self.broken.any():
             keep = ~self.broken

@@ -236,7 +236,7 @@ class JointSolver:
     at every prepare (engine.joint_inertia; None keeps inv_inertia for the whole pass)."""
 
     def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
-                 inv_body=None, limit_push=np.inf):
+                 inv_body=None, max_push=np.inf):
         self.joints = joints
         self.h = h
         col = _colouring(joints, sel, awake)
@@ -245,7 +245,7 @@ class JointSolver:
         self.m = m = len(sel)
         self.points = None
         if self._init_points(joints, sel, awake, inv_mass, inv_inertia, h, hertz,
-                             damping_ratio, inv_body):
+                             damping_ratio, inv_body, max_push):
             return
         g = {name: joints.v(name)[sel] for name in (
             "body_a", "body_b", "world", "anchor_a", "anchor_b", "frame_a", "frame_b", "lock",
@@ -270,7 +270,10 @@ class JointSolver:
         self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
         self.limit_omega = 2.0 * np.pi * min(hertz, 0.5 / h)   # the limits' soft step, as a
         self.limit_zeta = damping_ratio                         # spring (_limit_folds)
-        self.limit_push = limit_push   # cap of a violated limit's bias velocity
+        # Cap of the position bias velocity of locks and violated limits; locks take it as
+        # a cap on the error each row corrects (reach: the error whose correction reaches it).
+        self.max_push = max_push
+        self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
         self.broken = np.zeros(m, dtype=bool)
         # Row types present anywhere in this pass, with the axes they use: the colour loop
         # visits only these.
@@ -327,7 +330,7 @@ class JointSolver:
                 self.chain_pos[self.chain[0]] = np.arange(m)
 
     def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
-                     inv_body):
+                     inv_body, max_push):
         """A large system of pure point locks goes to engine.joint_points (same block Gauss-
         Seidel, a fraction of the numpy calls); returns whether it did."""
         m = self.m
@@ -342,7 +345,7 @@ class JointSolver:
             a, b, self.offsets, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
             joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
             h, soft_params(min(hertz, 0.5 / h), damping_ratio, h), joints.v("break_force")[sel],
-            inv_body=inv_body)
+            inv_body=inv_body, max_push=max_push)
         self.relax_every = False   # lock rows alone: one relax sweep (see __init__)
         self._stale = True
         return True
@@ -407,7 +410,8 @@ class JointSolver:
             k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
             kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
             w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
-            err = np.einsum("mrs,ms->mr", kinv, coord[:, blk] - g["target"][:, blk])
+            err = np.einsum("mrs,ms->mr", kinv, np.clip(coord[:, blk] - g["target"][:, blk],
+                                                        -self.reach, self.reach))
             self.blocks.append((blk, w_op, err))
 
     def _factor_direct(self):
@@ -474,7 +478,8 @@ class JointSolver:
         self.d_live = self.lock[rj, rk]
         self.d_jac = self.jac[rj, rk]
         self.d_mj = self.mj[rj, rk]
-        self.d_off = self.coord[rj, rk] - self.g["target"][rj, rk]
+        self.d_off = np.clip(self.coord[rj, rk] - self.g["target"][rj, rk], -self.reach,
+                             self.reach)
         if not hasattr(self, "d_flat"):
             self.d_a, self.d_b = self.a[rj], self.b[rj]
             idx = np.stack((self.d_a, self.d_b), axis=1)
@@ -534,7 +539,7 @@ class JointSolver:
                 if use_bias:
                     gain = np.where(spec, eff, eff * mscale)
                     bias = gain * np.where(spec, sep / h,
-                                           np.maximum(bias_rate * sep, -self.limit_push))
+                                           np.maximum(bias_rate * sep, -self.max_push))
                     leak = np.where(spec, 0.0, iscale)
                 else:
                     gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
@@ -591,10 +596,10 @@ class JointSolver:
             kl, sl = limit_as_spring(self.eff[:, blk], self.limit_omega, self.limit_zeta,
                                      self.h)
             # The limit pulls to its bound by kl (C - bound), i.e. at the bias velocity
-            # kl / sl (C - bound) (the scalar row's bias_rate sep), capped at limit_push as
+            # kl / sl (C - bound) (the scalar row's bias_rate sep), capped at max_push as
             # the scalar row is: the bound moves closer instead.
             bound = np.where(low, g["lower"][:, blk], g["upper"][:, blk])
-            reach = self.limit_push * sl / np.where(f, kl, 1.0)
+            reach = self.max_push * sl / np.where(f, kl, 1.0)
             bound = np.where(f, c - np.clip(c - bound, -reach, reach), bound)
             folded = (np.where(f, kl, 0.0), np.where(f, sl, 0.0), bound)
             out.append((blk,) + spring_block_coefficients(

@@ -214,7 +214,7 @@ class JointWorldMixin:
                              self.settings.joint_damping_ratio,
                              inv_body=np.where(awake[:, None, None], self._v("inv_inertia"),
                                                0.0),
-                             limit_push=self.settings.joint_max_push)
+                             max_push=self.settings.joint_max_push)
         if contact_bodies is not None and len(contact_bodies) and not solver.relax_every:
             mine = np.zeros(self._n, dtype=bool)
             mine[a[sel]] = True

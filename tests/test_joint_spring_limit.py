@@ -63,7 +63,7 @@ def test_spring_held_past_its_limit_stays_bounded(dt):
 
 @pytest.mark.parametrize("dt", STEPS)
 def test_a_soft_spring_and_the_limit_settle_as_two_springs_in_series(dt):
-    k = 2e4
+    k = 8e5
     w, coords = run(dt, k)
     kl, sl = limit_spring(w, dt)
     dev = k * -HI / (k + kl)
@@ -73,7 +73,7 @@ def test_a_soft_spring_and_the_limit_settle_as_two_springs_in_series(dt):
 
 @pytest.mark.parametrize("dt", STEPS)
 def test_a_stiff_spring_pulls_the_limit_as_far_as_its_capped_push_allows(dt):
-    k = 8e5
+    k = 2e6
     w, coords = run(dt, k)
     kl, sl = limit_spring(w, dt)
     hold = sl * w.settings.joint_max_push          # the most the limit pulls with
