@@ -62,7 +62,7 @@ from .joint_math import inv3
 from .joint_math import quat_matrix as _quat_matrix
 from .joint_math import quat_mul as _quat_mul
 from .joint_points import PointLocks, point_lock_only
-from .joint_springs import limit_as_spring, spring_beta, spring_block_coefficients
+from .joint_springs import limit_as_spring, spring_block_coefficients
 from .joint_warm import impact_scale
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
@@ -83,14 +83,16 @@ CHAIN_ROWS = 64
 # chain solve's cost grows with log2 of the joints in numpy calls, and Gauss-Seidel lets a
 # long 100:1 chain stretch.
 CHAIN_MAX_ROWS = 1200
-# Biased sweeps (contacts and joints) per substep while a spring is stiff (h omega > 0.5,
-# engine.joint_springs: a period under 4 pi substeps, 57 Hz at 360 Hz): such a spring is nearly
-# a constraint, far stiffer than the soft step lets a lock be, and Gauss-Seidel between it and
-# the rows beside it (other joints, contacts) converges slowly; one sweep left a residual that
-# pumped energy into light bodies on long arms (the jointed fuzzer's seeds 122, 197, 340, 358,
-# 359, 385; 8 sweeps left two of them). Joint-only sweeps cured them too but let the joints
-# overrule contacts: a body pulled by a stiff spring ended 11 cm inside a static box (seed
-# 43). Springs an artist sets (a few Hz) never pay for it.
+# Biased sweeps (contacts and joints) per substep while a spring is stiffer than
+# STIFF_SPRING_HOMEGA (h omega: its period under 1.6 substeps, 230 Hz at 360 Hz): such a
+# spring is a constraint in all but name, far stiffer than the soft step lets a lock be, and
+# Gauss-Seidel between it and the rows beside it (other joints, contacts) converges slowly; one
+# sweep left a residual that pumped energy into light bodies on long arms (the jointed fuzzer's
+# seeds 122, 197, 340, 358, 359, 385, whose springs reach h omega 32 to 64 and more; 8 sweeps
+# left two of them). Joint-only sweeps cured them too but let the joints overrule contacts: a
+# body pulled by a stiff spring ended 11 cm inside a static box (seed 43). Springs an artist
+# sets (a few Hz) never pay for it.
+STIFF_SPRING_HOMEGA = 4.0
 STIFF_SPRING_SWEEPS = 16
 
 
@@ -675,13 +677,13 @@ class JointSolver:
         return STIFF_SPRING_SWEEPS if self._stiff_springs() else 1
 
     def _stiff_springs(self):
-        """Whether a live spring row is stiff enough to be (partly) implicit: h omega > 0.5
-        (engine.joint_springs.spring_beta)."""
+        """Whether a live spring row is stiffer than STIFF_SPRING_HOMEGA (h omega, omega^2 =
+        k K on the row's own inverse effective mass K)."""
         g, live = self.g, ~self.broken[:, None]
         for blk in self.spring_blocks:
             on = g["spring"][:, blk] & live
-            if (on & (spring_beta(g["stiffness"][:, blk], self.kdiag[:, blk], self.h)
-                      > 0.0)).any():
+            k = np.maximum(g["stiffness"][:, blk] * self.kdiag[:, blk], 0.0)
+            if (on & (self.h * np.sqrt(k) > STIFF_SPRING_HOMEGA)).any():
                 return True
         return False
 
