@@ -15,7 +15,6 @@ and are called directly.
 """
 import numpy as np
 
-
 _PAD = 8   # float64 elements of padding on each side of an output
 
 
