@@ -145,18 +145,27 @@ def test_dynamic_keyed_off_is_held_then_restarts_from_rest():
     for f, on in ((9, True), (10, False), (29, False), (30, True)):
         rb.enabled = on
         rb.keyframe_insert("enabled", frame=f)
-    z_ref = blender_bake(scene, [b])["Held"][:, 2, 3]
+    # Blender 5.2's own bake of this keyed toggle is not repeatable: now and then its box
+    # restarts one frame earlier or later (0.3 m off by frame 48), and rarely (once in a CI
+    # run, never in 30 bakes in a row here) it is not held at all and falls on from frame 10.
+    # So Blender is baked again (up to three times) until its box is held, its restart frame
+    # is compared to ours within one frame, and the falls before the hold and after the
+    # restart are compared each from its own start. Ours is held bit for bit, every time.
+    tried = []
+    for _ in range(3):
+        z_ref = blender_bake(scene, [b])["Held"][:, 2, 3]
+        r_ref = restart(z_ref, 8)
+        tried.append(r_ref + 1)
+        if abs(r_ref - 29) <= 1:
+            break
+    assert abs(r_ref - 29) <= 1, f"Blender's box restarted at frames {tried}, never held"
     z = ours(scene, [b])[0]["Held"][:, 2, 3]
-    # Blender 5.2's own bake of this keyed toggle is not repeatable: in about one run of five
-    # its box restarts one frame earlier or later (0.3 m off by frame 48). So its restart
-    # frame is compared to ours within one frame, and the falls before the hold and after
-    # the restart are compared each from its own start.
-    r, r_ref = restart(z, 8), restart(z_ref, 8)
+    r = restart(z, 8)
     print(f"\nDynamic keyed off: before the hold max |z - Blender| "
           f"{np.abs(z[:9] - z_ref[:9]).max() * 1000:.1f} mm; restart at frame {r + 1} "
-          f"(Blender {r_ref + 1})")
+          f"(Blender {r_ref + 1}, bakes {tried})")
     assert np.abs(z[:9] - z_ref[:9]).max() < 0.01
-    assert abs(r - r_ref) <= 1 and r == 29, (r, r_ref)
+    assert r == 29, (r, r_ref)
     n = len(z) - max(r, r_ref)
     fall, fall_ref = z[r - 1:r + n] - z[r - 1], z_ref[r_ref - 1:r_ref + n] - z_ref[r_ref - 1]
     assert np.abs(fall - fall_ref).max() < 0.05, np.abs(fall - fall_ref).max()
