@@ -8,7 +8,8 @@
 
 Scenes (bench/scenes.py data, so both engines build the same bodies): ``cubesN`` are N unit
 cubes thrown into a heap (random tilts, 1-3 m/s, up to 6 rad/s: they tumble the whole run);
-``rocks125`` is the 125-rock pile (16-point hulls). 72 frames at 24 fps, sleeping off in both
+``rocks125`` is the 125-rock pile (16-point hulls); ``balls216`` the cubes' pen with 216
+balls of 1 m diameter (not in the default list). 72 frames at 24 fps, sleeping off in both
 engines, so both do the same work every frame.
 
 pybullet runs at Blender's settings (240 Hz: 10 substeps per frame, 10 iterations); ours at its
@@ -43,11 +44,12 @@ from engine import quat
 from engine.world import World
 
 
-def tumbling_cubes(n, frames=72, seed=7):
+def tumbling_cubes(n, frames=72, seed=7, kind="cubes"):
     """n unit cubes (1 kg) in a grid 1.5 m apart, random tilts, thrown with 1-3 m/s sideways
     and up to 6 rad/s of spin into a walled pen (static walls 2 m high, 0.33 m clear of the
-    grid): a heap that keeps tumbling and piling up for the 3 s."""
-    s = Scene(f"cubes{n}", f"{n} tumbling cubes", frames)
+    grid): a heap that keeps tumbling and piling up for the 3 s. kind="balls": the same with
+    balls of 1 m diameter (a ball pit that keeps rolling)."""
+    s = Scene(f"{kind}{n}", f"{n} tumbling {kind}", frames)
     rng = np.random.default_rng(seed)
     layers = min(10, max(1, round(n ** (1 / 3))))
     pos, side = grid_positions(n, 1.5, layers, 1.2)
@@ -58,7 +60,8 @@ def tumbling_cubes(n, frames=72, seed=7):
     for sgn in (-1.0, 1.0):
         s.add(wall_x, (sgn * (half + 0.25), 0.0, 1.0), kind=STATIC)
         s.add(wall_y, (0.0, sgn * (half + 0.25), 1.0), kind=STATIC)
-    cube = s.shape(ShapeSpec("box", (0.5, 0.5, 0.5)))
+    cube = s.shape(ShapeSpec("box", (0.5, 0.5, 0.5)) if kind == "cubes"
+                   else ShapeSpec("sphere", radius=0.5))
     q = random_tilts(rng, n, math.pi)
     heading = rng.uniform(0, 2 * math.pi, n)
     speed = rng.uniform(1.0, 3.0, n)
@@ -76,7 +79,8 @@ def rocks(n=125, frames=72):
 
 
 SCENES = {"cubes27": lambda f: tumbling_cubes(27, f), "cubes216": lambda f: tumbling_cubes(216, f),
-          "cubes1000": lambda f: tumbling_cubes(1000, f), "rocks125": lambda f: rocks(125, f)}
+          "cubes1000": lambda f: tumbling_cubes(1000, f), "rocks125": lambda f: rocks(125, f),
+          "balls216": lambda f: tumbling_cubes(216, f, kind="balls")}
 
 
 # -- ours ----------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import numpy as np
 from .joint_inertia import CurrentInertia
 from .joint_math import quat_matrix, quat_mul
 from .joint_warm import impact_scale
+from .joints import pure_point_locks
 from .solver_sweep import einsum as _einsum
 
 _P1 = np.array([1, 2, 0])
@@ -53,10 +54,7 @@ _NEG_SKEW_SIGN = -_SKEW_SIGN
 def point_lock_only(g):
     """Is every joint (engine.joints fields gathered in g) a pure point lock: the three linear
     axes locked at zero, nothing else locked, limited, sprung or driven?"""
-    lock = g["lock"]
-    return bool(lock[:, :3].all() and not lock[:, 3:].any() and not g["limited"].any()
-                and not g["spring"].any() and not g["motor"].any()
-                and not g["target"][:, :3].any())
+    return bool(pure_point_locks(g).all())
 
 
 # Flat (9,) indices into a (9, K) view of (3, 3, K) matrices for the adjugate's cofactors

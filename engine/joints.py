@@ -225,6 +225,11 @@ class JointSet:
         """Joints that act: enabled and not broken."""
         return self.v("enabled") & ~self.v("broken")
 
+    def point_locks(self):
+        """(n,) bool: joints that only lock their three linear axes at zero (pure_point_locks)."""
+        return pure_point_locks({name: self.v(name) for name in (
+            "lock", "limited", "spring", "motor", "target")})
+
     def filter_pairs(self, ia, ib):
         """Drop candidate body pairs joined by a live joint with disable_collisions."""
         if not self.n or not len(ia):
@@ -267,3 +272,13 @@ class JointSet:
                 self.v(name)[...] = 0.0
                 continue
             self.v(name)[...] = state[key]
+
+
+def pure_point_locks(g):
+    """(m,) bool per joint of the fields gathered in g (lock, limited, spring, motor, target):
+    the three linear axes locked at zero, nothing else locked, limited, sprung or driven
+    (Blender's Point, or a generic joint set up as one)."""
+    lock = g["lock"]
+    return (lock[:, :3].all(axis=1) & ~lock[:, 3:].any(axis=1) & ~g["limited"].any(axis=1)
+            & ~g["spring"].any(axis=1) & ~g["motor"].any(axis=1)
+            & ~g["target"][:, :3].any(axis=1))
