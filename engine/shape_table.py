@@ -49,7 +49,6 @@ class ShapeTable:
         a["points"][i] = pts[0]
         a["points"][i, :len(pts)] = pts
         a["bound_radius"][i] = shape.bounding_radius()
-        a["core_reach"][i] = np.linalg.norm(pts, axis=1).max()
 
     def __len__(self):
         return len(self.shapes)
@@ -107,10 +106,6 @@ class ShapeTable:
                                    dtype=np.float64).reshape(s)
         # Bounding radius about the local origin, for cheap culling and CCD.
         out.bound_radius = np.array([sh.bounding_radius() for sh in shapes]).reshape(s)
-        # Reach of the core alone (the shape is its core points swollen by radius): a turn
-        # about the origin moves no feature of a shape whose core is the origin (a Sphere).
-        out.core_reach = np.array([np.linalg.norm(sh.core_points, axis=1).max()
-                                   for sh in shapes]).reshape(s)
         for i, sh in enumerate(shapes):
             pts = sh.core_points
             out.points[i] = pts[0]

@@ -55,6 +55,7 @@ from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .kinds import BodyKind, ShapeKind
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
 from .record import StepRecord
+from .round_bodies import centred_balls, feature_spin
 from .settings import WorldSettings
 from .shape_table import ShapeTable
 from .solver import ContactSolver
@@ -683,40 +684,39 @@ class World(BodyControl, JointWorldMixin):
         # count: a body spinning in free flight has no manifold to go stale, and made every
         # pass of the whole world pay for a thrown cube's spin (27 tumbling cubes: 4.25 ->
         # 3.06 passes a frame).
-        spun = self._spinning_candidates()
-        if not len(spun):
+        in_pairs, in_joints = self._spinning_candidates()
+        if not len(in_pairs) and not len(in_joints):
             return k
-        spin = norm(self._v("vel")[spun, 3:], axis=1)
-        travel = float(np.max(spin * self.table.bound_radius[self._v("shape")[spun]])) * dt
+        # In a pair, only a turn that moves the body's surface counts (not a ball's:
+        # engine.round_bodies); in a joint, the whole turn.
+        sid, w = self._v("shape"), self._v("vel")[:, 3:]
+        ball = centred_balls(self.table.kind[sid[in_pairs]], self._v("com")[in_pairs])
+        spin = np.concatenate((feature_spin(w[in_pairs], ball), norm(w[in_joints], axis=1)))
+        reach = self.table.bound_radius[sid[np.concatenate((in_pairs, in_joints))]]
+        travel = float(np.max(spin * reach)) * dt
         k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
         k_turn = math.ceil(float(np.max(spin)) * dt / MAX_PASS_TURN - 1e-9)
         return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
 
     def _spinning_candidates(self):
-        """Awake dynamic bodies in a pair of the pair table or in a live joint (indices): a
-        joint's rows (a hinge's limit) are as linear over a pass as a contact's.
-
-        Two kinds of body are left out, because their rows do not depend on how far they
-        turn in a pass. In a pair, a body whose turn about its centre of mass moves no
-        feature (a Sphere centred on it: its contact normal passes through the centre, so
-        the normal rows have no angular part). In a joint, a pure point lock (Blender's
-        Point): its rows are rebuilt from the poses at every substep, exactly. A 20 x 20 net
-        of balls on point joints spun its balls at 100+ rad/s and took 2.8 passes a frame
-        instead of 2 (bench/bench_joints_grid.py)."""
-        near = np.zeros(self._n, dtype=bool)
+        """Awake dynamic bodies (indices) in a pair of the pair table, and in a live joint
+        other than a pure point lock: a joint's rows (a hinge's limit) are as linear over a
+        pass as a contact's, but a point lock (Blender's Point) has its rows rebuilt from the
+        poses at every substep, exactly. A 20 x 20 net of balls on point joints spun its balls
+        at 100+ rad/s and took 2.8 passes a frame instead of 2 (bench/bench_joints_grid.py)."""
+        on = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
+        in_pairs = np.zeros(self._n, dtype=bool)
         if len(self.pairs.keys):
             a, b = key_bodies(self.pairs.keys)
-            near[a] = True
-            near[b] = True
-            near &= (self.table.core_reach[self._v("shape")]
-                     + norm(self._v("com"), axis=1)) > 0.0
+            in_pairs[a] = True
+            in_pairs[b] = True
+        in_joints = np.zeros(self._n, dtype=bool)
         j = self.joints
         if j.n:
             live = j.live() & ~j.point_locks()
-            near[j.v("body_a")[live]] = True
-            near[j.v("body_b")[live & ~j.v("world")]] = True
-        near &= (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
-        return np.flatnonzero(near)
+            in_joints[j.v("body_a")[live]] = True
+            in_joints[j.v("body_b")[live & ~j.v("world")]] = True
+        return np.flatnonzero(in_pairs & on), np.flatnonzero(in_joints & on)
 
     def substeps_for(self, dt):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
