@@ -1,23 +1,34 @@
-"""Balls: bodies whose turn changes none of their contact rows.
+"""Round bodies: what a turn about their axis does not change.
 
-A Sphere whose centre of mass is its centre (always, unless a caller moved it) is round about
-every axis: a turn moves none of its surface, its contact normals pass through its centre (so a
-contact's normal row has no angular part and its linearised separation does not read the turn),
-and its inertia is isotropic. So the spin that calls for extra collision passes
-(World.collision_steps_for) leaves balls out: a ball pit's rolling balls took 4 passes a frame
-instead of 2 (bench/bench_speed.py balls216).
+A Sphere, Capsule, Cylinder or Cone is round about its local Z axis; with the centre of mass on
+that axis (always, unless a caller moved it), a turn about the axis moves none of its surface
+and leaves its world inertia as it is. A ball centred on its centre of mass is round about every
+axis.
 
-Bodies round about one axis (capsules, cylinders, cones) are not left out for their roll,
-though their surface does not move either: measured, a capsule spinning at 60 rad/s on its side
-on frictionless ground gains wobble (the turn about its other axes) with the gyroscopic term and
-the relax sweeps together, 2.5 rad/s after 2 s at the passes the spin rule gives it, and the
-inertia refresh (engine.inertia_refresh), which turns the contact arms with the whole turn,
-holds that down only by losing a fifth of the spin. With fewer passes the wobble reached 28
-rad/s. Until that is solved, their roll keeps counting.
+- Contact rows (engine.solver._rows, round_axes): a round body's normal rows have no part along
+  its axis. At the true contact point that holds by itself (the normal through a round surface
+  meets the axis), but the solver holds its arms and axes over a pass, and once the axis has
+  turned a little the roll reads as a normal velocity: a capsule spinning at 60 rad/s on its
+  side on frictionless ground gained wobble, 2.5 rad/s in 2 s, and the inertia refresh, which
+  turns the arms with the roll, lost a fifth of the spin. Projected, it keeps its spin and its
+  wobble stays under 0.02 rad/s (tests/test_spin_passes.py).
+- Collision passes (World.collision_steps_for): a centred ball's spin does not count, its
+  contacts' normal rows having no angular part at all: a ball pit's rolling balls took 4 passes
+  a frame instead of 2 (bench/bench_speed.py balls216). Capsules', cylinders' and cones' roll
+  still counts: with fewer passes their axes and arms are held longer, and the projection then
+  leaks the roll back in (the spinning capsule's wobble reached 6 rad/s in 2 s at 2 passes).
 """
 import numpy as np
 
 from .kinds import ShapeKind
+
+ROUND_KINDS = (ShapeKind.SPHERE, ShapeKind.CAPSULE, ShapeKind.CYLINDER, ShapeKind.CONE)
+
+
+def round_about_z(shape_kind, com):
+    """(K,) bool: shapes round about their local Z axis (Sphere, Capsule, Cylinder, Cone)
+    with the centre of mass on it."""
+    return np.isin(shape_kind, ROUND_KINDS) & (com[:, 0] == 0.0) & (com[:, 1] == 0.0)
 
 
 def centred_balls(shape_kind, com):
@@ -31,3 +42,4 @@ def feature_spin(w, ball):
     spin = np.linalg.norm(w, axis=1)
     spin[ball] = 0.0
     return spin
+

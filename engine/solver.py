@@ -146,7 +146,8 @@ class ContactSolver:
 
     def __init__(self, ia, ib, normal, points, separation, count, friction, restitution,
                  x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction,
-                 order, colour_offsets, h, settings, overflow=False, reach=None, box=None):
+                 order, colour_offsets, h, settings, overflow=False, reach=None, box=None,
+                 round_axes=None):
         # overflow: the last colour may share dynamic bodies (graph.colour_constraints ran out
         # of colours); it is applied Jacobi-style with scatter-adds instead of assignment.
         self.overflow = bool(overflow)
@@ -203,9 +204,11 @@ class ContactSolver:
             ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
         self.dirs = dirs
         self._arms = [ra, rb, valid, inv_mass[ia], inv_mass[ib]]  # see refresh_inertia
+        # Axes of round bodies (engine.round_bodies), zero elsewhere: None without any.
+        self.axes = None if round_axes is None else [round_axes[ia], round_axes[ib]]
         (self.jr, self.mjr, self.kmat, self.eff, self.jn, self.k_pinv, self.sweep_relax,
          self.sweep_friction) = _rows(ra, rb, dirs, valid, inv_mass[ia], inv_mass[ib],
-                                      inv_inertia[ia], inv_inertia[ib])
+                                      inv_inertia[ia], inv_inertia[ib], self.axes)
         self.sep0 = np.ascontiguousarray(np.where(valid, sep, UNUSED_SEPARATION).T)  # (4, m)
 
         # Warm start impulses: normal as is, friction projected on this step's tangents.
@@ -271,12 +274,18 @@ class ContactSolver:
         tb = np.where((sb[rows] >= 0)[:, None, None], turn[sb[rows]], eye)
         ra[rows] = np.einsum("mij,mpj->mpi", ta, ra[rows])
         rb[rows] = np.einsum("mij,mpj->mpi", tb, rb[rows])
+        axes = None
+        if self.axes is not None:   # round bodies' axes turn with them
+            axa, axb = self.axes
+            axa[rows] = np.einsum("mij,mj->mi", ta, axa[rows])
+            axb[rows] = np.einsum("mij,mj->mi", tb, axb[rows])
+            axes = [axa[rows], axb[rows]]
         dp = dpose[self.idx[rows]].reshape(len(rows), 12)
         sep_now = self.sep0[:, rows] + np.einsum("pmk,mk->pm", self.jn[:, rows], dp)
         ia, ib = self.idx[rows, 0], self.idx[rows, 1]
         jr, mjr, kmat, eff, jn, k_pinv, sw_relax, sw_fric = _rows(
             ra[rows], rb[rows], self.dirs[rows], valid[rows], ima[rows], imb[rows],
-            inv_inertia[ia], inv_inertia[ib])
+            inv_inertia[ia], inv_inertia[ib], axes)
         self.jr[rows] = jr
         self.jn[:, rows] = jn
         self.sep0[:, rows] = np.where(valid[rows].T, sep_now - np.einsum("pmk,mk->pm", jn, dp),
@@ -452,18 +461,25 @@ class ContactSolver:
         return normal, fworld, fr, tang
 
 
-def _rows(ra, rb, dirs, valid, ima, imb, iia, iib):
+def _rows(ra, rb, dirs, valid, ima, imb, iia, iib, axes=None):
     """Rows of m manifolds from their lever arms ra, rb (m, 4, 3), directions dirs (m, 3, 3)
     (normal, tangents), used slots valid (m, 4), inverse masses ima, imb (m,) and world
     inverse inertias iia, iib (m, 3, 3): (jr, mjr, K, eff, jn, k_pinv, sweep_relax,
     sweep_friction) as ContactSolver keeps them (ContactSolver.__init__ and
-    refresh_inertia)."""
+    refresh_inertia). axes: None, or the (m, 3) axes of A and B that their normal rows must
+    not read a turn about (zero where none: engine.round_bodies)."""
     # Rows in solver order (see ROWS): direction d and arms per row, d zero on unused
     # slots so every row built from it is zero there.
     live = valid[:, ROW_POINT]  # (m, 12)
     d = dirs[:, ROW_DIR] * live[..., None]  # (m, 12, 3)
     ra_x_d = cross(ra[:, ROW_POINT], d)  # angular Jacobian parts r x d
     rb_x_d = cross(rb[:, ROW_POINT], d)
+    if axes is not None:
+        # A round body's normal rows have no part along its axis (its surface does not
+        # move as it rolls); arms held over a pass give them one once the axis has turned
+        # (a spinning wheel's roll then reads as a normal velocity).
+        for r_x_d, ax in zip((ra_x_d, rb_x_d), axes):
+            r_x_d[:, :4] -= np.einsum("mri,mi->mr", r_x_d[:, :4], ax)[..., None] * ax[:, None]
     ia_ang = np.einsum("mij,mrj->mri", iia, ra_x_d)  # I_a^-1 (r_a x d)
     ib_ang = np.einsum("mij,mrj->mri", iib, rb_x_d)
     ima3, imb3 = ima[:, None, None], imb[:, None, None]

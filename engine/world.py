@@ -55,7 +55,7 @@ from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .kinds import BodyKind, ShapeKind
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
 from .record import StepRecord
-from .round_bodies import centred_balls, feature_spin
+from .round_bodies import centred_balls, feature_spin, round_about_z
 from .settings import WorldSettings
 from .shape_table import ShapeTable
 from .solver import ContactSolver
@@ -625,7 +625,8 @@ class World(BodyControl, JointWorldMixin):
                                overflow=col.overflow > 0, reach=self._reach(),
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
-                                                         self._v("com"), rot))
+                                                         self._v("com"), rot),
+                               round_axes=self._round_axes(rot, awake))
         joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
                                     contact_bodies=np.concatenate((ia, ib)))
         # Anisotropic bodies that turn far within the pass get their tensor taken again.
@@ -661,6 +662,17 @@ class World(BodyControl, JointWorldMixin):
         solver.restitution(vel, self.settings.restitution_threshold)
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2
+
+    def _round_axes(self, rot, awake):
+        """(N, 3) world axes of the awake bodies round about one (engine.round_bodies), zero
+        for the rest; None when there is none."""
+        sid = self._v("shape")
+        axial = round_about_z(self.table.kind[sid], self._v("com")) & awake
+        if not axial.any():
+            return None
+        out = np.zeros((self._n, 3))
+        out[axial] = rot[axial, :, 2]
+        return out
 
     def _reach(self):
         """(N,) bounding radius of each body about its centre of mass (m)."""
