@@ -35,8 +35,10 @@ ROUND_KINDS = (ShapeKind.SPHERE, ShapeKind.CAPSULE, ShapeKind.CYLINDER, ShapeKin
 
 def round_about_z(shape_kind, com):
     """(K,) bool: shapes round about their local Z axis (Sphere, Capsule, Cylinder, Cone)
-    with the centre of mass on it."""
-    return np.isin(shape_kind, ROUND_KINDS) & (com[:, 0] == 0.0) & (com[:, 1] == 0.0)
+    with the centre of mass on it, but not centred balls: their normal rows have no angular
+    part to leave out, and the solver then skips the projection for scenes of balls."""
+    return (np.isin(shape_kind, ROUND_KINDS) & (com[:, 0] == 0.0) & (com[:, 1] == 0.0)
+            & ~centred_balls(shape_kind, com))
 
 
 def centred_balls(shape_kind, com):
