@@ -5,30 +5,33 @@ that axis (always, unless a caller moved it), a turn about the axis moves none o
 and leaves its world inertia as it is. A ball centred on its centre of mass is round about every
 axis.
 
+- Balls (centred_balls): their contacts' normal rows have no angular part at all, so their spin
+  calls for no collision pass (World.collision_steps_for): a ball pit's rolling balls took 4
+  passes a frame instead of 2 (bench/bench_speed.py balls216).
 - Contact rows (engine.solver._rows, round_axes): a round body's normal rows have no part along
   its axis. At the true contact point that holds by itself (the normal through a round surface
   meets the axis), but the solver holds its arms and axes over a pass, and once the axis has
   turned a little the roll reads as a normal velocity: a capsule spinning at 60 rad/s on its
-  side on frictionless ground gained wobble, 2.5 rad/s in 2 s, and the inertia refresh, which
-  turns the arms with the roll, lost a fifth of the spin. Projected, it keeps its spin and its
-  wobble stays under 0.02 rad/s (tests/test_spin_passes.py).
-- Collision passes (World.collision_steps_for): a centred ball's spin does not count, its
-  contacts' normal rows having no angular part at all: a ball pit's rolling balls took 4 passes
-  a frame instead of 2 (bench/bench_speed.py balls216). Capsules', cylinders' and cones' roll
-  still counts: with fewer passes their axes and arms are held longer, and the projection then
-  leaks the roll back in (the spinning capsule's wobble reached 6 rad/s in 2 s at 2 passes).
-
-Tried and left out: retaking a round body's rows whenever its axis has tilted so far that its
-roll reads through at more than 1e-6 m/s, turning them by the axis's swing only. The spinning
-capsule then stays calm for 6 s (wobble 0.005 rad/s) at 2 passes a frame whatever its roll,
-and wheels roll down a slope on 2 passes, but tumbling capsules tilt all the time: 216 of them
-thrown into a pen took 120.6 ms a frame instead of 77.1 (looser tolerances let the wobble grow
-again: 1e-3 m/s, 2.2 rad/s in 6 s, and still cost 101 ms). Cheaper retaking of the rows would
-bring it back.
+  side on frictionless ground lost a fifth of its spin in 2 s and wobbled up to 45 rad/s in 4.
+- Rolling (rolling: the turn across the axis at most ROLLING times the turn about it): the
+  rows follow the axis (engine.inertia_refresh retakes them once the axis has tilted so far that
+  the roll would read through at ROLL_LEAK, turned by the axis's swing alone, not the roll),
+  and the roll calls for no collision pass. 100 barrels rolling at 3 m/s took 6 passes a frame
+  instead of 2 (115 -> 67 ms a frame, capsules 56 -> 42), and the spinning capsule stays calm
+  (0.004 rad/s of wobble after 6 s).
+- Tumbling round bodies (the rest) are treated as any body: their whole spin counts and their
+  rows are retaken for their whole turn. Retaking them on every tilt too kept their rows exact
+  but cost 216 tumbling capsules 77 -> 121 ms a frame.
 """
 import numpy as np
 
+from . import quat
 from .kinds import ShapeKind
+
+_Z = np.array([0.0, 0.0, 1.0])
+# A round body rolls (its rows follow its axis, its roll calls for no collision pass) while
+# its turn across the axis is at most this fraction of its turn about it.
+ROLLING = 0.1
 
 ROUND_KINDS = (ShapeKind.SPHERE, ShapeKind.CAPSULE, ShapeKind.CYLINDER, ShapeKind.CONE)
 
@@ -47,9 +50,41 @@ def centred_balls(shape_kind, com):
     return (shape_kind == ShapeKind.SPHERE) & ~com.any(axis=1)
 
 
-def feature_spin(w, ball):
-    """(K,) how fast each body turns its surface features: |w|, 0 for centred balls."""
+def rolling(w, axis):
+    """(K,) bool: bodies turning mostly about their axis (K, 3), w (K, 3) their angular
+    velocities: the part across the axis at most ROLLING times the roll."""
+    roll = np.einsum("ki,ki->k", w, axis)
+    across = np.linalg.norm(w - roll[:, None] * axis, axis=1)
+    return across <= ROLLING * np.abs(roll)
+
+
+def feature_spin(w, q, ball, axial):
+    """(K,) how fast each body turns its surface features: |w|, less the roll of the rolling
+    bodies round about an axis (axial; see rolling), 0 for centred balls. w (K, 3), q (K, 4)."""
+    w = np.array(w, dtype=np.float64)
+    if axial.any():
+        a = world_axes(q[axial])
+        roll = np.einsum("ki,ki->k", w[axial], a)
+        keep = ~rolling(w[axial], a)
+        roll[keep] = 0.0
+        w[axial] -= roll[:, None] * a
     spin = np.linalg.norm(w, axis=1)
     spin[ball] = 0.0
     return spin
 
+
+def world_axes(q):
+    """(K, 3) the local Z axes of bodies at orientations q (K, 4), in the world."""
+    return quat.rotate(q, np.broadcast_to(_Z, (len(q), 3)))
+
+
+def swing(a_ref, a_now):
+    """(K, 3, 3) the shortest rotations taking unit axes a_ref to a_now (K, 3), less than a
+    right angle apart."""
+    v = np.cross(a_ref, a_now)
+    c = np.einsum("ki,ki->k", a_ref, a_now)
+    k = np.zeros((len(v), 3, 3))
+    k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
+    k[:, 1, 0], k[:, 2, 0], k[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
+    # Rodrigues with sin = |v|, cos = c: I + K + K^2 (1 - c) / |v|^2 = I + K + K^2 / (1 + c).
+    return np.eye(3) + k + np.einsum("kij,kjl->kil", k, k) / (1.0 + c)[:, None, None]

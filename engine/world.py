@@ -630,7 +630,7 @@ class World(BodyControl, JointWorldMixin):
         joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
                                     contact_bodies=np.concatenate((ia, ib)))
         # Anisotropic bodies that turn far within the pass get their tensor taken again.
-        refresh = InertiaRefresh(gyro, q, inv_i, self._v("inv_inertia"))
+        refresh = self._inertia_refresh(gyro, awake, q, inv_i)
         dpose = np.zeros((self._n, 6))
         for _ in range(nsub):
             self._field_kick(vel, act, h)
@@ -647,7 +647,7 @@ class World(BodyControl, JointWorldMixin):
                     joints.solve(vel, x, q, True)
             integrate_positions(x, q, vel, movers, h)
             dpose[movers] += h * vel[movers]
-            refresh.update(solver, q, dpose)
+            refresh.update(solver, q, dpose, vel)
             relax = self.settings.relax_iterations
             for r in range(relax):
                 solver.solve(vel, dpose, False)
@@ -662,6 +662,14 @@ class World(BodyControl, JointWorldMixin):
         solver.restitution(vel, self.settings.restitution_threshold)
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2
+
+    def _inertia_refresh(self, gyro, awake, q, inv_i):
+        """The pass's InertiaRefresh: the anisotropic awake bodies gyro and the awake bodies
+        round about an axis (engine.round_bodies), whose rows follow their axis."""
+        axial = round_about_z(self.table.kind[self._v("shape")], self._v("com")) & awake
+        bodies = np.union1d(gyro, np.flatnonzero(axial))
+        return InertiaRefresh(bodies, q, inv_i, self._v("inv_inertia"), axial=axial[bodies],
+                              reach=self._reach()[bodies])
 
     def _round_axes(self, rot, awake):
         """(N, 3) world axes of the awake bodies round about one (engine.round_bodies), zero
@@ -702,8 +710,10 @@ class World(BodyControl, JointWorldMixin):
         # In a pair, only a turn that moves the body's surface counts (not a ball's:
         # engine.round_bodies); in a joint, the whole turn.
         sid, w = self._v("shape"), self._v("vel")[:, 3:]
-        ball = centred_balls(self.table.kind[sid[in_pairs]], self._v("com")[in_pairs])
-        spin = np.concatenate((feature_spin(w[in_pairs], ball), norm(w[in_joints], axis=1)))
+        kind, com = self.table.kind[sid[in_pairs]], self._v("com")[in_pairs]
+        spin = np.concatenate((feature_spin(w[in_pairs], self._v("q")[in_pairs],
+                                            centred_balls(kind, com), round_about_z(kind, com)),
+                               norm(w[in_joints], axis=1)))
         reach = self.table.bound_radius[sid[np.concatenate((in_pairs, in_joints))]]
         travel = float(np.max(spin * reach)) * dt
         k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
