@@ -95,8 +95,10 @@ class InertiaRefresh:
         rolls = rolling(w, axis)
         roll = np.abs(np.einsum("ki,ki->k", w, axis))
         limit = np.minimum(REFRESH_ANGLE, ROLL_LEAK / np.maximum(roll * self.reach, 1e-300))
-        sin_tilt = np.linalg.norm(np.cross(axis, self.axis_ref), axis=1)
-        tilted = (sin_tilt > limit) | (np.einsum("ki,ki->k", axis, self.axis_ref) < 0.0)
+        # The chord between the unit axes, 2 sin(tilt / 2): the tilt itself at these angles,
+        # without the rounding of 1 - cos.
+        d = axis - self.axis_ref
+        tilted = np.einsum("ki,ki->k", d, d) > limit * limit
         return np.where(rolls, tilted, far_turn), rolls
 
     def _swing_only(self, far, axis, turn, rolls):

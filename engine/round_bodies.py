@@ -25,8 +25,8 @@ axis.
 """
 import numpy as np
 
-from . import quat
 from .kinds import ShapeKind
+from .vec import cross
 
 _Z = np.array([0.0, 0.0, 1.0])
 # A round body rolls (its rows follow its axis, its roll calls for no collision pass) while
@@ -54,8 +54,8 @@ def rolling(w, axis):
     """(K,) bool: bodies turning mostly about their axis (K, 3), w (K, 3) their angular
     velocities: the part across the axis at most ROLLING times the roll."""
     roll = np.einsum("ki,ki->k", w, axis)
-    across = np.linalg.norm(w - roll[:, None] * axis, axis=1)
-    return across <= ROLLING * np.abs(roll)
+    across2 = np.einsum("ki,ki->k", w, w) - roll * roll      # |w|^2 - roll^2
+    return across2 <= (ROLLING * ROLLING) * (roll * roll)
 
 
 def feature_spin(w, q, ball, axial):
@@ -74,14 +74,20 @@ def feature_spin(w, q, ball, axial):
 
 
 def world_axes(q):
-    """(K, 3) the local Z axes of bodies at orientations q (K, 4), in the world."""
-    return quat.rotate(q, np.broadcast_to(_Z, (len(q), 3)))
+    """(K, 3) the local Z axes of bodies at orientations q (K, 4, (w, x, y, z)), in the
+    world: the rotation matrix's third column."""
+    w, x, y, z = q.T
+    out = np.empty((len(q), 3))
+    out[:, 0] = 2.0 * (x * z + w * y)
+    out[:, 1] = 2.0 * (y * z - w * x)
+    out[:, 2] = 1.0 - 2.0 * (x * x + y * y)
+    return out
 
 
 def swing(a_ref, a_now):
     """(K, 3, 3) the shortest rotations taking unit axes a_ref to a_now (K, 3), less than a
     right angle apart."""
-    v = np.cross(a_ref, a_now)
+    v = cross(a_ref, a_now)
     c = np.einsum("ki,ki->k", a_ref, a_now)
     k = np.zeros((len(v), 3, 3))
     k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
