@@ -28,7 +28,6 @@ import numpy as np
 from .kinds import ShapeKind
 from .vec import cross
 
-_Z = np.array([0.0, 0.0, 1.0])
 # A round body rolls (its rows follow its axis, its roll calls for no collision pass) while
 # its turn across the axis is at most this fraction of its turn about it.
 ROLLING = 0.1
