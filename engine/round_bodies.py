@@ -25,6 +25,7 @@ axis.
 """
 import numpy as np
 
+from .integrate import skew
 from .kinds import ShapeKind
 from .vec import cross
 
@@ -86,10 +87,7 @@ def world_axes(q):
 def swing(a_ref, a_now):
     """(K, 3, 3) the shortest rotations taking unit axes a_ref to a_now (K, 3), less than a
     right angle apart."""
-    v = cross(a_ref, a_now)
     c = np.einsum("ki,ki->k", a_ref, a_now)
-    k = np.zeros((len(v), 3, 3))
-    k[:, 0, 1], k[:, 0, 2], k[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
-    k[:, 1, 0], k[:, 2, 0], k[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
+    k = skew(cross(a_ref, a_now))
     # Rodrigues with sin = |v|, cos = c: I + K + K^2 (1 - c) / |v|^2 = I + K + K^2 / (1 + c).
     return np.eye(3) + k + np.einsum("kij,kjl->kil", k, k) / (1.0 + c)[:, None, None]

@@ -619,6 +619,8 @@ class World(BodyControl, JointWorldMixin):
         fr = self._v("friction")
         re = self._v("restitution")
         col = colour_constraints(ia, ib, ~awake)
+        # Awake bodies round about an axis (engine.round_bodies).
+        axial = round_about_z(self.table.kind[self._v("shape")], self._v("com")) & awake
         solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
                                re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
                                warm_f, col.order, col.offsets, h, self.settings,
@@ -626,11 +628,12 @@ class World(BodyControl, JointWorldMixin):
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
                                                          self._v("com"), rot),
-                               round_axes=self._round_axes(rot, awake))
+                               round_axes=self._round_axes(rot, axial))
         joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
                                     contact_bodies=np.concatenate((ia, ib)))
-        # Anisotropic bodies that turn far within the pass get their tensor taken again.
-        refresh = self._inertia_refresh(gyro, awake, q, inv_i)
+        # Anisotropic bodies that turn far within the pass get their tensor taken again, and
+        # round ones their rows whenever their axis tilts (engine.inertia_refresh).
+        refresh = self._inertia_refresh(gyro, axial, q, inv_i)
         dpose = np.zeros((self._n, 6))
         for _ in range(nsub):
             self._field_kick(vel, act, h)
@@ -663,19 +666,16 @@ class World(BodyControl, JointWorldMixin):
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2
 
-    def _inertia_refresh(self, gyro, awake, q, inv_i):
+    def _inertia_refresh(self, gyro, axial, q, inv_i):
         """The pass's InertiaRefresh: the anisotropic awake bodies gyro and the awake bodies
-        round about an axis (engine.round_bodies), whose rows follow their axis."""
-        axial = round_about_z(self.table.kind[self._v("shape")], self._v("com")) & awake
+        round about an axis (axial (N,) bool), whose rows follow their axis."""
         bodies = np.union1d(gyro, np.flatnonzero(axial))
         return InertiaRefresh(bodies, q, inv_i, self._v("inv_inertia"), axial=axial[bodies],
                               reach=self._reach()[bodies])
 
-    def _round_axes(self, rot, awake):
-        """(N, 3) world axes of the awake bodies round about one (engine.round_bodies), zero
-        for the rest; None when there is none."""
-        sid = self._v("shape")
-        axial = round_about_z(self.table.kind[sid], self._v("com")) & awake
+    def _round_axes(self, rot, axial):
+        """(N, 3) world axes of the bodies round about one (axial (N,) bool), zero for the
+        rest; None when there is none."""
         if not axial.any():
             return None
         out = np.zeros((self._n, 3))
