@@ -45,6 +45,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import fuzzworld
 
+from engine.world import World
+
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -58,8 +60,13 @@ def main(argv=None):
                     help="spins up to 1000 rad/s whatever the size (surface speeds to 1e5 m/s)")
     ap.add_argument("--joints", action="store_true",
                     help="the same scenes with random joints between their bodies")
+    ap.add_argument("--recollide", action="store_true",
+                    help="every world takes its polytope manifolds again within the pass "
+                         "(engine.recollide), whatever its size")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
+    if args.recollide:
+        World.recollide_min_manifolds = 0
     seeds = [args.seed] if args.seed is not None else range(args.start, args.start + args.scenes)
     totals = dict(scenes=0, steps=0, failures=0, guard=0, refused=0)
     t0 = time.perf_counter()
@@ -74,7 +81,8 @@ def main(argv=None):
         totals["guard"] += out.guard_events
         totals["refused"] += out.refused
         fam = (f" --family {args.family}" if args.family else "") + \
-            (" --extreme" if args.extreme else "") + (" --joints" if args.joints else "")
+            (" --extreme" if args.extreme else "") + (" --joints" if args.joints else "") + \
+            (" --recollide" if args.recollide else "")
         if args.verbose or not out.ok:
             print(f"{'ok  ' if out.ok else 'FAIL'} {scene.describe()} max |v| "
                   f"{out.max_speed:.4g} m/s ({time.perf_counter() - ts:.1f} s)", flush=True)

@@ -81,6 +81,27 @@ class InertiaRefresh:
             self._swing_only(far, axis, turn, rolls)
             refreshed = far_mask[self.axial]
             self.axis_ref[refreshed] = axis[refreshed]
+        self._retake(solver, far, b, rot, turn, qb, dpose)
+
+    def force(self, solver, bodies, q, dpose):
+        """Retake now the rows of those of ``bodies`` this refresh follows and that are not
+        round (engine.recollide calls it before it rebuilds manifolds of theirs for the
+        present pose, so that all of a body's rows are built for one orientation: a later
+        refresh turns them all by the same turn)."""
+        if not len(self.bodies) or not len(bodies):
+            return
+        at = np.minimum(np.searchsorted(self.bodies, bodies), len(self.bodies) - 1)
+        far = at[(self.bodies[at] == bodies) & ~self.axial[at]]
+        if not len(far):
+            return
+        qb = q[self.bodies]
+        rot = quat.to_matrix(qb[far])
+        turn = np.einsum("kij,klj->kil", rot, quat.to_matrix(self.q_ref[far]))
+        self._retake(solver, far, self.bodies[far], rot, turn, qb, dpose)
+
+    def _retake(self, solver, far, b, rot, turn, qb, dpose):
+        """Bodies b (= self.bodies[far]) at rotations rot: fresh world tensors, new
+        references, and the solver's rows of theirs turned by turn."""
         self.inv_inertia[b] = np.einsum("kij,kjl,kml->kim", rot, self.inv_body[b], rot)
         self.q_ref[far] = qb[far]
         solver.refresh_inertia(b, turn, self.inv_inertia, dpose)

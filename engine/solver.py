@@ -298,6 +298,103 @@ class ContactSolver:
         self.sweep_friction[:, :, rows] = sw_fric
         # The soft coefficients read eff: rebuild them. (The colour views of solver_sweep
         # alias the arrays updated in place above and stay valid.)
+        self._reset_coefficients()
+
+    def replace(self, rows, fresh, x_com, inv_inertia, box, reach, vel, dpose):
+        """Manifolds ``rows`` (K,) (caller order) taken again from the narrowphase between two
+        substeps (engine.recollide): ``fresh`` holds their new normal (K, 3), points
+        (K, 4, 3), separation now (K, 4), count (K,), and the new and old point ids (K, 4),
+        ``ids`` and ``old_ids``. x_com (N, 3) the centres of mass now, inv_inertia (N, 3, 3)
+        the world inverse inertia the solver uses now, box and reach as in __init__ for the
+        present orientations, vel (N, 6), dpose (N, 6) the pass's displacements so far.
+
+        A point that keeps its feature id keeps its accumulated impulses (the friction one
+        as a world vector, on the new tangents), its largest normal impulse and, once
+        touching, its impact speed for restitution; the others start from zero and a fresh
+        impact speed. Separations are rebased like refresh_inertia's."""
+        if not len(rows):
+            return
+        inv = np.empty(self.m, dtype=np.int64)
+        inv[self.order] = np.arange(self.m)
+        r = inv[rows]
+        ia, ib = self.idx[r, 0], self.idx[r, 1]
+        count = fresh["count"]
+        valid = np.arange(4)[None, :] < count[:, None]
+        n = fresh["normal"]
+        t1, t2 = tangent_basis(n)
+        dirs = np.stack((n, t1, t2), axis=1)
+        pts = np.where(valid[..., None], fresh["points"], 0.0)
+        ra = pts - x_com[ia][:, None, :]
+        rb = pts - x_com[ib][:, None, :]
+        if box is not None:
+            axes, lo, hi = box
+            ra = clamp_to_box(ra, axes[ia], lo[ia], hi[ia])
+            rb = clamp_to_box(rb, axes[ib], lo[ib], hi[ib])
+        if reach is not None:
+            ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
+        arm_a, arm_b, live, ima, imb = self._arms
+        # Carry what each kept point had (matched by feature id, as the pair table does).
+        old_live = live[r]
+        same = ((fresh["ids"][:, :, None] == fresh["old_ids"][:, None, :])
+                & valid[:, :, None] & old_live[:, None, :])
+        kept, src = same.any(axis=2), same.argmax(axis=2)       # (K, 4)
+        old = self.imp[:, r]
+        told = self.dirs[r, 1:]
+        f_old = (old[4::2].T[..., None] * told[:, None, 0] + old[5::2].T[..., None]
+                 * told[:, None, 1])                              # (K, 4, 3) world vectors
+        pick = np.take_along_axis
+        wn = np.where(kept, pick(old[:4].T, src, axis=1), 0.0)
+        wf = np.where(kept[..., None], pick(f_old, src[..., None], axis=1), 0.0)
+        imp = np.zeros((ROWS, len(r)))
+        imp[:4] = wn.T
+        imp[4::2] = np.einsum("kpi,ki->kp", wf, t1).T
+        imp[5::2] = np.einsum("kpi,ki->kp", wf, t2).T
+        lim = self.friction[r][None, :] * imp[:4]
+        mag = np.hypot(imp[4::2], imp[5::2])
+        scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
+        imp[4::2] *= scale
+        imp[5::2] *= scale
+        max_n = np.where(kept, pick(self.max_normal[:, r].T, src, axis=1), 0.0).T
+        v_old = pick(self.v_impact[:, r].T, src, axis=1).T
+
+        arm_a[r], arm_b[r], live[r] = ra, rb, valid
+        self.dirs[r] = dirs
+        axes_r = None if self.axes is None else [self.axes[0][r], self.axes[1][r]]
+        jr, mjr, kmat, eff, jn, k_pinv, sw_relax, sw_fric = _rows(
+            ra, rb, dirs, valid, ima[r], imb[r], inv_inertia[ia], inv_inertia[ib], axes_r)
+        self.jr[r], self.mjr[r], self.jn[:, r] = jr, mjr, jn
+        self.kmat[:, :, r], self.eff[:, r], self.k_pinv[:, :, r] = kmat, eff, k_pinv
+        self.sweep_relax[:, :, r], self.sweep_friction[:, :, r] = sw_relax, sw_fric
+        sep_now = np.where(valid, fresh["separation"], UNUSED_SEPARATION).T   # (4, K)
+        dp = dpose[self.idx[r]].reshape(len(r), 12)
+        self.sep0[:, r] = np.where(valid.T, sep_now - np.einsum("pmk,mk->pm", jn, dp),
+                                   UNUSED_SEPARATION)
+        self.imp[:, r] = imp
+        self.max_normal[:, r] = max_n
+        # Impact speeds: a kept point already touching keeps the one it hit with.
+        a = fresh["accel_n"]
+        vn0 = np.einsum("pmk,mk->pm", jn, vel[self.idx[r]].reshape(len(r), 12))
+        c0 = vn0 + 0.5 * a[None, :] * self.h
+        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a[None, :] * sep_now, 0.0))
+        v_new = np.where(sep_now > 0.0, ballistic, np.minimum(c0, vn0))
+        self.v_impact[:, r] = np.where(kept.T & (sep_now <= 0.0), v_old, v_new)
+        self.accel_n[r] = a
+        self._reset_coefficients()
+        for ci, (c0_, c1_) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
+            mc = int(count[(r >= c0_) & (r < c1_)].max(initial=0))
+            if mc > self.max_count[ci]:
+                self.max_count[ci] = mc
+                self._colours = None        # its slot views are rebuilt at the next solve
+
+    def separations(self, dpose, rows):
+        """(4, K) the separations of the solver's manifolds ``rows`` (its own order) at the
+        displacements dpose (N, 6), as the sweeps see them (unused slots far apart)."""
+        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
+        return self.sep0[:, rows] + np.einsum("pmk,mk->pm", self.jn[:, rows], dp)
+
+    def _reset_coefficients(self):
+        """Forget the soft coefficients and sweep operators derived from eff and K (after
+        rows were rebuilt in place; solver_sweep's colour views alias those arrays)."""
         self._bias_spec = self._bias_coef = self._relax_skip = self._relax_coef = None
         self._eff_n = self.eff[:4]
 

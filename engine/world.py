@@ -54,6 +54,7 @@ from .inertia_refresh import InertiaRefresh
 from .integrate import damping_factor, integrate_positions, integrate_velocities
 from .kinds import BodyKind, ShapeKind
 from .nonconvex import body_mass_properties, check_body_shape, collide_bodies
+from .recollide import Recollide
 from .record import StepRecord
 from .round_bodies import centred_balls, feature_spin, round_about_z
 from .settings import WorldSettings
@@ -135,6 +136,11 @@ def _scalar(value, what, lo=0.0, hi=None):
     return v
 
 
+def _rows_of(man, keep):
+    """The manifolds dict (and its "geo" dict) at rows keep."""
+    return {k: (_rows_of(v, keep) if isinstance(v, dict) else v[keep]) for k, v in man.items()}
+
+
 class World(BodyControl, JointWorldMixin):
     """A rigid-body world.
 
@@ -166,6 +172,16 @@ class World(BodyControl, JointWorldMixin):
     EngineError beyond). A body pair may have any number of manifolds.
     """
 
+    # Turning polytopes have their manifolds taken again between substeps (engine.recollide)
+    # instead of calling for whole collision passes, in worlds whose pair table holds at
+    # least recollide_min_manifolds polytope-pair manifolds. Below, a rebuild's fixed cost (a
+    # narrowphase call, ~1.2 ms at 27 cubes) is more than the passes it saves: 27 tumbling
+    # cubes 24-25 -> 30 ms/frame, 125 rocks 35-38 -> 40 (docs/benchmarks/speed.md); above, 216
+    # cubes 90.7 -> 75-77 and 1000 cubes 377 -> 268. recollide_in_pass = False: never (for
+    # benchmarks and tests that compare the two).
+    recollide_in_pass = True
+    recollide_min_manifolds = 256
+
     def __init__(self, settings=None, **overrides):
         if settings is None:
             settings = WorldSettings()
@@ -189,6 +205,8 @@ class World(BodyControl, JointWorldMixin):
         self.guard_events = []     # engine.guard.GuardEvent per repaired body (see the class doc)
         self._guard = StateGuard()
         self._arm_boxes = ArmBoxes()   # where a contact may push a body (engine.arm_box)
+        self.last_recollided = 0       # manifolds taken again in the last pass (recollide)
+        self._recollide_on = False     # this step's choice (collision_steps_for)
 
     @property
     def settings(self):
@@ -574,6 +592,12 @@ class World(BodyControl, JointWorldMixin):
         else:
             imp_n, imp_f, imp_f2 = self._solve(ia, ib, sub, man, keys, awake, rot, h, nsub,
                                                act, movers, lin_f, ang_f, gyro, inertia_g)
+            if not count.all():     # pairs engine.recollide found apart: no manifold to keep
+                live = count > 0
+                ia, ib, sub, keys = ia[live], ib[live], sub[live], keys[live]
+                imp_n, imp_f, imp_f2 = imp_n[live], imp_f[live], imp_f2[live]
+                man = _rows_of(man, live)
+                ids, count = man["ids"], man["count"]
 
         # 7. Store impulses (never a non-finite one: see engine.guard), snap kinematic bodies.
         imp_n, imp_f, imp_f2 = finite_impulses(imp_n, imp_f, imp_f2)
@@ -634,8 +658,10 @@ class World(BodyControl, JointWorldMixin):
         # Anisotropic bodies that turn far within the pass get their tensor taken again, and
         # round ones their rows whenever their axis tilts (engine.inertia_refresh).
         refresh = self._inertia_refresh(gyro, axial, q, inv_i)
+        # Polytope pairs whose bodies turn far are taken again between substeps.
+        again = self._recollide(ia, ib, normal, awake)
         dpose = np.zeros((self._n, 6))
-        for _ in range(nsub):
+        for s in range(nsub):
             self._field_kick(vel, act, h)
             integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
                                  gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
@@ -660,11 +686,22 @@ class World(BodyControl, JointWorldMixin):
                     joints.solve(vel, x, q, False)
             if joints:
                 joints.end_substep()
+            if again is not None and s < nsub - 1:
+                again.update(solver, refresh, man, vel, dpose, h, (nsub - 1 - s) * h, inv_i)
         if joints:
             joints.finish()
+        self.last_recollided = 0 if again is None else again.taken
         solver.restitution(vel, self.settings.restitution_threshold)
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2
+
+    def _recollide(self, ia, ib, normal, awake):
+        """The pass's Recollide (engine.recollide) over its polytope-pair manifolds, or None
+        (not this step: see recollide_min_manifolds; or no such manifold)."""
+        if not self._recollide_on:
+            return None
+        rows = np.flatnonzero(self._convex_pairs(ia, ib))
+        return Recollide(self, rows, ia, ib, normal, awake) if len(rows) else None
 
     def _inertia_refresh(self, gyro, axial, q, inv_i):
         """The pass's InertiaRefresh: the anisotropic awake bodies gyro and the awake bodies
@@ -697,6 +734,7 @@ class World(BodyControl, JointWorldMixin):
         contacts pump energy into it (tests/test_fuzz_world.py seed 137, once its manifolds
         held the deepest point: clip.incident_face)."""
         k = max(1, math.ceil(dt / self.settings.max_collision_step - 1e-9))
+        self._recollide_on = self._recollide_wanted()
         if self._n == 0:
             return k
         # Only bodies in the pair table (touching, or within the speculative margin of the
@@ -704,7 +742,7 @@ class World(BodyControl, JointWorldMixin):
         # count: a body spinning in free flight has no manifold to go stale, and made every
         # pass of the whole world pay for a thrown cube's spin (27 tumbling cubes: 4.25 ->
         # 3.06 passes a frame).
-        in_pairs, in_joints = self._spinning_candidates()
+        in_pairs, in_joints, handled = self._spinning_candidates()
         if not len(in_pairs) and not len(in_joints):
             return k
         # In a pair, only a turn that moves the body's surface counts (not a ball's:
@@ -715,7 +753,10 @@ class World(BodyControl, JointWorldMixin):
                                             centred_balls(kind, com), round_about_z(kind, com)),
                                norm(w[in_joints], axis=1)))
         reach = self.table.bound_radius[sid[np.concatenate((in_pairs, in_joints))]]
-        travel = float(np.max(spin * reach)) * dt
+        # Bodies in polytope pairs only have theirs taken again within the pass instead
+        # (engine.recollide); their spin still bounds the turn per pass below.
+        counts = np.concatenate((~handled, np.ones(len(in_joints), dtype=bool)))
+        travel = float(np.max(spin * reach * counts)) * dt
         k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
         k_turn = math.ceil(float(np.max(spin)) * dt / MAX_PASS_TURN - 1e-9)
         return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
@@ -738,7 +779,33 @@ class World(BodyControl, JointWorldMixin):
             live = j.live() & ~j.point_locks()
             in_joints[j.v("body_a")[live]] = True
             in_joints[j.v("body_b")[live & ~j.v("world")]] = True
-        return np.flatnonzero(in_pairs & on), np.flatnonzero(in_joints & on)
+        cand = np.flatnonzero(in_pairs & on)
+        return cand, np.flatnonzero(in_joints & on), self._polytope_only(cand)
+
+    def _table_pairs(self):
+        """Bodies (a, b) of the pair table's rows, and which are pairs of two polytopes."""
+        a, b = key_bodies(self.pairs.keys)
+        n = self._n
+        ok = (a < n) & (b < n)
+        return a, b, ok & self._convex_pairs(np.minimum(a, n - 1), np.minimum(b, n - 1)), ok
+
+    def _recollide_wanted(self):
+        """Whether this step's passes use engine.recollide (see recollide_min_manifolds)."""
+        if not self.recollide_in_pass or not self._n or not len(self.pairs):
+            return False
+        return np.count_nonzero(self._table_pairs()[2]) >= self.recollide_min_manifolds
+
+    def _polytope_only(self, bodies):
+        """(K,) bool: which of bodies are in pair-table pairs of two polytopes only, whose
+        manifolds engine.recollide takes again within a pass (all False when it is off)."""
+        if not self._recollide_on or not len(bodies):
+            return np.zeros(len(bodies), dtype=bool)
+        a, b, poly, ok = self._table_pairs()
+        other = ok & ~poly
+        hard = np.zeros(self._n, dtype=bool)
+        hard[a[other]] = True
+        hard[b[other]] = True
+        return ~hard[bodies]
 
     def substeps_for(self, dt):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
