@@ -21,9 +21,9 @@ rule reads the spin at the step's start).
 Cost. A rebuild is a narrowphase call plus the rows of the pairs it takes, about 1.2 ms of
 fixed cost at 27 cubes: in small worlds that is more than the passes it saves, so the world
 uses this only from World.recollide_min_manifolds polytope-pair manifolds on. Measured
-(bench/bench_speed.py, docs/benchmarks/speed.md): 216 tumbling cubes 90.7 -> 75-77 ms/frame,
-1000 cubes 377 -> 268, the same worst penetration; the triggers tried and their figures are
-in that page.
+(bench/bench_speed.py, docs/benchmarks/speed.md): 216 tumbling cubes 91-96 -> 75-80
+ms/frame, 1000 cubes 366-377 -> 266-278, the same worst penetration; the triggers tried and
+their figures are in that page.
 
 Pairs found apart by a rebuild keep an empty manifold for the rest of the pass (the world
 drops it before the pair table). New pairs are not looked for within a pass: the pass's

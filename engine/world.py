@@ -176,9 +176,9 @@ class World(BodyControl, JointWorldMixin):
     # instead of calling for whole collision passes, in worlds whose pair table holds at
     # least recollide_min_manifolds polytope-pair manifolds. Below, a rebuild's fixed cost (a
     # narrowphase call, ~1.2 ms at 27 cubes) is more than the passes it saves: 27 tumbling
-    # cubes 24-25 -> 30 ms/frame, 125 rocks 35-38 -> 40 (docs/benchmarks/speed.md); above, 216
-    # cubes 90.7 -> 75-77 and 1000 cubes 377 -> 268. recollide_in_pass = False: never (for
-    # benchmarks and tests that compare the two).
+    # cubes 24-25 -> 30 ms/frame, 125 rocks 35-38 -> 40 (docs/benchmarks/speed.md); above,
+    # 216 cubes 91-96 -> 75-80 and 1000 cubes 366-377 -> 266-278. recollide_in_pass = False:
+    # never (for benchmarks and tests that compare the two).
     recollide_in_pass = True
     recollide_min_manifolds = 256
 
