@@ -234,13 +234,9 @@ class ContactSolver:
         self._colours = None  # engine.solver_sweep.Colour records, made by the first solve
 
         # Impact speed for restitution (see module docstring).
-        vab = vel[self.idx].reshape(m, 12)
-        vn0 = np.einsum("pmk,mk->pm", self.jn, vab)  # (4, m)
-        a = accel_n[order][None, :]
-        c0 = vn0 + 0.5 * a * h
-        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a * self.sep0, 0.0))
-        self.v_impact = np.where(self.sep0 > 0.0, ballistic, np.minimum(c0, vn0))
-        self.accel_n = a[0]
+        self.accel_n = accel_n[order]
+        self.v_impact = self._impact_speeds(self.jn, vel[self.idx].reshape(m, 12),
+                                            self.accel_n, self.sep0)
 
     def refresh_inertia(self, bodies, turn, inv_inertia, dpose):
         """Take the rows of the manifolds touching ``bodies`` (K,) again for those bodies'
@@ -303,10 +299,11 @@ class ContactSolver:
     def replace(self, rows, fresh, x_com, inv_inertia, box, reach, vel, dpose):
         """Manifolds ``rows`` (K,) (caller order) taken again from the narrowphase between two
         substeps (engine.recollide): ``fresh`` holds their new normal (K, 3), points
-        (K, 4, 3), separation now (K, 4), count (K,), and the new and old point ids (K, 4),
-        ``ids`` and ``old_ids``. x_com (N, 3) the centres of mass now, inv_inertia (N, 3, 3)
-        the world inverse inertia the solver uses now, box and reach as in __init__ for the
-        present orientations, vel (N, 6), dpose (N, 6) the pass's displacements so far.
+        (K, 4, 3), separation now (K, 4), count (K,), the new and old point ids (K, 4),
+        ``ids`` and ``old_ids``, and accel_n (K,) (see __init__). x_com (N, 3) the centres of
+        mass now, inv_inertia (N, 3, 3) the world inverse inertia the solver uses now, box
+        and reach as in __init__ for the present orientations, vel (N, 6), dpose (N, 6) the
+        pass's displacements so far.
 
         A point that keeps its feature id keeps its accumulated impulses (the friction one
         as a world vector, on the new tangents), its largest normal impulse and, once
@@ -318,8 +315,7 @@ class ContactSolver:
         inv[self.order] = np.arange(self.m)
         r = inv[rows]
         ia, ib = self.idx[r, 0], self.idx[r, 1]
-        count = fresh["count"]
-        valid = np.arange(4)[None, :] < count[:, None]
+        valid = np.arange(4)[None, :] < fresh["count"][:, None]
         n = fresh["normal"]
         t1, t2 = tangent_basis(n)
         dirs = np.stack((n, t1, t2), axis=1)
@@ -332,31 +328,8 @@ class ContactSolver:
             rb = clamp_to_box(rb, axes[ib], lo[ib], hi[ib])
         if reach is not None:
             ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
+        kept, imp, max_n, v_old = self._carried(r, fresh, valid, dirs)
         arm_a, arm_b, live, ima, imb = self._arms
-        # Carry what each kept point had (matched by feature id, as the pair table does).
-        old_live = live[r]
-        same = ((fresh["ids"][:, :, None] == fresh["old_ids"][:, None, :])
-                & valid[:, :, None] & old_live[:, None, :])
-        kept, src = same.any(axis=2), same.argmax(axis=2)       # (K, 4)
-        old = self.imp[:, r]
-        told = self.dirs[r, 1:]
-        f_old = (old[4::2].T[..., None] * told[:, None, 0] + old[5::2].T[..., None]
-                 * told[:, None, 1])                              # (K, 4, 3) world vectors
-        pick = np.take_along_axis
-        wn = np.where(kept, pick(old[:4].T, src, axis=1), 0.0)
-        wf = np.where(kept[..., None], pick(f_old, src[..., None], axis=1), 0.0)
-        imp = np.zeros((ROWS, len(r)))
-        imp[:4] = wn.T
-        imp[4::2] = np.einsum("kpi,ki->kp", wf, t1).T
-        imp[5::2] = np.einsum("kpi,ki->kp", wf, t2).T
-        lim = self.friction[r][None, :] * imp[:4]
-        mag = np.hypot(imp[4::2], imp[5::2])
-        scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
-        imp[4::2] *= scale
-        imp[5::2] *= scale
-        max_n = np.where(kept, pick(self.max_normal[:, r].T, src, axis=1), 0.0).T
-        v_old = pick(self.v_impact[:, r].T, src, axis=1).T
-
         arm_a[r], arm_b[r], live[r] = ra, rb, valid
         self.dirs[r] = dirs
         axes_r = None if self.axes is None else [self.axes[0][r], self.axes[1][r]]
@@ -372,25 +345,52 @@ class ContactSolver:
         self.imp[:, r] = imp
         self.max_normal[:, r] = max_n
         # Impact speeds: a kept point already touching keeps the one it hit with.
-        a = fresh["accel_n"]
-        vn0 = np.einsum("pmk,mk->pm", jn, vel[self.idx[r]].reshape(len(r), 12))
-        c0 = vn0 + 0.5 * a[None, :] * self.h
-        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a[None, :] * sep_now, 0.0))
-        v_new = np.where(sep_now > 0.0, ballistic, np.minimum(c0, vn0))
+        v_new = self._impact_speeds(jn, vel[self.idx[r]].reshape(len(r), 12),
+                                    fresh["accel_n"], sep_now)
         self.v_impact[:, r] = np.where(kept.T & (sep_now <= 0.0), v_old, v_new)
-        self.accel_n[r] = a
+        self.accel_n[r] = fresh["accel_n"]
         self._reset_coefficients()
-        for ci, (c0_, c1_) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
-            mc = int(count[(r >= c0_) & (r < c1_)].max(initial=0))
-            if mc > self.max_count[ci]:
-                self.max_count[ci] = mc
+        for ci, (c0, c1) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
+            most = int(fresh["count"][(r >= c0) & (r < c1)].max(initial=0))
+            if most > self.max_count[ci]:
+                self.max_count[ci] = most
                 self._colours = None        # its slot views are rebuilt at the next solve
 
-    def separations(self, dpose, rows):
-        """(4, K) the separations of the solver's manifolds ``rows`` (its own order) at the
-        displacements dpose (N, 6), as the sweeps see them (unused slots far apart)."""
-        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
-        return self.sep0[:, rows] + np.einsum("pmk,mk->pm", self.jn[:, rows], dp)
+    def _carried(self, r, fresh, valid, dirs):
+        """What the points of the solver's manifolds r keep through replace, matched by
+        feature id as the pair table matches them: (kept (K, 4), impulses (12, K) on the new
+        directions dirs (K, 3, 3), clamped into the friction cone, largest normal impulses
+        (4, K), old impact speeds (4, K))."""
+        live = self._arms[2][r]
+        same = ((fresh["ids"][:, :, None] == fresh["old_ids"][:, None, :])
+                & valid[:, :, None] & live[:, None, :])
+        kept, src = same.any(axis=2), same.argmax(axis=2)       # (K, 4)
+        old = self.imp[:, r]
+        told = self.dirs[r, 1:]
+        f_old = (old[4::2].T[..., None] * told[:, None, 0] + old[5::2].T[..., None]
+                 * told[:, None, 1])                              # (K, 4, 3) world vectors
+        pick = np.take_along_axis
+        wf = np.where(kept[..., None], pick(f_old, src[..., None], axis=1), 0.0)
+        imp = np.zeros((ROWS, len(r)))
+        imp[:4] = np.where(kept, pick(old[:4].T, src, axis=1), 0.0).T
+        imp[4::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 1]).T
+        imp[5::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 2]).T
+        lim = self.friction[r][None, :] * imp[:4]
+        mag = np.hypot(imp[4::2], imp[5::2])
+        scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
+        imp[4::2] *= scale
+        imp[5::2] *= scale
+        max_n = np.where(kept, pick(self.max_normal[:, r].T, src, axis=1), 0.0).T
+        return kept, imp, max_n, pick(self.v_impact[:, r].T, src, axis=1).T
+
+    def _impact_speeds(self, jn, vab, a, sep):
+        """Impact speeds (4, K) (see the module docstring) of normal rows jn (4, K, 12) at
+        pair velocities vab (K, 12), relative normal accelerations a (K,), separations sep
+        (4, K)."""
+        vn0 = np.einsum("pmk,mk->pm", jn, vab)
+        c0 = vn0 + 0.5 * a[None, :] * self.h
+        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a[None, :] * sep, 0.0))
+        return np.where(sep > 0.0, ballistic, np.minimum(c0, vn0))
 
     def _reset_coefficients(self):
         """Forget the soft coefficients and sweep operators derived from eff and K (after
