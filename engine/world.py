@@ -528,6 +528,7 @@ class World(BodyControl, JointWorldMixin):
     def _step(self, dt, nsub, record=None):
         """One collision pass: broadphase, narrowphase, solver substeps, sleep."""
         record = self.record if record is None else bool(record)
+        self.last_recollided = 0
         n = self._n
         if n == 0:
             self.time += dt
