@@ -14,12 +14,13 @@ import argparse
 import math
 import os
 import sys
-import time
 
 import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("HB_ENGINE_ROOT", ROOT))  # the engine measured
+
+from bench_speed import timed_steps  # after the engine path is set
 
 from engine import Box, Capsule, Cylinder, World
 
@@ -46,21 +47,10 @@ def main():
     ap.add_argument("--frames", type=int, default=72)
     a = ap.parse_args()
     w = build(a.shape)
-    passes = [0]
-    inner = w._step
-
-    def counted(*args, **kw):
-        passes[0] += 1
-        return inner(*args, **kw)
-    w._step = counted
-    cpu = 0.0
-    for _ in range(a.frames):
-        t0 = time.process_time()
-        w.step(1.0 / 24.0)
-        cpu += time.process_time() - t0
+    cpu, passes = timed_steps(w, 1.0 / 24.0, a.frames)
     v, z = w.linear_velocities[1:], w.positions[1:, 2]
-    print(f"{a.shape}: {1000 * cpu / a.frames:.1f} CPU ms/frame, "
-          f"{passes[0] / a.frames:.2f} passes/frame, mean forward speed {v[:, 0].mean():.4f} "
+    print(f"{a.shape}: {1000 * cpu:.1f} CPU ms/frame, "
+          f"{passes:.2f} passes/frame, mean forward speed {v[:, 0].mean():.4f} "
           f"m/s, largest sideways {np.abs(v[:, 1]).max():.4f} m/s, "
           f"centre heights {z.min():.4f}-{z.max():.4f} m")
 
