@@ -733,7 +733,11 @@ class World(BodyControl, JointWorldMixin):
         than MAX_PASS_TURN in one: contacts are linear in the rotation over a pass, and a 27 g
         needle spun to 2400 rad/s, two turns per pass under the first cap, had its speculative
         contacts pump energy into it (tests/test_fuzz_world.py seed 137, once its manifolds
-        held the deepest point: clip.incident_face)."""
+        held the deepest point: clip.incident_face).
+
+        It also settles whether the step's passes take turning polytopes' manifolds again
+        within the pass (engine.recollide; World.recollide_min_manifolds): step() asks it
+        first, so every pass of a step makes the same choice."""
         k = max(1, math.ceil(dt / self.settings.max_collision_step - 1e-9))
         self._recollide_on = self._recollide_wanted()
         if self._n == 0:
