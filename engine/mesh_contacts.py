@@ -435,8 +435,15 @@ def _round_triangle(table, ids, t, N, active, margin, tri_index):
     tiny = best_d <= 1e-12 * scale
     edge = ~face & feat_ok & ~tiny
     flat = ~face & ~edge                                 # inactive feature: face normal
-    # Face contacts: 1 or 2 points at the ends of the clipped segment.
+    # An inactive feature beside the triangle takes the face normal (no ghost normals) and,
+    # while the core is in front of the plane, its height along it (a ball rolling over a
+    # flat seam: the height above the floor). Behind the plane and outside the prism the
+    # height says nothing (the triangle is not under the core: a capsule 2.4 m beside a small
+    # closed mesh, its far end behind one triangle's plane, read 3 m deep and was thrown:
+    # bench/fuzz_world.py seed 1197); there the distance to the triangle does.
     h_edge = _dot(N, cp - t[:, 0])
+    h_edge = np.where(h_edge >= 0.0, h_edge, best_d)
+    # Face contacts: 1 or 2 points at the ends of the clipped segment.
     two = face & (np.sqrt(_dot(c1 - c0, c1 - c0)) > eps) & (h1 - r <= margin) & (h0 - r <= margin)
     q0 = np.where(face[:, None], c0, cp)
     hq0 = np.where(face, h0, h_edge)
@@ -478,7 +485,9 @@ def _round_triangle(table, ids, t, N, active, margin, tri_index):
         edge = edge | cross_edge
         kk = np.where(cross_edge, kx, kk)
         vert = np.where(cross_edge, -1, vert)
-    keep0 = s0 <= margin
+    # A flat row's height holds next to its seam only: farther from the triangle than the
+    # margin, the triangle under the core (the seam's neighbour) gives the contact.
+    keep0 = (s0 <= margin) & ~(flat & (best_d - r > margin))
     keep1 = two & keep0
     route = np.where(face, ROUTE_ROUND_FACE, ROUTE_ROUND_EDGE)
     code0 = np.where(face, 0, 4 * kk + (vert + 1))
