@@ -245,6 +245,9 @@ class JointSolver:
         self.sel = sel = sel[col.order]
         self.offsets = [int(o) for o in col.offsets]
         self.m = m = len(sel)
+        # Awake bodies in both these joints and the pass's contacts (set by the world:
+        # engine.world_joints; their contact rows follow the joint rows' tensor).
+        self.shared_bodies = np.zeros(0, dtype=np.int64)
         self.points = None
         if self._init_points(joints, sel, awake, inv_mass, inv_inertia, h, hertz,
                              damping_ratio, inv_body, max_push):

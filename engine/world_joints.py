@@ -202,7 +202,7 @@ class JointWorldMixin:
         a ball at 1 iteration gained energy every frame that way (1.3e5 J to 1e6 J and more in
         16 frames, pieces at 83 m/s; issue 11); relaxing together it only loses energy.
         Without a shared body the joints keep their one last relax sweep (lock rows alone
-        need no more)."""
+        need no more). The shared awake bodies are the solver's ``shared_bodies``."""
         js = self.joints
         if not js.n:
             return None
@@ -215,11 +215,14 @@ class JointWorldMixin:
                              inv_body=np.where(awake[:, None, None], self._v("inv_inertia"),
                                                0.0),
                              max_push=self.settings.joint_max_push)
-        if contact_bodies is not None and len(contact_bodies) and not solver.relax_every:
+        if contact_bodies is not None and len(contact_bodies):
             mine = np.zeros(self._n, dtype=bool)
             mine[a[sel]] = True
             mine[b[sel]] = True
-            solver.relax_every = bool(mine[contact_bodies].any())
+            touching = np.zeros(self._n, dtype=bool)
+            touching[contact_bodies] = True
+            solver.shared_bodies = np.flatnonzero(mine & touching & awake)
+            solver.relax_every = solver.relax_every or bool((mine & touching).any())
         return solver
 
     def _joints_active(self, awake):

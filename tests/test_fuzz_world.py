@@ -65,6 +65,20 @@ def test_jointed_scenes_keep_the_invariants(seed, steps):
     _check(seed, None, steps, joints=True)
 
 
+def test_a_body_in_contacts_and_stiff_springs_keeps_one_tensor(monkeypatch):
+    """Jointed seed 320 with three relax sweeps: a spinning needle (inertias 1.3e-4 and 2.9)
+    held by stiff generic springs and touching others was weighted by its present tensor in
+    the joint rows and by the pass's (up to a quarter radian old) in its contact rows; the
+    16 biased sweeps of a stiff-spring substep then answered each other 1.6x harder each
+    time, 180 -> 6e5 m/s in one substep. Its contact rows now follow the joint rows' tensor
+    every substep (World._solve)."""
+    from functools import partial
+
+    from engine import World
+    monkeypatch.setattr(fuzzworld, "World", partial(World, relax_iterations=3))
+    _check(320, None, 6, joints=True)
+
+
 def test_the_checks_catch_what_they_claim():
     """The invariants are not vacuous: a NaN, a non-unit quaternion and a body launched from
     nowhere are each reported."""
