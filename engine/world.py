@@ -60,6 +60,7 @@ from .round_bodies import centred_balls, feature_spin, round_about_z
 from .settings import WorldSettings
 from .shape_table import ShapeTable
 from .solver import ContactSolver
+from .struck import MAX_EARLY_ENDS, StruckBodies
 from .vec import norm
 from .world_joints import JointSet, JointWorldMixin
 
@@ -509,7 +510,7 @@ class World(BodyControl, JointWorldMixin):
         self._field_wake()
         k = self.collision_steps_for(dt)
         nsub = self.substeps_for(dt) // k
-        if k == 1 or self._n == 0:
+        if self._n == 0:
             self._step(dt, nsub, record)
             return
         a = self._a
@@ -517,22 +518,33 @@ class World(BodyControl, JointWorldMixin):
         if len(kin):
             p0, q0 = self._v("pos")[kin].copy(), self._v("q")[kin].copy()
             p1, q1 = a["target_pos"][kin].copy(), a["target_q"][kin].copy()
+        h = dt / k / nsub
+        early = MAX_EARLY_ENDS
         for j in range(1, k + 1):
-            if len(kin):
-                f = j / k
-                a["target_pos"][kin] = p1 if j == k else p0 + f * (p1 - p0)
-                a["target_q"][kin] = q1 if j == k else quat.slerp(q0, q1, f)
-                a["has_target"][kin] = True
-            self._step(dt / k, nsub, record if j == k else False)
+            # A pass a struck body ends early (engine.struck) leaves the rest of its time,
+            # and its kinematic targets, to a new pass at the same substep length.
+            left = nsub
+            while left:
+                if len(kin):
+                    f = j / k
+                    a["target_pos"][kin] = p1 if j == k else p0 + f * (p1 - p0)
+                    a["target_q"][kin] = q1 if j == k else quat.slerp(q0, q1, f)
+                    a["has_target"][kin] = True
+                done = self._step(h * left, left, record if j == k else False,
+                                  may_end=early > 0)
+                left -= done
+                early -= bool(left)
 
-    def _step(self, dt, nsub, record=None):
-        """One collision pass: broadphase, narrowphase, solver substeps, sleep."""
+    def _step(self, dt, nsub, record=None, may_end=False):
+        """One collision pass: broadphase, narrowphase, solver substeps, sleep. Returns the
+        substeps it ran: fewer than nsub when may_end and a struck body ended it early
+        (engine.struck)."""
         record = self.record if record is None else bool(record)
         self.last_recollided = 0
         n = self._n
         if n == 0:
             self.time += dt
-            return
+            return nsub
         h = dt / nsub
         a = self._a
         x, q, vel, pos = self._v("x"), self._v("q"), self._v("vel"), self._v("pos")
@@ -591,8 +603,12 @@ class World(BodyControl, JointWorldMixin):
                 integrate_positions(x, q, vel, movers, h)
             imp_n, imp_f, imp_f2 = np.zeros((0, 4)), np.zeros((0, 4, 3)), np.zeros((0, 4, 2))
         else:
-            imp_n, imp_f, imp_f2 = self._solve(ia, ib, sub, man, keys, awake, rot, h, nsub,
-                                               act, movers, lin_f, ang_f, gyro, inertia_g)
+            imp_n, imp_f, imp_f2, done = self._solve(ia, ib, sub, man, keys, awake, rot, h,
+                                                     nsub, act, movers, lin_f, ang_f, gyro,
+                                                     inertia_g, may_end)
+            if done < nsub:
+                dt, nsub = done * h, done
+                kin_t = kin_t[:0]   # the next pass moves them on to their targets
             if not count.all():     # pairs engine.recollide found apart: no manifold to keep
                 live = count > 0
                 ia, ib, sub, keys = ia[live], ib[live], sub[live], keys[live]
@@ -623,12 +639,14 @@ class World(BodyControl, JointWorldMixin):
         self.time += dt
         if record:
             self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
+        return nsub
 
     def _solve(self, ia, ib, sub, man, keys, awake, rot, h, nsub, act, movers, lin_f, ang_f,
-               gyro, inertia_g):
+               gyro, inertia_g, may_end=False):
         """Steps 5-6 of a pass with contacts: warm start from the pair table, the soft-step
         solver over the substeps with integration in between, restitution. Returns the
-        impulses (normal (M, 4), friction world vectors (M, 4, 3), along tangents (M, 4, 2))."""
+        impulses (normal (M, 4), friction world vectors (M, 4, 3), along tangents (M, 4, 2))
+        and the substeps run (fewer than nsub if may_end and a body was struck: engine.struck)."""
         x, q, vel = self._v("x"), self._v("q"), self._v("vel")
         normal, points, sep, count, ids = (man[k] for k in ("normal", "points", "separation",
                                                              "count", "ids"))
@@ -661,7 +679,10 @@ class World(BodyControl, JointWorldMixin):
         refresh = self._inertia_refresh(gyro, axial, q, inv_i)
         # Polytope pairs whose bodies turn far are taken again between substeps.
         again = self._recollide(ia, ib, normal, awake)
+        struck = (StruckBodies(act, vel, self._reach(), self.settings.speculative_distance)
+                  if may_end and self.settings.ccd and len(act) else None)
         dpose = np.zeros((self._n, 6))
+        done = nsub
         for s in range(nsub):
             self._field_kick(vel, act, h)
             integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
@@ -695,6 +716,9 @@ class World(BodyControl, JointWorldMixin):
                     joints.solve(vel, x, q, False)
             if joints:
                 joints.end_substep()
+            if s < nsub - 1 and struck is not None and struck.struck(vel, (nsub - 1 - s) * h):
+                done = s + 1
+                break
             if again is not None and s < nsub - 1:
                 again.update(solver, refresh, man, vel, dpose, h, (nsub - 1 - s) * h, inv_i)
         if joints:
@@ -702,7 +726,7 @@ class World(BodyControl, JointWorldMixin):
         self.last_recollided = 0 if again is None else again.taken
         solver.restitution(vel, self.settings.restitution_threshold)
         imp_n, imp_f, imp_f2, _ = solver.impulses()
-        return imp_n, imp_f, imp_f2
+        return imp_n, imp_f, imp_f2, done
 
     def _recollide(self, ia, ib, normal, awake):
         """The pass's Recollide (engine.recollide) over its polytope-pair manifolds, or None
