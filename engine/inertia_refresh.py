@@ -31,6 +31,12 @@ from .round_bodies import rolling, swing, world_axes
 # small while a body tumbling at 10 rad/s in a 1/48 s pass (0.2 rad) never pays for a rebuild.
 REFRESH_ANGLE = 0.25
 _COS_HALF = math.cos(0.5 * REFRESH_ANGLE)
+# Turn (rad) after which a body the pass's joints share is retaken (InertiaRefresh.follow):
+# the joint rows use its present tensor at every substep, and two tensors of one body a
+# quarter radian apart made the contact and joint sweeps drive each other apart (a needle
+# at 6e5 m/s in one substep, jointed fuzz seed 320). A glued wall at rest never turns this far.
+SHARED_ANGLE = 0.01
+_COS_HALF_SHARED = math.cos(0.5 * SHARED_ANGLE)
 # Normal velocity (m/s) a round body's roll may read through its rows' stale axis (see above).
 ROLL_LEAK = 1e-6
 
@@ -83,6 +89,18 @@ class InertiaRefresh:
             self.axis_ref[refreshed] = axis[refreshed]
         self._retake(solver, far, b, rot, turn, qb, dpose)
 
+    def follow(self, solver, bodies, q, dpose):
+        """Retake the rows of those of ``bodies`` (the awake bodies the pass's joints share:
+        engine.world_joints) that this refresh follows, are not round, and turned more than
+        SHARED_ANGLE since their tensor was taken: the joint rows weigh them by their present
+        tensor (engine.joint_inertia), and the two solvers must weigh a body alike (World._solve)."""
+        if not len(self.bodies) or not len(bodies):
+            return
+        at = np.minimum(np.searchsorted(self.bodies, bodies), len(self.bodies) - 1)
+        at = at[(self.bodies[at] == bodies) & ~self.axial[at]]
+        c = np.abs(np.einsum("ki,ki->k", q[self.bodies[at]], self.q_ref[at]))
+        self._force_rows(solver, at[c < _COS_HALF_SHARED], q, dpose)
+
     def force(self, solver, bodies, q, dpose):
         """Retake now the rows of those of ``bodies`` this refresh follows and that are not
         round (engine.recollide calls it before it rebuilds manifolds of theirs for the
@@ -91,7 +109,10 @@ class InertiaRefresh:
         if not len(self.bodies) or not len(bodies):
             return
         at = np.minimum(np.searchsorted(self.bodies, bodies), len(self.bodies) - 1)
-        far = at[(self.bodies[at] == bodies) & ~self.axial[at]]
+        self._force_rows(solver, at[(self.bodies[at] == bodies) & ~self.axial[at]], q, dpose)
+
+    def _force_rows(self, solver, far, q, dpose):
+        """Retake the rows of self.bodies[far] for their present orientations."""
         if not len(far):
             return
         qb = q[self.bodies]

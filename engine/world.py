@@ -702,11 +702,11 @@ class World(BodyControl, JointWorldMixin):
             if joints and len(joints.shared_bodies):
                 # A body in both solvers is weighted by one tensor in both: the joint rows
                 # take the present one at every substep (engine.joint_inertia), so its
-                # contact rows are retaken too. Two tensors of a spinning needle (inertias
-                # 1.3e-4 and 2.9) 0.2 rad apart made the contact and stiff-spring sweeps
-                # answer each other 1.6x harder each time: 180 -> 6e5 m/s in one substep
-                # (tests/test_fuzz_world.py, jointed seed 320).
-                refresh.force(solver, joints.shared_bodies, q, dpose)
+                # contact rows are retaken once it turns (InertiaRefresh.follow). Two
+                # tensors of a spinning needle (inertias 1.3e-4 and 2.9) 0.2 rad apart made
+                # the contact and stiff-spring sweeps answer each other 1.6x harder each
+                # time: 180 -> 6e5 m/s in one substep (tests/test_fuzz_world.py, seed 320).
+                refresh.follow(solver, joints.shared_bodies, q, dpose)
             relax = self.settings.relax_iterations
             for r in range(relax):
                 solver.solve(vel, dpose, False)
