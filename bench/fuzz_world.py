@@ -8,6 +8,14 @@ Prints one line per failing scene (seed, family, the failure, the step) with the
 reproduces it (shrunk to the fewest bodies that still fail with --shrink), and the totals:
 scenes, steps run clean, failures, guard firings, bodies the engine refused with an error.
 
+Plain scenes, seeds 1000-1399 (2026-11-25): 2 of 400 failed, both fixed with a test that fails
+before its fix (tests/test_fuzz_world.py REGRESSIONS, tests/test_struck.py, tests/test_trimesh.py):
+- 1134: a 2 kg box struck mid-pass by a 300 kg ball at 40 m/s crossed 0.6 m into its neighbour
+  (its pairs' margins were for its speed at the pass's start) and wedged it 0.33 m into the
+  ground: a struck body now ends the pass (engine.struck);
+- 1197: a capsule 2.4 m beside a small closed mesh, its far end behind one triangle's plane,
+  read 3 m deep across an inactive seam and was thrown (engine.mesh_contacts' flat route).
+
 Jointed scenes (--joints), issue 11. Fixed, each with a test that fails before its fix:
 - stiff generic_spring rows on a long lever arm, solved row by row, gained energy (seeds 2 and 4:
   engine.joint_springs solves a joint's three spring rows as one coupled block);
