@@ -9,7 +9,8 @@ knocked at 15 m/s crossed 0.6 m into its neighbour in one pass and wedged it 0.3
 ground (bench/fuzz_world.py seed 1134).
 
 So after each substep the world compares every awake body's speed with its speed at the
-pass's start: linear, plus spin times its reach. Where the gain, carried over the rest of the
+pass's start: linear, plus spin times its reach (not for a centred ball, whose spin moves no
+surface). Where the gain, carried over the rest of the
 pass, would take the body further than ``speculative_distance`` plus REACH_SHARE of its reach
 past anything its contacts cover, the pass ends after that substep and a new pass (broadphase
 and narrowphase at the present poses and speeds) takes the rest of its time, at the same
@@ -33,18 +34,20 @@ MAX_EARLY_ENDS = 4
 
 class StruckBodies:
     """The early-end test of one pass. bodies (K,) the awake dynamic bodies, vel (N, 6) the
-    velocities at the pass's start, reach (N,) the bodies' reaches, slack (m) the base
-    speculative distance."""
+    velocities at the pass's start, reach (N,) the bodies' reaches, ball (K,) bool which of
+    them are centred balls (their spin moves no surface: engine.round_bodies), slack (m) the
+    base speculative distance."""
 
-    def __init__(self, bodies, vel, reach, slack):
+    def __init__(self, bodies, vel, reach, ball, slack):
         self.bodies = bodies
-        self.reach = reach[bodies]
+        r = reach[bodies]
+        self.arm = np.where(ball, 0.0, r)
         self.start = self._speed(vel)
-        self.allow = slack + REACH_SHARE * self.reach
+        self.allow = slack + REACH_SHARE * r
 
     def _speed(self, vel):
         v = vel[self.bodies]
-        return norm(v[:, :3], axis=1) + norm(v[:, 3:], axis=1) * self.reach
+        return norm(v[:, :3], axis=1) + norm(v[:, 3:], axis=1) * self.arm
 
     def struck(self, vel, t_left):
         """Whether some body gained enough speed that over t_left (s) it would move further

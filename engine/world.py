@@ -679,8 +679,11 @@ class World(BodyControl, JointWorldMixin):
         refresh = self._inertia_refresh(gyro, axial, q, inv_i)
         # Polytope pairs whose bodies turn far are taken again between substeps.
         again = self._recollide(ia, ib, normal, awake)
-        struck = (StruckBodies(act, vel, self._reach(), self.settings.speculative_distance)
-                  if may_end and self.settings.ccd and len(act) else None)
+        struck = None
+        if may_end and self.settings.ccd and len(act):
+            balls = centred_balls(self.table.kind[self._v("shape")[act]], self._v("com")[act])
+            struck = StruckBodies(act, vel, self._reach(), balls,
+                                  self.settings.speculative_distance)
         dpose = np.zeros((self._n, 6))
         done = nsub
         for s in range(nsub):
