@@ -530,8 +530,9 @@ class World(BodyControl, JointWorldMixin):
                     a["target_pos"][kin] = p1 if j == k else p0 + f * (p1 - p0)
                     a["target_q"][kin] = q1 if j == k else quat.slerp(q0, q1, f)
                     a["has_target"][kin] = True
-                done = self._step(h * left, left, record if j == k else False,
-                                  may_end=early > 0)
+                # (dt / k itself for a whole pass: h * nsub may differ from it in the last bit)
+                done = self._step(dt / k if left == nsub else h * left, left,
+                                  record if j == k else False, may_end=early > 0)
                 left -= done
                 early -= bool(left)
 
