@@ -39,7 +39,7 @@ from .vec import columns, cross
 #   (vertex of B, vertex of A, crossing), 26-41 B's face, 42-57 A's face, 59-61 contact kind.
 # Edge contacts: bits 0-23 edge of B, 24-47 edge of A, 59-61 kind.
 # Inside face_contact the codes are built as (reference, incident); _face_ids maps them.
-T_INC_VERTEX, T_REF_VERTEX, T_CROSSING = 0, 1, 2
+T_INC_VERTEX, T_REF_VERTEX, T_CROSSING, T_HULL_VERTEX = 0, 1, 2, 3
 ID_FACE, ID_EDGE, ID_ROUND, ID_FALLBACK = 1, 2, 3, 4
 
 # Distances below SNAP * shape size count as coincident features (ids) and duplicate points.
@@ -55,7 +55,8 @@ def _face_ids(flip, ref_face, inc_face, code):
     r, k, kind = code & 0xFFF, (code >> 12) & 0xFFF, code >> 24
     swapped = (k | (r << 12)
                | (np.where(kind == T_CROSSING, kind, 1 - kind) << 24))  # T_INC <-> T_REF
-    code = np.where(flip, swapped, code)
+    # A hull vertex (the incident shape's vertex index in bits 0-23) keeps its code.
+    code = np.where(flip & (kind != T_HULL_VERTEX), swapped, code)
     face_a = np.where(flip, inc_face, ref_face).astype(np.int64)
     face_b = np.where(flip, ref_face, inc_face).astype(np.int64)
     return (np.int64(ID_FACE) << 59) | (face_a << 42) | (face_b << 26) | code
@@ -174,6 +175,38 @@ def incident_face(table, inc_ids, rot, n_ref):
     return np.argmin(np.where(around, facing, np.inf), axis=1)
 
 
+def _sunk_vertices(table, inc_ids, inc_face, rot, trans, n_ref, d, n):
+    """Incident vertices off the incident face that lie under the reference plane, on the
+    incident shape's side facing it (seen along the contact normal n: a face holding the vertex
+    faces against n, so the vertex is where the column along n enters the shape).
+
+    Clipping one incident face assumes the contact is shallow, so that nothing outside that
+    face has crossed the reference plane. A faceted flat side (a hull of noisy scan points, a
+    thin plate of random points) breaks that: it is many sliver faces a hair apart, and the
+    corners of one sliver cannot hold the body up. Each sweep tilts it about them instead of
+    lifting it, and the tilted plate's vertices under the ground beyond that sliver push
+    nothing: fuzz seed 335 sank such a plate 39 mm, and a plate dropped 5 cm flat on the ground
+    sank 20-50 mm in 63 of 80 tries. Those vertices are candidates too (inside the reference
+    face, reduced with the rest). Returns (M, E) vertex indices and their mask, or None when no
+    row has one (shallow contacts: boxes, hulls resting on a face)."""
+    vmax = int(table.npoints[inc_ids].max())
+    n_inc = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])
+    height = np.matmul(table.points[inc_ids, :vmax], n_inc)[:, :, 0]   # along n, incident frame
+    under = height < (d - np.einsum("ij,ij->i", n_ref, trans))[:, None]
+    under &= ~table.face_has_point[inc_ids, inc_face, :vmax]
+    under &= np.arange(vmax) < table.npoints[inc_ids][:, None]
+    if not under.any():
+        return None
+    fmax = int(table.nfaces[inc_ids].max())
+    n_in = np.matmul(rot.transpose(0, 2, 1), n[:, :, None])
+    facing = np.matmul(table.planes[inc_ids, :fmax, :3], n_in)[:, :, 0] < 0.0
+    under &= (table.face_has_point[inc_ids, :fmax, :vmax] & facing[:, :, None]).any(axis=1)
+    if not under.any():
+        return None
+    order = np.argsort(~under, axis=1, kind="stable")[:, :int(under.sum(axis=1).max())]
+    return order, np.take_along_axis(under, order, axis=1)
+
+
 def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, inc_face=None,
                  normal=None, tilted=None):
     """Manifold of M face contacts, in the reference shape's frame.
@@ -278,16 +311,38 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
                                 rh0 + rgx * cx.reshape(m, -1) + rgy * cy.reshape(m, -1)), axis=1)
         if tilted is not None:
             h_ref = np.where(tilted[:, None], h_ref, d[:, None])
-    sep = h_inc - h_ref
     ok = np.concatenate((inside_i, inside_r, cross.reshape(m, -1)), axis=1)
+    base = ok.shape[1]
+    sunk = _sunk_vertices(table, inc_ids, inc_face, rot, trans, n_ref, d, n)
+    if sunk is not None:
+        # Vertices beyond the incident face under the reference plane, inside its face.
+        fv, fmask = sunk
+        ve = np.matmul(table.points[inc_ids[:, None], fv], to_plane.transpose(0, 2, 1))
+        ve += np.matmul(basis, trans[:, :, None])[:, None, :, 0]
+        xe, ye = ve[:, :, 0], ve[:, :, 1]
+        edist = xe[:, :, None] * rnx[:, None] + ye[:, :, None] * rny[:, None] - roff[:, None]
+        cand_x = np.concatenate((cand_x, xe), axis=1)
+        cand_y = np.concatenate((cand_y, ye), axis=1)
+        h_inc = np.concatenate((h_inc, ve[:, :, 2]), axis=1)
+        if h_ref.shape[1] > 1:
+            he_ref = rh0 + rgx * xe + rgy * ye
+            if tilted is not None:
+                he_ref = np.where(tilted[:, None], he_ref, d[:, None])
+            h_ref = np.concatenate((h_ref, he_ref), axis=1)
+        ok = np.concatenate((ok, fmask & (edist.max(axis=2) <= tol[:, None])), axis=1)
+    sep = h_inc - h_ref
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
     pick, good = reduce4(cand_x, cand_y, sep, ok, snap)
     px = cand_x[r2, pick]
     py = cand_y[r2, pick]
     psep = sep[r2, pick]
     pref = h_ref[r2, pick] if h_ref.shape[1] > 1 else np.broadcast_to(h_ref, pick.shape)
-    code = _feature_codes(pick, pi, pr, px, py, xi, yi, mask_i, nxt_i, nxt_r, ilen,
-                          t.reshape(m, -1), w.reshape(m, -1), rlen, snap)
+    code = _feature_codes(np.minimum(pick, base - 1), pi, pr, px, py, xi, yi, mask_i, nxt_i,
+                          nxt_r, ilen, t.reshape(m, -1), w.reshape(m, -1), rlen, snap)
+    if sunk is not None:
+        extra = pick >= base
+        vert = fv[r2, np.where(extra, pick - base, 0)]
+        code = np.where(extra, (T_HULL_VERTEX << 24) | vert, code)
     # Midway between the surfaces, back to the reference frame.
     mid = columns(px, py, pref + 0.5 * psep)
     points = np.matmul(mid, basis)

@@ -72,3 +72,43 @@ def test_rock_dropped_on_a_corner_stays_on_the_ground():
             r = quat.to_matrix(w.orientations[1:2])[0]
             worst = max(worst, -(rock.vertices @ r.T[:, 2] + w.positions[1, 2]).min())
     assert worst < 0.006
+
+
+def _plate(rng, size=0.06):
+    """A thin plate of random points (1/500 as thick as it is wide): its flat sides are many
+    sliver faces a fraction of a degree apart."""
+    p = rng.normal(size=(30, 3))
+    p[:, 2] *= 2e-3
+    p /= np.abs(p).max()
+    return ConvexHull(p * size)
+
+
+def _lowest_under_ground(world, body, hull):
+    rot = quat.to_matrix(world.orientations[body][None])[0]
+    return -float((world.positions[body] + hull.vertices @ rot.T)[:, 2].min())
+
+
+def test_faceted_plates_rest_on_the_ground():
+    """Thin plates of random points dropped flat from 5 cm, or started 2 cm into the ground,
+    come to rest on it. Clipping one sliver face gave three points that tilt the plate instead
+    of lifting it, and once tilted its vertices under the ground beyond that sliver pushed
+    nothing (clip._sunk_vertices): most plates sank 20-50 mm and wobbled there. Truth: the
+    exact lowest vertex against the ground plane, at 1/24 s and 1/60 s steps."""
+    rng = np.random.default_rng(3)
+    plates = [_plate(rng) for _ in range(3)]
+    for dt in (1 / 24, 1 / 60):
+        for hull in plates:
+            for start in (0.05, -0.02):
+                w = World(sleeping=False)
+                w.add_body(Box([2.0, 2.0, 0.5]), position=(0, 0, -0.5), kind="static")
+                low = hull.vertices[:, 2].min()
+                b = w.add_body(hull, position=(0, 0, start - low), mass=1.2)
+                worst = 0.0
+                steps = round(1.5 / dt)
+                for s in range(steps):
+                    w.step(dt)
+                    if s * dt >= 0.5:
+                        worst = max(worst, _lowest_under_ground(w, b, hull))
+                tilt = np.degrees(np.arccos(min(1.0, quat.to_matrix(w.orientations[b][None])[0, 2, 2])))
+                assert worst < 1e-3, (dt, start, worst)
+                assert tilt < 1.0 and np.linalg.norm(w.angular_velocities[b]) < 0.05

@@ -198,7 +198,7 @@ def test_random_face_contacts_against_reference_clipper():
         rng, 10, m, 1, 0.9, "quaternions")
     margin = 0.02
     man = collide(table, ia, pa, qa, ib, pb, qb, margin=margin)
-    checked = 0
+    checked = sunk_rows = 0
     for k in range(m):
         if man.count[k] == 0 or man.axis_kind[k] == EDGE or man.ids[k, 0] >> 59 == ID_FALLBACK:
             continue  # clipping is checked here; the last-resort point has its own test
@@ -224,6 +224,20 @@ def test_random_face_contacts_against_reference_clipper():
         poly = inc.vertices[inc.faces[fi]] @ ri.T + pi
         ref_poly = ref.vertices[ref.faces[fr]] @ rr.T + pr
         clipped = _clip_reference(poly, ref_poly, n)
+        # Plus the incident vertices off that face under the reference plane, inside its face,
+        # on a face of the incident shape facing it (a deep or faceted contact:
+        # clip._sunk_vertices).
+        verts = inc.vertices @ ri.T + pi
+        off_face = np.zeros(len(verts), bool)
+        for f, lp in enumerate(inc.faces):
+            if (ri @ inc.planes[f, :3]) @ n < 0:
+                off_face[lp] = True
+        off_face[inc.faces[fi]] = False
+        sides = [np.cross(ref_poly[(i + 1) % len(ref_poly)] - a, n) @ (verts - a).T
+                 for i, a in enumerate(ref_poly)]
+        sunk = off_face & (verts @ n - d < 0) & (np.max(sides, axis=0) <= 1e-9)
+        clipped = np.concatenate((clipped, verts[sunk]))
+        sunk_rows += bool(sunk.any())
         seps = clipped @ n - d
         keep = clipped[seps <= margin]
         pts, sep, ids = used(man, k)
@@ -241,6 +255,7 @@ def test_random_face_contacts_against_reference_clipper():
         assert len(set(ids.tolist())) == len(ids)
         checked += 1
     assert checked > 150
+    assert sunk_rows > 10
 
 
 def _collinear(pts, n):
