@@ -34,21 +34,23 @@ by the energy check (springs' potential counted, with the symplectic allowance) 
 with kinematic motion, by the speed bound times their lever factor.
 Left (open), 2026-11-25. The spring-arc class this paragraph used to name (seeds 2, 122, 188,
 197) passes its full runs, and did on the main before this round too. On the final code of that
-round, `--scenes 400 --joints` (0-399) gives 1 failure in 17,700 steps (335), and seeds
+round, `--scenes 400 --joints` (0-399) gave 1 failure in 17,700 steps (335), and seeds
 1000-1249 (`--joints --recollide`) give 2 in 10,477 steps (1051 and 1111; 4 before, with 1134
 and 1197):
-- 335: a 1 mm thick plate (1.2 kg, 11 cm across, a hull of random points: its flat bottom is
-  many sliver faces) ends 39 mm inside the ground box, where 38 mm are allowed. Traced substep
-  by substep: the manifold is right (normal up, three points at -37 mm), but it holds the
-  corners of one sliver, so each biased sweep tilts the plate (about 20 rad/s) instead of
-  lifting it. It wobbles in place, sinking at 0.2 m/s. It passed before the struck-body pass end,
-  which changed the trajectory that drove it in; continued from the same state with and without
-  that change, it stays in just the same. Taking the incident polygon as all the vertices
-  within a tolerance of the deepest (not one face) would be the fix to measure.
+- 335 (fixed, tests/test_fuzz_world.py JOINTED): a 1 mm thick plate (1.2 kg, 11 cm across, a
+  hull of random points: its flat bottom is many sliver faces) ended 39 mm inside the ground
+  box. The manifold held the corners of one sliver, so each biased sweep tilted the plate
+  instead of lifting it, and once tilted, its vertices under the ground beyond that sliver
+  pushed nothing. Incident vertices under the reference plane are clip candidates now
+  (engine.clip._sunk_vertices); tests/test_incident_face.py drops such plates (most sank
+  20-50 mm before).
 - 1051: a 13 kg needle (axial inertia ~1e-10) between two pistons with 4 cm anchor arms,
   chained to a 9 t box at 45 m/s in a centimetre-sized scene: fails in every variant tried.
-- 1111: a stiff world-anchored spring holds a body 0.124 m deep in static bodies (0.111 m
-  allowed).
+- 1111: a 3.7 kg box sits in a pocket between two static boxes 0.354 m apart (its thinnest
+  side is 0.351 m). A 300 kg ball strikes it in the first step and tilts it, so it lies 0.11 m
+  into the lower box and 0.12 m into the upper one (0.111 m allowed) and stays jammed: the two
+  pushes cancel and only turning back would free it. The light-between-heavy-and-static
+  impact is the open part; the stiff spring this note used to blame carries 1.7 N.
 """
 import argparse
 import os
