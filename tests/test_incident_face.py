@@ -83,19 +83,30 @@ def _plate(rng, size=0.06):
     return ConvexHull(p * size)
 
 
+def _brick(rng, n=200):
+    """A brick of 200 points on its faces with 0.2 % noise (a scanned or sculpted box): each
+    side is dozens of faces a fraction of a degree apart."""
+    p = rng.uniform(-1.0, 1.0, size=(n, 3))
+    axis = rng.integers(3, size=n)
+    rows = np.arange(n)
+    p[rows, axis] = np.sign(p[rows, axis]) * (1.0 + rng.normal(scale=2e-3, size=n))
+    return ConvexHull(p * np.array([0.1, 0.06, 0.03]))
+
+
 def _lowest_under_ground(world, body, hull):
     rot = quat.to_matrix(world.orientations[body][None])[0]
     return -float((world.positions[body] + hull.vertices @ rot.T)[:, 2].min())
 
 
 def test_faceted_plates_rest_on_the_ground():
-    """Thin plates of random points dropped flat from 5 cm, or started 2 cm into the ground,
-    come to rest on it. Clipping one sliver face gave three points that tilt the plate instead
-    of lifting it, and once tilted its vertices under the ground beyond that sliver pushed
-    nothing (clip._sunk_vertices): most plates sank 20-50 mm and wobbled there. Truth: the
-    exact lowest vertex against the ground plane, at 1/24 s and 1/60 s steps."""
+    """Thin plates of random points and bricks with noisy sides, dropped flat from 5 cm or
+    started 2 cm into the ground, come to rest on it. Clipping one sliver face gave three points
+    that tilt the body instead of lifting it, and once tilted its vertices under the ground
+    beyond that sliver pushed nothing (clip._sunk_vertices): most plates sank 20-50 mm and
+    wobbled there, and 21 of 24 bricks dropped from 5 cm sank 20-29 mm, still moving at up to
+    4 m/s. Truth: the exact lowest vertex against the ground plane, at 1/24 s and 1/60 s."""
     rng = np.random.default_rng(3)
-    plates = [_plate(rng) for _ in range(3)]
+    plates = [_plate(rng) for _ in range(3)] + [_brick(rng) for _ in range(2)]
     for dt in (1 / 24, 1 / 60):
         for hull in plates:
             for start in (0.05, -0.02):
