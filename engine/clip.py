@@ -118,11 +118,19 @@ def reduce4(x, y, sep, valid, eps):
     return columns(i1, i2, i3, i4), columns(ok1, ok2, ok3, ok4)
 
 
-def _loop(table, ids, face):
-    """Face loops (M, P) (padding replaced by the first vertex), their mask and next index."""
-    size = table.face_sizes[ids, face]
+def _loop(table, ids, face, plain=None):
+    """Patch loops (M, P) of faces (engine.patches: the face's own loop unless it is part of a
+    flat side of many faces; rows ``plain`` (M,) bool keep the face's own loop), padding
+    replaced by the first vertex, their mask and next index."""
+    size = table.patch_sizes[ids, face]
+    if plain is not None:
+        size = np.where(plain, table.face_sizes[ids, face], size)
     width = int(size.max()) if len(size) else 3
-    loop = table.face_loops[ids, face, :width]
+    loop = table.patch_loops[ids, face, :width]
+    if plain is not None and plain.any():
+        own = table.face_loops[ids, face, :width]
+        own = np.pad(own, ((0, 0), (0, width - own.shape[1])), constant_values=-1)
+        loop = np.where(plain[:, None], own, loop)
     mask = np.arange(width) < size[:, None]
     loop = np.where(mask, loop, loop[:, :1])
     nxt = (np.arange(width)[None, :] + 1) % size[:, None]
@@ -193,7 +201,7 @@ def _sunk_vertices(table, inc_ids, inc_face, rot, trans, n_ref, d, n):
     n_inc = np.matmul(rot.transpose(0, 2, 1), n_ref[:, :, None])
     height = np.matmul(table.points[inc_ids, :vmax], n_inc)[:, :, 0]   # along n, incident frame
     under = height < (d - np.einsum("ij,ij->i", n_ref, trans))[:, None]
-    under &= ~table.face_has_point[inc_ids, inc_face, :vmax]
+    under &= ~table.patch_has_point[inc_ids, inc_face, :vmax]
     under &= np.arange(vmax) < table.npoints[inc_ids][:, None]
     if not under.any():
         return None
@@ -252,8 +260,11 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
     elif (inc_face < 0).any():
         inc_face = np.where(inc_face < 0, incident_face(table, inc_ids, rot, n_ref), inc_face)
 
-    loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face)
-    loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face)
+    # Edge-axis rows (tilted) clip the faces themselves: their heights along a normal off both
+    # faces are exact only on planar loops (the SAT depth argument above).
+    plain = tilted if tilted is not None or normal is None else np.ones(m, dtype=bool)
+    loop_i, mask_i, nxt_i = _loop(table, inc_ids, inc_face, plain)
+    loop_r, mask_r, nxt_r = _loop(table, ref_ids, ref_face, plain)
     # Incident vertices in (x, y, h): one product with basis @ rot, plus basis @ trans.
     to_plane = np.matmul(basis, rot)
     vi = np.matmul(table.points[inc_ids[:, None], loop_i], to_plane.transpose(0, 2, 1))
@@ -278,6 +289,16 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
     gx = -n_inc[:, 0] / nz
     gy = -n_inc[:, 1] / nz
     hr = hi[:, :1] + gx[:, None] * (xr - xi[:, :1]) + gy[:, None] * (yr - yi[:, :1])
+    patched = table.patched[inc_ids, inc_face]
+    if plain is not None:
+        patched &= ~plain
+    if patched.any():
+        # A patch's first vertex may lie under the face's plane: lift onto the plane itself
+        # (it supports the incident shape, so the lift is never above its surface).
+        on = table.planes[inc_ids, inc_face, :3] * table.planes[inc_ids, inc_face, 3:]
+        v0 = np.matmul(to_plane, on[:, :, None])[:, :, 0] + np.matmul(basis, trans[:, :, None])[:, :, 0]
+        hp = v0[:, 2:] + gx[:, None] * (xr - v0[:, :1]) + gy[:, None] * (yr - v0[:, 1:2])
+        hr = np.where(patched[:, None], hp, hr)
     # Height of the reference plane over (x, y): constant d when n is the reference normal.
     nr = np.matmul(basis, n_ref[:, :, None])[:, :, 0]
     nrz = np.maximum(nr[:, 2], 1e-12)

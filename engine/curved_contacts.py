@@ -167,9 +167,9 @@ def _polytope_faces(side, rows, d):
     al = np.where(np.arange(nf)[None] < t.nfaces[ids][:, None], _dot(nrm, d[:, None]), -np.inf)
     f = np.argmax(al, axis=1)
     r = np.arange(len(rows))
-    size = t.face_sizes[ids, f]
+    size = t.patch_sizes[ids, f]     # the flat side around the face (engine.patches)
     w = int(size.max())
-    loop = t.face_loops[ids, f, :w]
+    loop = t.patch_loops[ids, f, :w]
     mask = np.arange(w)[None] < size[:, None]
     loop = np.where(mask, loop, loop[:, :1])
     pts = np.matmul(t.points[ids[:, None], loop], rot.transpose(0, 2, 1)) + side.off[rows, None]
@@ -330,7 +330,7 @@ def manifolds(side_a, side_b, margin, force_face=None, pre=None):
     live = np.flatnonzero((dist <= margin) | (force_face if force_face is not None else False))
     if not len(live):
         return normal, points, sep, ids, count, dist
-    width = max(CAP_N, int(t.face_sizes.max()) if t.face_sizes.size else 3, 3)
+    width = max(CAP_N, int(t.patch_sizes.max()) if t.patch_sizes.size else 3, 3)
     sub_a = Side(t, side_a.ids[live], side_a.kind[live], side_a.rot[live], side_a.off[live],
                  side_a.swell[live])
     sub_b = Side(t, side_b.ids[live], side_b.kind[live], side_b.rot[live], side_b.off[live],

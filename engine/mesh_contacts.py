@@ -88,10 +88,11 @@ def _feature_active(tri, u, active, tol):
 
 
 def _polygon(table, ids, face):
-    """Padded face loops of shape faces as points (M, W, 3) and a mask (padding = vertex 0)."""
-    size = table.face_sizes[ids, face]
+    """Padded patch loops of shape faces (engine.patches: the face's own loop unless it is part
+    of a flat side of many faces) as points (M, W, 3) and a mask (padding = vertex 0)."""
+    size = table.patch_sizes[ids, face]
     width = int(size.max())
-    loop = table.face_loops[ids, face, :width]
+    loop = table.patch_loops[ids, face, :width]
     mask = np.arange(width) < size[:, None]
     loop = np.where(mask, loop, loop[:, :1])
     return table.points[ids[:, None], loop], mask

@@ -331,9 +331,9 @@ def _clip_segment_to_face(table, ids, face, p0, p1):
     of a face of shape ids. Returns (t0, t1, ok); ok False where nothing is inside."""
     m = len(ids)
     rows = np.arange(m)[:, None]
-    size = table.face_sizes[ids, face]
+    size = table.patch_sizes[ids, face]     # the flat side around the face (engine.patches)
     width = int(size.max())
-    loop = table.face_loops[ids, face, :width]
+    loop = table.patch_loops[ids, face, :width]
     mask = np.arange(width) < size[:, None]
     loop = np.where(mask, loop, loop[:, :1])
     nxt = (np.arange(width)[None, :] + 1) % size[:, None]

@@ -17,6 +17,7 @@ import numpy as np
 
 from .curved import CURVED_KINDS
 from .kinds import ShapeKind
+from .patches import face_patches
 from .shapes import Box
 
 
@@ -75,6 +76,8 @@ class ShapeTable:
         fmax = max([len(sh.faces) for sh in polys] + [1])
         emax = max([len(sh.edges) for sh in polys] + [1])
         pmax = max([len(f) for sh in polys for f in sh.faces] + [3])
+        patches = [self._patches(sh) for sh in polys]
+        qmax = max([len(lp) for ps in patches for lp in ps] + [3])
 
         out.kind = np.array([sh.kind for sh in shapes], dtype=np.int8).reshape(s)
         # Swelling radius (curved.Cylinder/Cone use .radius for their own size and swell by 0).
@@ -94,6 +97,12 @@ class ShapeTable:
         # face_has_point[s, f, v]: point v is a corner of face f (clip.py picks the incident face
         # among the faces of the deepest point, so the clip always holds that point).
         out.face_has_point = np.zeros((s, fmax, vmax), dtype=bool)
+        # Each face's patch (engine.patches: the flat side around it; the face's own loop when
+        # it has no neighbour within PATCH_DEG), padded like face_loops, for clip.face_contact.
+        out.patch_sizes = np.zeros((s, fmax), dtype=np.int64)
+        out.patch_loops = np.full((s, fmax, qmax), -1, dtype=np.int64)
+        out.patch_has_point = np.zeros((s, fmax, vmax), dtype=bool)
+        out.patched = np.zeros((s, fmax), dtype=bool)     # the patch is more than the face
         # Boxes get the analytic 15-axis SAT fast path.
         out.is_box = np.array([isinstance(sh, Box) for sh in shapes], dtype=bool).reshape(s)
         out.box_half = np.array([sh.half_extents if isinstance(sh, Box) else np.zeros(3)
@@ -121,6 +130,12 @@ class ShapeTable:
                 out.face_loops[i, fi, :len(loop)] = loop
                 out.face_has_point[i, fi, loop] = True
             out.face_has_point[i, nf:] = out.face_has_point[i, 0]   # padding repeats face 0
+            for fi, loop in enumerate(self._patches(sh)):
+                out.patch_sizes[i, fi] = len(loop)
+                out.patch_loops[i, fi, :len(loop)] = loop
+                out.patch_has_point[i, fi, loop] = True
+                out.patched[i, fi] = not np.array_equal(loop, sh.faces[fi])
+            out.patch_has_point[i, nf:] = out.patch_has_point[i, 0]
             out.nedges[i] = ne
             out.edges[i] = sh.edges[0]
             out.edges[i, :ne] = sh.edges
@@ -137,6 +152,14 @@ class ShapeTable:
         # Published as plain attributes too: a collision pass reads the table a few hundred
         # times, and an instance attribute costs no __getattr__ call.
         self.__dict__.update(self._arrays)
+
+    def _patches(self, shape):
+        # Shapes are immutable and the table is rebuilt whenever one is added: compute once.
+        cache = self.__dict__.setdefault("_patch_cache", {})
+        key = id(shape)
+        if key not in cache:
+            cache[key] = (shape, face_patches(shape))
+        return cache[key][1]
 
     def _unpublish(self):
         for name in getattr(self, "_arrays", {}):

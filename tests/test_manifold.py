@@ -8,6 +8,7 @@ from test_sat import make_hull, random_batch
 from engine import quat
 from engine.clip import ID_FALLBACK, SNAP
 from engine.narrowphase import collide
+from engine.patches import face_patches
 from engine.sat import ABS_TOL, EDGE, REL_TOL
 from engine.shape_table import ShapeTable
 from engine.shapes import Box
@@ -198,7 +199,7 @@ def test_random_face_contacts_against_reference_clipper():
         rng, 10, m, 1, 0.9, "quaternions")
     margin = 0.02
     man = collide(table, ia, pa, qa, ib, pb, qb, margin=margin)
-    checked = sunk_rows = 0
+    checked = sunk_rows = patched = 0
     for k in range(m):
         if man.count[k] == 0 or man.axis_kind[k] == EDGE or man.ids[k, 0] >> 59 == ID_FALLBACK:
             continue  # clipping is checked here; the last-resort point has its own test
@@ -221,8 +222,22 @@ def test_random_face_contacts_against_reference_clipper():
         arounds = [[f for f, lp in enumerate(inc.faces) if v in lp] for v in deepest]
         assert any(fi in around and dots[fi] == pytest.approx(dots[around].min(), abs=1e-12)
                    for around in arounds)
-        poly = inc.vertices[inc.faces[fi]] @ ri.T + pi
-        ref_poly = ref.vertices[ref.faces[fr]] @ rr.T + pr
+        # The faces clip as their patches (engine.patches, tested in tests/test_patches.py):
+        # the face itself unless it is part of a flat side of faces within PATCH_DEG.
+        inc_loop, ref_loop = face_patches(inc)[fi], face_patches(ref)[fr]
+        if not (np.array_equal(inc_loop, inc.faces[fi]) and np.array_equal(ref_loop, ref.faces[fr])):
+            # A patch is not planar: its points are held to the true surfaces instead (ray
+            # casting through both hulls), to within how far the patches sag under their faces.
+            sag = _sag(inc, fi, inc_loop) + _sag(ref, fr, ref_loop)
+            wa, wb = _world_planes(sa, pa[k], qa[k]), _world_planes(sb, pb[k], qb[k])
+            pts, sep, ids = used(man, k)
+            for p, s_ in zip(pts, sep):
+                assert abs(_column_gap(wa, wb, p, man.normal[k]) - s_) <= sag + 1e-9
+            assert len(set(ids.tolist())) == len(ids)
+            patched += 1
+            continue
+        poly = inc.vertices[inc_loop] @ ri.T + pi
+        ref_poly = ref.vertices[ref_loop] @ rr.T + pr
         clipped = _clip_reference(poly, ref_poly, n)
         # Plus the incident vertices off that face under the reference plane, inside its face,
         # on a face of the incident shape facing it (a deep or faceted contact:
@@ -232,7 +247,7 @@ def test_random_face_contacts_against_reference_clipper():
         for f, lp in enumerate(inc.faces):
             if (ri @ inc.planes[f, :3]) @ n < 0:
                 off_face[lp] = True
-        off_face[inc.faces[fi]] = False
+        off_face[inc_loop] = False
         sides = [np.cross(ref_poly[(i + 1) % len(ref_poly)] - a, n) @ (verts - a).T
                  for i, a in enumerate(ref_poly)]
         sunk = off_face & (verts @ n - d < 0) & (np.max(sides, axis=0) <= 1e-9)
@@ -255,7 +270,12 @@ def test_random_face_contacts_against_reference_clipper():
         assert len(set(ids.tolist())) == len(ids)
         checked += 1
     assert checked > 150
-    assert sunk_rows > 10
+    assert sunk_rows > 10 and patched > 5
+
+
+def _sag(shape, face, loop):
+    """How far a patch's vertices lie under its face's plane."""
+    return float(np.max(shape.planes[face, 3] - shape.vertices[loop] @ shape.planes[face, :3]))
 
 
 def _collinear(pts, n):
