@@ -20,6 +20,8 @@ import math
 
 import numpy as np
 
+from .clip import tangent_basis
+
 PATCH_DEG = 3.0
 PATCH_MAX = 8
 _COS_LIMIT = math.cos(math.radians(PATCH_DEG))   # one scalar, the C library's
@@ -76,18 +78,11 @@ def _flood(seed, normals, neighbours, taken):
 
 def _outline(shape, members, n):
     verts = np.unique(np.concatenate([shape.faces[g] for g in members]))
-    u, v = _basis(n)
+    u, v = tangent_basis(n[None])    # (u, v, n) right-handed: CCW in (x, y) is CCW about n
     pts = shape.vertices[verts]
-    x, y = pts @ u, pts @ v
+    x, y = pts @ u[0], pts @ v[0]
     ring = _reduce_ring(x, y, _convex_ring(x, y), PATCH_MAX)
     return verts[ring]
-
-
-def _basis(n):
-    a = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
-    u = np.cross(n, a)
-    u /= np.linalg.norm(u)
-    return u, np.cross(n, u)
 
 
 def _convex_ring(x, y):

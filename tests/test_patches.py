@@ -2,6 +2,7 @@
 around it within PATCH_DEG, so rough bricks stack like boxes."""
 import numpy as np
 import pytest
+from test_incident_face import _brick  # a rough brick: 200 points on its sides, 0.2 % noise
 
 from engine import quat
 from engine.hull import ConvexHull
@@ -9,16 +10,7 @@ from engine.patches import PATCH_DEG, PATCH_MAX, face_patches
 from engine.shapes import Box
 from engine.world import World
 
-HALF = np.array([0.1, 0.06, 0.03])
-
-
-def _brick(rng, n=200):
-    """A brick of 200 points on its faces with 0.2 % noise (a scanned or sculpted box)."""
-    p = rng.uniform(-1.0, 1.0, size=(n, 3))
-    axis = rng.integers(3, size=n)
-    rows = np.arange(n)
-    p[rows, axis] = np.sign(p[rows, axis]) * (1.0 + rng.normal(scale=2e-3, size=n))
-    return ConvexHull(p * HALF)
+HALF = np.array([0.1, 0.06, 0.03])   # test_incident_face._brick's half extents
 
 
 def _area(pts2):
