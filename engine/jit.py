@@ -1,0 +1,162 @@
+"""The one home of the compiler: how the engine's kernels are compiled, and the fallback.
+
+Every kernel in the engine is a plain Python function over flat numpy arrays and scalars,
+decorated with :func:`kernel`. Nothing else in the engine imports numba.
+
+- numba is imported lazily, at the first call of any kernel, never at import: the add-on
+  imports the engine when Blender registers it, and ``import numba`` inside Blender costs
+  0.5-1 s (../shared/numba-in-blender.md).
+- At that first call every kernel registered so far becomes a numba dispatcher, and the
+  module globals that held its stub now hold the dispatcher, so a kernel calling another
+  kernel is compiled as one native call (numba resolves globals when it compiles).
+- Options are fixed here for all kernels: ``nopython``, ``fastmath=False`` (bit-exact IEEE
+  arithmetic: the same scene bakes to the same numbers in any process), ``error_model=
+  "numpy"`` (a division by zero gives inf/nan as numpy does, which the step's guards read;
+  no Python exception from inside a kernel), ``cache=True`` where a cache directory is
+  writable, ``nogil=True``.
+- Where numba cannot be imported (a platform without wheels), or ``HB_NO_JIT=1`` is set,
+  the same functions run as plain Python: correct and slow. :func:`status` says which.
+- The cache: ``NUMBA_CACHE_DIR`` if set, else :func:`set_cache_dir` (the add-on points it at
+  the extension's user directory before the first step). A cache that cannot be written
+  falls back to compiling without one, with no error.
+"""
+import os
+import sys
+
+_KERNELS = []           # every _Stub made by kernel(), in definition order
+_STATE = {"mode": None, "numba": None, "reason": "", "cache_dir": None, "cache": True}
+
+
+def set_cache_dir(path):
+    """Where compiled kernels are cached (call before the first step; process-wide)."""
+    _STATE["cache_dir"] = None if path is None else str(path)
+
+
+def _writable(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, ".hb_write_probe")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+        return True
+    except OSError:
+        return False
+
+
+def _import_numba():
+    if os.environ.get("HB_NO_JIT", "") not in ("", "0"):
+        return None, "HB_NO_JIT is set"
+    try:
+        import numba
+    except Exception as exc:   # ImportError, or a broken llvmlite (OSError)
+        return None, f"numba could not be imported ({type(exc).__name__}: {exc})"
+    return numba, ""
+
+
+def _configure_cache(numba):
+    """Cache location, falling back to no cache when nothing is writable."""
+    path = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"]
+    if path:
+        if _writable(path):
+            numba.config.CACHE_DIR = path
+            _STATE["cache"] = True
+        else:
+            _STATE["cache"] = False
+        return
+    # numba's default: __pycache__ beside the module, else the per-user cache
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    _STATE["cache"] = _writable(here) or _writable(os.path.join(
+        os.path.expanduser("~"), ".cache", "numba"))
+
+
+def activate():
+    """Compile mode decided once: 'numba' or 'python'. Returns the mode."""
+    if _STATE["mode"] is not None:
+        return _STATE["mode"]
+    numba, reason = _import_numba()
+    if numba is None:
+        _STATE.update(mode="python", reason=reason)
+    else:
+        _configure_cache(numba)
+        _STATE.update(mode="numba", numba=numba)
+    for stub in list(_KERNELS):
+        stub._bind()
+    _swap_globals()
+    return _STATE["mode"]
+
+
+def _swap_globals():
+    """Where a module holds a kernel's stub, it now holds the compiled function."""
+    for name, mod in list(sys.modules.items()):
+        d = getattr(mod, "__dict__", None)
+        if not d or not _is_engine_module(name):
+            continue
+        for key, value in list(d.items()):
+            if isinstance(value, _Stub) and value._impl is not None:
+                d[key] = value._impl
+
+
+def _is_engine_module(name):
+    parts = name.split(".")
+    return "engine" in parts
+
+
+def status():
+    """'numba' (compiled), 'python' (the fallback) or None (no kernel called yet), with the
+    reason for the fallback."""
+    return _STATE["mode"], _STATE["reason"]
+
+
+def is_compiled():
+    return activate() == "numba"
+
+
+class _Stub:
+    """A kernel before activation: calling it activates the compiler and forwards the call."""
+
+    def __init__(self, fn, options):
+        self.py_func = fn
+        self._options = options
+        self._impl = None
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+
+    def _bind(self):
+        if self._impl is not None:
+            return
+        numba = _STATE["numba"]
+        if numba is None:
+            self._impl = self.py_func
+            return
+        opts = dict(nogil=True, fastmath=False, error_model="numpy", cache=_STATE["cache"])
+        opts.update(self._options)
+        self._impl = numba.njit(**opts)(self.py_func)
+
+    def __call__(self, *args, **kwargs):
+        if self._impl is None:
+            activate()
+            if self._impl is None:   # a kernel defined after activation
+                self._bind()
+        return self._impl(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<kernel {self.__module__}.{self.__qualname__}>"
+
+
+def kernel(fn=None, **options):
+    """Mark a function as a compiled kernel (``@kernel`` or ``@kernel(inline="always")``).
+
+    The function must be numba-compatible (nopython): numpy arrays, scalars, tuples, and
+    calls of other kernels. It also runs as plain Python, unchanged, in the fallback."""
+    def wrap(f):
+        stub = _Stub(f, options)
+        _KERNELS.append(stub)
+        if _STATE["mode"] is not None:
+            stub._bind()
+            return stub._impl
+        return stub
+    return wrap(fn) if fn is not None else wrap
