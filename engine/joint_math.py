@@ -12,7 +12,9 @@ _P2 = np.array([2, 0, 1])
 def inv3(m):
     """Inverses of (K, 3, 3) matrices by the adjugate (einsum-free, deterministic)."""
     cof = cross(m[:, _P1], m[:, _P2])  # row i = r_{i+1} x r_{i+2}
-    det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
+    # Summed left to right, as inv3_soa sums its rows: einsum's own order depends on the
+    # CPU's vector width, which made the two differ in the last bit on some machines.
+    det = m[:, 0, 0] * cof[:, 0, 0] + m[:, 0, 1] * cof[:, 0, 1] + m[:, 0, 2] * cof[:, 0, 2]
     return np.swapaxes(cof, 1, 2) * _inverse_det(det)[:, None, None]
 
 

@@ -94,6 +94,37 @@ CHAIN_MAX_ROWS = 1200
 # sets (a few Hz) never pay for it.
 STIFF_SPRING_HOMEGA = 4.0
 STIFF_SPRING_SWEEPS = 16
+# Locks and limits are soft (Box2D v3's soft step), their hertz capped against the substep
+# rate 1 / h. Solved exactly (the direct and chain paths) the soft step is stable at any
+# h omega, and half the substep rate (h omega = pi) is the cap. Solved by Gauss-Seidel (joint
+# systems with loops, or too many rows), a sweep meets a joint's neighbours' impulses one
+# sweep late: the coupling between joints that share a body is explicit, the coupled net's
+# stiffest modes are faster than a lone joint's, and the warm start carries the lagged
+# impulse into the next substep. Past some h omega that feedback grows: a 2 x 12 ladder of
+# point joints hanging at rest reached 150 m/s at the default 180 Hz and 360 Hz substeps
+# (h omega = pi; issue 25, tests/test_joint_nets.py). Measured limits, hanging from a static
+# top row, 2 s: the ladder is stable at h omega = 2.6 and not at 2.9; a 30 x 30 net at 2.2
+# (rate 0.35), creeping at 2.5, unstable at 2.8; a 7 x 7 x 7 lattice at 2.2. Box2D v3 caps
+# its joints at a quarter of the substep rate (h omega = pi / 2); that is 4x softer than
+# h omega = pi where ours are, 2x softer than 0.35, and softness is stretch under load (a
+# lock is a spring of stiffness m_eff omega^2): at 0.25 the 50-capsule rope pinned taut at
+# both ends snapped back at 7.2 m/s when released (tests/test_joints_physics.py; 3.4 m/s at
+# 0.35), and a net hung by two corners stretched 11 mm instead of 6.4.
+EXACT_HERTZ_RATE = 0.5
+SWEPT_HERTZ_RATE = 0.35
+# Locks solved by Gauss-Seidel relax in every relax sweep, not only the last.
+# One sweep leaves most of a big net's velocity error in it (Gauss-Seidel moves a correction
+# one joint a sweep): a 30 x 30 net of point joints hanging from its top row still moved at
+# 0.14 m/s after 0.5 s and 2.4 mm/s after 2 s; relaxed in both sweeps, 0.026 m/s and
+# 0.08 mm/s, at no measurable cost (bench/bench_joint_nets.py). An exact solve leaves
+# nothing for a second sweep to do.
+
+
+def lock_hertz(hertz, h, swept):
+    """The soft step's hertz for locks and limits at substep h: the world's joint_hertz
+    capped at SWEPT_HERTZ_RATE / h where the pass's locks are solved by Gauss-Seidel (swept),
+    else at EXACT_HERTZ_RATE / h (see SWEPT_HERTZ_RATE)."""
+    return min(hertz, (SWEPT_HERTZ_RATE if swept else EXACT_HERTZ_RATE) / h)
 
 
 def joint_frames(a, b, world, frame_a, frame_b, la_f, lb_f, x, q):
@@ -272,13 +303,6 @@ class JointSolver:
             np.concatenate((self.iia, self.iib)))
         self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
         self.angles = joints.v("angles")[sel].copy()  # (m, 3) the last Euler angles
-        self.soft = soft_params(min(hertz, 0.5 / h), damping_ratio, h)
-        self.limit_omega = 2.0 * np.pi * min(hertz, 0.5 / h)   # the limits' soft step, as a
-        self.limit_zeta = damping_ratio                         # spring (_limit_folds)
-        # Cap of the position bias velocity of locks and violated limits; locks take it as
-        # a cap on the error each row corrects (reach: the error whose correction reaches it).
-        self.max_push = max_push
-        self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
         self.broken = np.zeros(m, dtype=bool)
         # Row types present anywhere in this pass, with the axes they use: the colour loop
         # visits only these.
@@ -295,9 +319,10 @@ class JointSolver:
         self.substeps = 0
         self.breakable = bool(np.isfinite(g["break_force"]).any()
                               or np.isfinite(g["break_torque"]).any())
-        # Lock rows alone need one relax sweep (the world's last); limits, motors and springs
-        # interleave with the locks, and one sweep leaves the limits' bias velocity in the
-        # locks (a door bounced off its limit), so they relax in every sweep.
+        # Lock rows solved exactly need one relax sweep (the world's last); limits, motors
+        # and springs interleave with the locks, and one sweep leaves the limits' bias
+        # velocity in the locks (a door bounced off its limit), so they relax in every
+        # sweep; so do locks solved by Gauss-Seidel (set below, see SWEPT_HERTZ_RATE).
         self.relax_every = bool(self.rows or self.spring_blocks)
         # Anchors in the joint frame's own axes (r = F la_f), so one rotation matrix per end
         # gives both the axes and the anchor arm.
@@ -321,6 +346,16 @@ class JointSolver:
         # systems go to Gauss-Seidel, which handles redundant rows.
         self.direct, self.chain = _direct_mode(joints, sel, self.a, self.b, self.world, awake,
                                                rows)
+        swept = rows > 0 and not self.direct     # locks solved by Gauss-Seidel
+        self.relax_every = self.relax_every or swept
+        hz = lock_hertz(hertz, h, swept)
+        self.soft = soft_params(hz, damping_ratio, h)
+        self.limit_omega = 2.0 * np.pi * hz     # the limits' soft step, as a
+        self.limit_zeta = damping_ratio         # spring (_limit_folds)
+        # Cap of the position bias velocity of locks and violated limits; locks take it as
+        # a cap on the error each row corrects (reach: the error whose correction reaches it).
+        self.max_push = max_push
+        self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
         if self.direct:
             self.rj, self.rk = np.nonzero(lock)
             ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
@@ -349,9 +384,10 @@ class JointSolver:
         self.points = PointLocks(
             a, b, self.offsets, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
             joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
-            h, soft_params(min(hertz, 0.5 / h), damping_ratio, h), joints.v("break_force")[sel],
+            h, soft_params(lock_hertz(hertz, h, swept=True), damping_ratio, h),
+            joints.v("break_force")[sel],
             inv_body=inv_body, max_push=max_push)
-        self.relax_every = False   # lock rows alone: one relax sweep (see __init__)
+        self.relax_every = True    # Gauss-Seidel: relax in every sweep (SWEPT_HERTZ_RATE)
         self._stale = True
         return True
 
