@@ -71,7 +71,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenes", type=int, default=100)
     ap.add_argument("--start", type=int, default=0)
-    ap.add_argument("--family", choices=fuzzworld.FAMILIES, default=None)
+    ap.add_argument("--family", choices=fuzzworld.FAMILIES + fuzzworld.NAMED_FAMILIES,
+                    default=None)
     ap.add_argument("--seed", type=int, default=None, help="run this one seed")
     ap.add_argument("--keep", default=None, help="comma-separated body indices to keep")
     ap.add_argument("--shrink", action="store_true", help="shrink failures to a minimal repro")

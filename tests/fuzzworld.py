@@ -44,6 +44,9 @@ import numpy as np
 from engine import Box, Capsule, Compound, ConvexHull, EngineError, Sphere, TriangleMesh, World, quat
 
 FAMILIES = ("violent", "crush")
+# Families run only when named (bench/fuzz_world.py --family net): adding them to FAMILIES
+# would change the scene every existing seed draws.
+NAMED_FAMILIES = ("net",)
 JOINT_HOOKS = []   # see the module docstring
 
 
@@ -72,10 +75,20 @@ class Scene:
     bodies: list = field(default_factory=list)
     gravity: tuple = (0.0, 0.0, -9.81)
     joints: bool = False    # random joints between the bodies (random_joints)
+    # The net family's joints: (kind, body index a, body index b or None for the world,
+    # world position) rows, and its spacing (m) and whether it starts at rest (_net).
+    links: list = field(default_factory=list)
+    spacing: float = 0.0
+    at_rest: bool = False
 
     def subset(self, keep):
-        """The same scene with only the bodies whose index is in keep (for shrinking)."""
-        return replace(self, bodies=[b for i, b in enumerate(self.bodies) if i in set(keep)])
+        """The same scene with only the bodies whose index is in keep (for shrinking); a
+        link keeps its place only while both its bodies stay."""
+        keep = sorted(set(keep))
+        new = {old: k for k, old in enumerate(keep)}
+        links = [(kind, new[a], None if b is None else new[b], p) for kind, a, b, p in self.links
+                 if a in new and (b is None or b in new)]
+        return replace(self, bodies=[self.bodies[i] for i in keep], links=links)
 
     def describe(self):
         kinds = {}
@@ -84,7 +97,9 @@ class Scene:
             kinds[k] = kinds.get(k, 0) + 1
         return (f"seed={self.seed} family={self.family} dt=1/{round(1 / self.dt)} "
                 f"ccd={self.ccd} steps={self.steps} bodies={kinds}"
-                + (" joints" if self.joints else ""))
+                + (" joints" if self.joints else "")
+                + (f" links={len(self.links)}" + (" at rest" if self.at_rest else " swinging")
+                   if self.links else ""))
 
 
 # -- random shapes ----------------------------------------------------------------------------
@@ -174,6 +189,8 @@ def random_scene(seed, family=None, extreme=False, joints=False):
                   steps=round(1.0 / dt), joints=joints)
     if family == "violent":
         _violent(scene, rng, extreme)
+    elif family == "net":
+        _net(scene, rng)
     else:
         _crush(scene, rng)
     return scene
@@ -254,6 +271,82 @@ def _crush(scene, rng):
                                  np.zeros(3), float(rng.choice([100.0, 300.0, 1000.0, 5000.0]))))
 
 
+NET_LAYOUTS = ("ladder", "net", "loop")
+
+
+def _net(scene, rng):
+    """Nets, ladders and loops of bodies joined by joints at the midpoints of their links
+    (issue 25): a 2 x N ladder or a C x R net hanging in the XZ plane or lying flat, or a
+    ring of K bodies; masses spread over 1:100; pinned to the world or to static bodies at
+    random nodes (at rest: the top row of a hanging ladder or net, where hanging straight
+    down is equilibrium); swinging: pinned anywhere, or thrown. Mostly point joints
+    (Blender's Point), some fixed, hinge or generic ones."""
+    layout = NET_LAYOUTS[int(rng.integers(len(NET_LAYOUTS)))]
+    s = _log_uniform(rng, 0.05, 2.0)
+    scene.spacing = s
+    scene.steps = round(2.0 / scene.dt)
+    scene.at_rest = layout != "loop" and rng.random() < 0.5
+    if layout == "loop":
+        k = int(rng.integers(4, 31))
+        ang = 2 * np.pi * np.arange(k) / k
+        rad = s / (2 * math.sin(math.pi / k))
+        pos = np.stack((rad * np.cos(ang), np.zeros(k), rad * np.sin(ang)), axis=1)
+        edges = [(i, (i + 1) % k) for i in range(k)]
+        pins = sorted({int(p) for p in rng.integers(k, size=int(rng.integers(1, 3)))})
+    else:
+        cols = 2 if layout == "ladder" else int(rng.integers(2, 13))
+        rows = int(rng.integers(2, 41 if layout == "ladder" else 13))
+        flat = not scene.at_rest and rng.random() < 0.5
+        ij = np.stack(np.meshgrid(np.arange(cols), np.arange(rows), indexing="ij"), -1)
+        ij = ij.reshape(-1, 2)
+        pos = np.zeros((len(ij), 3))
+        pos[:, 0] = ij[:, 0] * s
+        pos[:, 1 if flat else 2] = -ij[:, 1] * s
+        idx = np.arange(len(ij)).reshape(cols, rows)
+        edges = [(int(a), int(b)) for a, b in zip(idx[:-1].ravel(), idx[1:].ravel())]
+        edges += [(int(a), int(b)) for a, b in zip(idx[:, :-1].ravel(), idx[:, 1:].ravel())]
+        if scene.at_rest:
+            pins = [int(i) for i in idx[:, 0]]
+        else:
+            pins = sorted({int(p) for p in rng.integers(len(ij), size=int(rng.integers(1, 5)))})
+    pos[:, 2] += 10.0 * s + 1.0
+    m0 = _log_uniform(rng, 0.1, 100.0)
+    masses = m0 * np.exp(rng.uniform(0.0, math.log(100.0), len(pos)))
+    box = rng.random() < 0.25
+    # Swinging: thrown as a whole (one velocity), or let fall from where it is.
+    throw = 0.0 if scene.at_rest else (rng.random() < 0.5) * _log_uniform(rng, 0.1, 10.0)
+    throw = throw * _unit3(rng)
+    static_pins = rng.random() < 0.5
+    for i, p in enumerate(pos):
+        pinned_static = static_pins and i in pins
+        shape = ("box", np.full(3, 0.3 * s)) if box else ("sphere", 0.3 * s)
+        lin = np.zeros(3) if pinned_static else throw
+        scene.bodies.append(BodySpec(shape, "static" if pinned_static else "dynamic", p,
+                                     np.array([1.0, 0, 0, 0]), lin, np.zeros(3),
+                                     float(masses[i])))
+    kinds = ("point", "point", "point", "point", "fixed", "hinge", "generic")
+    kind = kinds[int(rng.integers(len(kinds)))]
+    for a, b in edges:
+        if static_pins and a in pins and b in pins:
+            continue   # two static ends: no joint can move anything
+        scene.links.append((kind, a, b, 0.5 * (pos[a] + pos[b])))
+    if not static_pins:
+        for i in pins:
+            scene.links.append((kind, i, None, pos[i].copy()))
+
+
+def add_links(world, scene, ids):
+    """The scene's links as joints (a link to a body the engine refused is skipped)."""
+    for kind, a, b, p in scene.links:
+        if ids[a] < 0 or (b is not None and ids[b] < 0):
+            continue
+        limits = {"lin_x": (0.0, 0.0), "lin_y": (0.0, 0.0), "lin_z": (0.0, 0.0)} \
+            if kind == "generic" else None
+        with contextlib.suppress(EngineError):   # two non-dynamic ends after a shrink
+            world.add_joint(kind, ids[a], None if b is None else ids[b], position=p,
+                            limits=limits)
+
+
 def uv_sphere(r, segments=32, rings=16):
     """Vertices of Blender's UV sphere (the shape of issue 11's hull ball)."""
     th = np.pi * np.arange(1, rings) / rings
@@ -280,6 +373,7 @@ def build_world(scene):
         except EngineError:
             ids.append(-1)   # degenerate input refused with a clear error: allowed
             refused += 1
+    add_links(world, scene, ids)
     rng = np.random.default_rng(scene.seed + 7)
     if scene.joints:
         random_joints(world, scene, rng, ids)
@@ -415,6 +509,13 @@ class Limits:
             self.energy_slack += abs(self.energy0) + self.energy_slack
         self.kinematic = self.kin_speed > 0
         self.lever = lever_factors(world, reach)
+        # Nets (scene.links): the energy never above the start's, but for round-off (lifting
+        # every body by a thousandth of its link), and at rest no link opening by more than
+        # NET_REST_GAP of its length.
+        self.net = bool(scene.links)
+        self.net_slack = 1e-3 * self.g * float(np.sum(mass)) * scene.spacing + \
+            1e-9 * abs(self.energy0)
+        self.net_rest_gap = NET_REST_GAP * scene.spacing if scene.at_rest else np.inf
 
     def allow_overlap_springs(self, world, depth):
         """After the first step: the energy pushing bodies out of their start overlaps with
@@ -426,6 +527,28 @@ class Limits:
 
     def speed_cap(self, t):
         return 2.0 * self.surface + 50.0 + self.g * t
+
+
+# The widest a link of a net at rest may open, in link lengths: joint locks are soft springs
+# of stiffness m_eff omega^2 (omega = 2 pi joint hertz, m_eff the two ends' effective mass),
+# so a body of 100 m hanging with others on a link between bodies of m sags by up to some
+# 100 g / omega^2 per body below; the fuzzer's heaviest at-rest nets sag 0.2 of a link
+# (seeds 13 and 29 of --family net).
+NET_REST_GAP = 0.25
+
+
+def net_check(world, limits):
+    """The net family's invariants (see Limits); a failure message or None."""
+    e = mechanical_energy(world, world.gravity)
+    if e > limits.energy0 + limits.net_slack:
+        return f"a net gained energy: {e - limits.energy0:.6g} J above its start"
+    js = world.joints
+    live = js.live() if js.n else np.zeros(0, dtype=bool)
+    if live.any():
+        gap = float(np.linalg.norm(world.joint_coordinates[live, :3], axis=1).max())
+        if gap > limits.net_rest_gap:
+            return f"a net at rest opened a link by {gap:.4g} m (allowed {limits.net_rest_gap:.4g})"
+    return None
 
 
 def mechanical_energy(world, gravity):
@@ -615,6 +738,8 @@ def run_scene(scene, steps=None, replay=True):
             out.failure, out.failed_step = f"guard fired: {ev}", s
             break
         msg = check_step(world, limits, t)
+        if msg is None and limits.net:
+            msg = net_check(world, limits)
         dyn = world.kinds == 0
         if dyn.any():
             out.max_speed = max(out.max_speed,
