@@ -9,7 +9,9 @@ a point joint at the midpoint, gravity -10 m/s^2, sleeping off. Scenes:
 - ``corners``: 20 x 20 hung by its two top corners (static), swinging in its plane.
 
 Ours at its defaults (one World.step per frame); pybullet at Blender's settings (10 substeps a
-frame, 10 iterations, JOINT_POINT2POINT between maximal-coordinate bodies, no damping).
+frame, 10 iterations, JOINT_POINT2POINT between maximal-coordinate bodies, no damping), and
+for the net hung by its corners also with those corners pinned to static anchors (see
+``bullet``: with static corner spheres pybullet lets the net fall away).
 Printed per scene and engine, over the run: the fastest body (and from 0.5 s on, after the
 joints have taken up the load, and at the end), the worst joint gap (the distance between a
 joint's two anchors: the constraint error), the worst link stretch (centre distance beyond
@@ -102,7 +104,11 @@ def ours(scene, fps, seconds):
     return run(lambda: w.step(1.0 / fps), state, scene, fps, seconds)
 
 
-def bullet(scene, fps, seconds):
+def bullet(scene, fps, seconds, anchored=False):
+    """pybullet at Blender's settings. anchored: the pinned nodes are dynamic spheres held
+    by a point joint to a static anchor at their centre (as bench_joints_grid pins its
+    corners), not static spheres: pybullet tears the net hung by two static corner spheres
+    apart (11 m), and holds it pinned so."""
     import pybullet as p
     pos, static, links = layout(*SCENES[scene])
     cid = p.connect(p.DIRECT)
@@ -110,15 +116,23 @@ def bullet(scene, fps, seconds):
     p.setPhysicsEngineParameter(fixedTimeStep=1.0 / fps, numSubSteps=round(240 / fps),
                                 numSolverIterations=10, physicsClientId=cid)
     shape = p.createCollisionShape(p.GEOM_SPHERE, radius=RADIUS, physicsClientId=cid)
-    ids = [p.createMultiBody(baseMass=0.0 if s else MASS, baseCollisionShapeIndex=shape,
-                             basePosition=q.tolist(), useMaximalCoordinates=True,
-                             physicsClientId=cid) for q, s in zip(pos, static)]
+    ids = [p.createMultiBody(baseMass=0.0 if s and not anchored else MASS,
+                             baseCollisionShapeIndex=shape, basePosition=q.tolist(),
+                             useMaximalCoordinates=True, physicsClientId=cid)
+           for q, s in zip(pos, static)]
     for b in ids:
         p.changeDynamics(b, -1, linearDamping=0.0, angularDamping=0.0, physicsClientId=cid)
     for a, b in links:
         half = (0.5 * (pos[b] - pos[a])).tolist()
         p.createConstraint(ids[a], -1, ids[b], -1, p.JOINT_POINT2POINT, [0, 0, 0], half,
                            [-x for x in half], physicsClientId=cid)
+    if anchored:
+        for c in np.flatnonzero(static):
+            anchor = p.createMultiBody(baseMass=0.0, baseCollisionShapeIndex=-1,
+                                       basePosition=pos[c].tolist(),
+                                       useMaximalCoordinates=True, physicsClientId=cid)
+            p.createConstraint(ids[c], -1, anchor, -1, p.JOINT_POINT2POINT, [0, 0, 0],
+                               [0, 0, 0], [0, 0, 0], physicsClientId=cid)
 
     def state():
         pq = [p.getBasePositionAndOrientation(b, physicsClientId=cid) for b in ids]
@@ -141,14 +155,16 @@ def main():
     args = ap.parse_args()
     print(f"{args.seconds:g} s at {args.fps:g} fps; speeds m/s, gap and stretch mm, "
           "energy rise J (above the start)")
-    print(f"{'scene':8s} {'engine':9s} {'fastest':>9s} {'>= 0.5 s':>9s} {'at end':>9s} "
+    print(f"{'scene':8s} {'engine':10s} {'fastest':>9s} {'>= 0.5 s':>9s} {'at end':>9s} "
           f"{'gap':>8s} {'stretch':>8s} {'E rise':>10s} {'cpu ms/f':>9s}")
     for scene in args.scenes.split(","):
         rows = [("ours", ours(scene, args.fps, args.seconds))]
         if not args.no_pybullet:
             rows.append(("pybullet", bullet(scene, args.fps, args.seconds)))
+            if SCENES[scene][2] == "corners":
+                rows.append(("pyb pinned", bullet(scene, args.fps, args.seconds, True)))
         for name, r in rows:
-            print(f"{scene:8s} {name:9s} {r['v']:9.3g} {r['v_late']:9.3g} {r['v_end']:9.3g} "
+            print(f"{scene:8s} {name:10s} {r['v']:9.3g} {r['v_late']:9.3g} {r['v_end']:9.3g} "
                   f"{1000 * r['gap']:8.2f} {1000 * r['stretch']:8.2f} {r['rise']:10.4g} "
                   f"{r['cpu']:9.1f}", flush=True)
 

@@ -16,8 +16,11 @@ from engine import Sphere, World, quat
 
 RADIUS, SPACING, G = 0.4, 1.0, 10.0
 # pybullet at Blender's settings (240 Hz, 10 iterations) on the net hung by two corners, as
-# issue 25 measured it: worst link stretch 23.5 mm. (bench/bench_joint_nets.py's own pybullet
-# run of this layout, corners as static spheres, tears the net apart: 11 m.)
+# issue 25 measured it: worst link stretch 23.5 mm. bench/bench_joint_nets.py's pybullet runs
+# of this layout read otherwise: with the corners as static spheres it lets the net fall
+# away (11 m); with dynamic corners pinned to static anchors, 3.3 mm, where ours stretches
+# 6.4 mm at 1/24 and 7.3 mm at 1/60 (the soft locks' give under 54 t: see
+# engine.joint_solver.SWEPT_HERTZ_RATE).
 PYBULLET_CORNERS_STRETCH = 0.0235
 
 
