@@ -185,7 +185,8 @@ class BakeJob:
         return joints.add_scene_joints(
             world, self.scene, index,
             lambda obj, msg, level="ERROR": self.problems.append(Problem(level, obj.name,
-                                                                         msg)))
+                                                                         msg)),
+            self.depsgraph)
 
     def _add_glue(self, world, bodies):
         """Glue bonds of fractured collections (addon.fracture), after the scene's joints."""

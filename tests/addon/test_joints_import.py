@@ -372,6 +372,7 @@ def hinged_door(door_at, origin_offset=0.0, hinge_at=None):
     rb.collision_shape = 'CONVEX_HULL'
     rb.mass, rb.linear_damping, rb.angular_damping = DOOR_MASS, 0.0, 0.0
     e = connect([post, door], post, 'HINGE')
+    e.name = "Door Hinge"
     if hinge_at is not None:
         e.location = hinge_at
     c = e.rigid_body_constraint
@@ -427,3 +428,38 @@ def test_imported_hinge_swings_at_the_angular_momentum_closed_form(door_at, orig
         scene.frame_set(f)
         drift = max(drift, np.linalg.norm((np.array(door.matrix_world) @ local)[:3] - hinge))
     assert drift < 1e-3
+
+
+def box_gap(point, centre, size):
+    """Distance from a point to an axis-aligned box (0 inside)."""
+    lo, hi = np.subtract(centre, np.divide(size, 2)), np.add(centre, np.divide(size, 2))
+    return float(np.linalg.norm(point - np.clip(point, lo, hi)))
+
+
+@pytest.mark.parametrize("door_at, hinge_at", [
+    ((2.05, 0, 1), None),              # Connect's pivot, midway: 0.525 m off the door
+    ((0.55, 0, 1), (0.05, 0, 1)),      # on the door's edge (against the post)
+    ((2.05, 0, 1), (1.55, 0, 1)),      # on the door's edge, 1.5 m from the post
+])
+def test_a_pivot_outside_both_bodies_is_said_by_the_constraints_name(door_at, hinge_at):
+    """A hinge whose Empty lies outside both bodies (Blender's Connect puts it midway between
+    the origins) is imported as it is, and the import and the bake summary say so, with the
+    distance to the nearer body (named first); a pivot on either body is not mentioned."""
+    scene, door, e = hinged_door(door_at, 0.0, hinge_at)
+    pivot = np.array(e.matrix_world.translation)
+    gap = min(box_gap(pivot, door_at, DOOR_SIZE), box_gap(pivot, (0, 0, 1), (0.1, 0.1, 2)))
+    said = [n for n in hb.pkg().addon.ops.LAST_IMPORT["objects"].get("Door Hinge", [])
+            if "pivot" in n]
+    summary = hb.bake()
+    lines = [str(p) for p in summary["problems"] if p.name == "Door Hinge"]
+    assert not [p for p in summary["problems"] if p.level == "ERROR"]
+    assert e.hullabaloo_joint.enabled
+    if hinge_at is not None:
+        assert gap < 1e-6 and not said and not lines, (said, lines)
+        return
+    assert abs(gap - 0.525) < 1e-6
+    words = f"its pivot lies {gap:.3g} m outside both 'Door' and 'Post'"
+    (note,) = said
+    assert words in note and "midway" in note and "Move 'Door Hinge'" in note, note
+    (line,) = lines
+    assert line.startswith("Door Hinge: ") and words in line, line
