@@ -283,7 +283,7 @@ def box_distance(point, obj, depsgraph=None):
     size = float(np.linalg.norm(m @ (hi - lo)))
     gram = m.T @ m
     off = gram - np.diag(np.diag(gram))
-    if np.abs(off).max() <= 1e-9 * np.abs(gram).max():      # orthogonal axes: an oriented box
+    if np.abs(off).max() <= 1e-5 * np.abs(gram).max():   # orthogonal (to float32): a box
         local = np.linalg.solve(m, point - t)
         return float(np.linalg.norm(m @ (local - np.clip(local, lo, hi)))), size
     world = corners @ m.T + t

@@ -463,3 +463,23 @@ def test_a_pivot_outside_both_bodies_is_said_by_the_constraints_name(door_at, hi
     assert words in note and "midway" in note and "Move 'Door Hinge'" in note, note
     (line,) = lines
     assert line.startswith("Door Hinge: ") and words in line, line
+
+
+def test_pivot_distance_to_a_turned_and_scaled_body_matches_brute_force():
+    """The distance the pivot note gives is to the body's own turned, scaled box (not to the
+    larger world-axis box around it): against the nearest of a dense grid over the box."""
+    hb.empty_scene(frame_end=2)
+    half = np.array((0.5, 0.1, 0.25))
+    o = hb.add_box("Plank", size=tuple(2 * half), location=(1, 2, 3), enabled=False)
+    o.rotation_euler, o.scale = (0.3, -0.7, 1.1), (2.0, 0.5, 3.0)
+    bpy.context.view_layer.update()
+    m = np.array(o.matrix_world)
+    grid = np.stack(np.meshgrid(*[np.linspace(-h, h, 41) for h in half], indexing="ij"), -1)
+    world = grid.reshape(-1, 3) @ m[:3, :3].T + m[:3, 3]
+    spacing = np.linalg.norm(m[:3, :3] @ (2 * half / 40))
+    rng = np.random.default_rng(7)
+    dg = bpy.context.evaluated_depsgraph_get()
+    for p in m[:3, 3] + rng.normal(size=(40, 3)) * 2.0:
+        d, _ = hb.pkg().addon.joints.box_distance(p, o, dg)
+        near = np.linalg.norm(world - p, axis=1).min()
+        assert d - 1e-6 <= near <= d + spacing, (p, d, near)
