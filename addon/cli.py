@@ -2,7 +2,7 @@
 
     hullabaloo bake [SCENE.blend] [--out DIR] [--frames N] [--frame-start S] [--frame-end E]
                     [--set PATH=VALUE ...] [--seed K [--jitter M]] [--preview K] [--size WxH]
-                    [--no-render] [--no-record] [--from-frame F]
+                    [--no-render] [--no-record] [--from-frame F] [--import-rigid-body]
     hullabaloo wedge SCENE.blend --out DIR --vary PATH=V1,V2,... [--seeds K] [--workers N]
                     [every bake option]   (see addon/cli_wedge.py)
     hullabaloo preview BAKED.blend --out DIR [--preview K] [--size WxH] [--label TEXT]
@@ -10,6 +10,7 @@
 Bakes the given .blend (or the file Blender already has open, or, with neither, a demo scene:
 a tower and a pile of convex-hull rocks hit by a heavy ball) after applying the --set
 overrides (addon/overrides.py), the frame range and the --seed start-pose jitter
+(with --import-rigid-body, first the menu's Import Blender Rigid Body on every object)
 (addon/jitter.py); saves ``DIR/baked.blend`` (its re-bake cache beside it, relative path),
 writes ``DIR/summary.json`` (always; addon/summary.py), renders K frames with Workbench to
 ``DIR/preview_####.png`` plus ``DIR/preview_strip.png`` and the last frame to
@@ -24,6 +25,8 @@ import time
 
 import bpy
 import numpy as np
+
+from . import blend_file
 
 
 def add_bake_options(p, wedge=False):
@@ -49,11 +52,15 @@ def add_bake_options(p, wedge=False):
     p.add_argument("--no-render", action="store_true", help="skip the preview renders")
     p.add_argument("--no-record", dest="record", action="store_false",
                    help="do not keep per-frame contact records (then no max penetration)")
+    p.add_argument("--import-rigid-body", action="store_true",
+                   help="first copy Blender's Rigid Body settings and constraints to "
+                   "Hullabaloo, as Object > Hullabaloo > Import Blender Rigid Body does for "
+                   "every object (for files set up with Blender's Rigid Body only)")
 
 
 def common_bake_args(ns):
     """The bake options of a parsed namespace as argv words (for the wedge's variants)."""
-    out = []
+    out = ["--import-rigid-body"] if ns.import_rigid_body else []
     for flag in ("frames", "frame_start", "frame_end"):
         v = getattr(ns, flag)
         if v is not None:
@@ -272,12 +279,12 @@ class UsageError(Exception):
 def _open_scene(args):
     if args.blend:
         path = os.path.abspath(args.blend)
-        if not os.path.isfile(path):
-            raise UsageError(f"no such .blend file: {path}")
         try:
-            bpy.ops.wm.open_mainfile(filepath=path)
-        except RuntimeError as exc:
-            raise UsageError(f"cannot open {path}: {str(exc).strip()}") from None
+            note = blend_file.open_blend(path)
+        except blend_file.OpenError as exc:
+            raise UsageError(str(exc)) from None
+        if note:
+            print(f"hullabaloo: note: {note}", file=sys.stderr)
         return bpy.context.scene, path
     if bpy.data.filepath:
         return bpy.context.scene, bpy.data.filepath
@@ -305,10 +312,28 @@ def _set_frame_range(scene, args):
         s.frame_start, s.frame_end = start, end
 
 
+def import_rigid_body(scene):
+    """--import-rigid-body: the menu's Import Blender Rigid Body on every object of the
+    scene (its report lines are printed by Blender). Returns what summary.json records."""
+    from . import ops, rb_import
+    bodies, constraints = rb_import.not_imported(scene)
+    if not bodies and not constraints:
+        print("hullabaloo: --import-rigid-body: no Blender Rigid Body or constraint to "
+              "import")
+        return {"bodies": 0, "constraints": 0}
+    try:
+        bpy.ops.hullabaloo.import_rigid_body(all=True)
+    except RuntimeError as exc:
+        raise UsageError(f"--import-rigid-body: {str(exc).strip()}") from None
+    return {"bodies": len(bodies), "constraints": len(constraints),
+            "general": list(ops.LAST_IMPORT.get("general", []))}
+
+
 def apply_bake_options(scene, args):
-    """--set, the frame range, then --seed/--jitter (at the first frame); returns the
-    settings dict recorded in summary.json."""
+    """--import-rigid-body, --set, the frame range, then --seed/--jitter (at the first
+    frame); returns the settings dict recorded in summary.json."""
     from . import jitter, overrides, simulate
+    imported = import_rigid_body(scene) if args.import_rigid_body else None
     try:
         pairs = [overrides.split_assignment(a) for a in args.set]
         applied = overrides.apply(pairs, scene, bpy.data.objects)
@@ -318,6 +343,8 @@ def apply_bake_options(scene, args):
     settings = {"set": list(args.set), "applied": applied, "seed": args.seed,
                 "jitter": float(args.jitter) if args.seed is not None else 0.0,
                 "jittered": [], "warnings": []}
+    if imported is not None:
+        settings["import_rigid_body"] = imported
     if args.seed is not None:
         if not 0 <= args.jitter <= 1:
             raise UsageError(f"--jitter {args.jitter}: give metres between 0 and 1")

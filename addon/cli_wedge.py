@@ -82,11 +82,11 @@ def check_plan(args, variants):
     unknown object or property is one clear message before any process starts."""
     import bpy
 
-    from . import overrides
-    path = os.path.abspath(args.scene)
-    if not os.path.isfile(path):
-        raise OverrideError(f"no such .blend file: {path}")
-    bpy.ops.wm.open_mainfile(filepath=path)
+    from . import blend_file, overrides
+    try:
+        blend_file.open_blend(os.path.abspath(args.scene))
+    except blend_file.OpenError as exc:
+        raise OverrideError(str(exc)) from None
     scene = bpy.context.scene
     seen = set()
     for text in list(args.set) + [s for v in variants for s in v["sets"]]:

@@ -170,11 +170,12 @@ def frame_of(obj):
     return mw[:3, 3].copy(), engine.quat.from_matrix(r)
 
 
-def add_scene_joints(world, scene, bodies, problem):
+def add_scene_joints(world, scene, bodies, problem, depsgraph=None):
     """Add the joints of the scene's objects to the world. bodies: name -> (engine index,
     kind). problem(obj, message, level="ERROR") reports one that cannot be made (it is
-    skipped) and, as INFO, what the import of a joint could not carry. Returns
-    [(object name, joint index)]."""
+    skipped) and, as INFO, what the import of a joint could not carry and where an imported
+    constraint's pivot lies outside both its bodies (pivot_note, measured now, so moving
+    the Empty silences it). Returns [(object name, joint index)]."""
     out = []
     for obj, message in unused_constraints(scene, bodies):
         problem(obj, message, "WARNING")
@@ -182,9 +183,14 @@ def add_scene_joints(world, scene, bodies, problem):
         js = getattr(obj, "hullabaloo_joint", None)
         if js is None or not js.enabled:
             continue
+        said = []
         if js.import_notes:
-            problem(obj, "joint imported from Blender's rigid-body constraint; not carried: "
-                    + js.import_notes, "INFO")
+            said.append("joint imported from Blender's rigid-body constraint; not carried: "
+                        + js.import_notes + ".")
+        if getattr(obj, "rigid_body_constraint", None) is not None:
+            said.append(pivot_note(obj, js.type, js.object1, js.object2, depsgraph) or "")
+        if any(said):
+            problem(obj, " ".join(s for s in said if s), "INFO")
         o1, o2 = js.object1, js.object2
         if o1 is None or o2 is None:
             problem(obj, "joint is missing its " + ("first" if o1 is None else "second")
@@ -249,6 +255,96 @@ def bodies_where_joints_were_made(world, bodies, prev):
     finally:
         for i, p, q in moved:
             world.set_pose(i, position=p, orientation=q)
+
+
+# ----------------------------------------------------------------------------- pivot
+# Joint types whose pivot is the point the bodies turn about (or are held at): one far from
+# both bodies (Connect's default, midway between the origins) swings them on an invisible
+# arm, as Blender does too, which the artist rarely means (issue 26).
+_PIVOT_TYPES = {'HINGE': "they turn about the hinge's axis through that point",
+                'POINT': "they turn about that point",
+                'GENERIC': "they turn about that point (its limits are measured there)",
+                'FIXED': "the joint holds them at that point"}
+# A pivot farther than this from both bodies is said (m), or PIVOT_SHARE of the smaller
+# body's diagonal, whichever is larger: a chain that Connect builds across small gaps (0.4 m
+# cubes 0.1 m apart: pivots 0.05 m off, 7 % of a cube) is what the artist meant; a door
+# hinged 0.525 m off its edge (23 % of the door) is not.
+PIVOT_TOLERANCE = 1e-3
+PIVOT_SHARE = 0.1
+
+
+def box_distance(point, obj, depsgraph=None):
+    """(distance from a world point to obj's bounding box, in world space, the box's world
+    diagonal) or None for a degenerate transform. Exact for any rotation and scale; under a
+    shear (a parent's non-uniform scale) the world-axis box of the corners is used, which is
+    never farther than the object, so it never claims "outside" wrongly."""
+    ev = obj.evaluated_get(depsgraph) if depsgraph is not None else obj
+    corners = np.array([tuple(c) for c in ev.bound_box], dtype=np.float64)
+    lo, hi = corners.min(axis=0), corners.max(axis=0)
+    mw = np.array(ev.matrix_world, dtype=np.float64)
+    m, t = mw[:3, :3], mw[:3, 3]
+    if not np.all(np.isfinite(mw)) or abs(np.linalg.det(m)) < 1e-18:
+        return None
+    size = float(np.linalg.norm(m @ (hi - lo)))
+    gram = m.T @ m
+    off = gram - np.diag(np.diag(gram))
+    if np.abs(off).max() <= 1e-5 * np.abs(gram).max():   # orthogonal (to float32): a box
+        local = np.linalg.solve(m, point - t)
+        return float(np.linalg.norm(m @ (local - np.clip(local, lo, hi)))), size
+    world = corners @ m.T + t
+    return float(np.linalg.norm(point - np.clip(point, world.min(axis=0),
+                                                world.max(axis=0)))), size
+
+
+def _body_distance(point, obj, depsgraph):
+    """box_distance to a body, a Compound Parent's rigid-body children counted as its
+    parts (they are its shape)."""
+    parts = [obj]
+    rb = getattr(obj, "rigid_body", None)
+    if (rb is not None and rb.collision_shape == 'COMPOUND') or (
+            obj.hullabaloo.enabled and obj.hullabaloo.shape == 'COMPOUND'):
+        parts += [c for c in obj.children if c.type == 'MESH']
+    found = [d for d in (box_distance(point, p, depsgraph) for p in parts) if d is not None]
+    if not found:
+        return None
+    return min(d for d, _ in found), max(s for _, s in found)
+
+
+def pivot_note(obj, joint_type, o1, o2, depsgraph=None):
+    """The note for a Hinge, Point, Fixed or Generic joint whose pivot (obj's location)
+    lies outside both bodies' bounding boxes by more than PIVOT_TOLERANCE or PIVOT_SHARE of
+    the smaller body's diagonal, else None. A note, not an error: the joint is made as it stands."""
+    if joint_type not in _PIVOT_TYPES or o1 is None or o2 is None or o1 == o2:
+        return None
+    pivot = np.array(obj.matrix_world.translation, dtype=np.float64)
+    found = [_body_distance(pivot, o, depsgraph) for o in (o1, o2)]
+    if None in found:
+        return None
+    tol = max(PIVOT_TOLERANCE, PIVOT_SHARE * min(s for _, s in found))
+    d = min(d for d, _ in found)
+    if d <= tol:
+        return None
+    near, far = (o1, o2) if found[0][0] <= found[1][0] else (o2, o1)   # d is to the first
+    mid = (np.array(o1.matrix_world.translation) + np.array(o2.matrix_world.translation)) / 2
+    midway = np.linalg.norm(pivot - mid) <= tol
+    what = "hinge" if joint_type == 'HINGE' else "joint"
+    return (f"its pivot lies {d:.3g} m outside both {near.name!r} and {far.name!r}"
+            + (" (Blender's Connect places it midway between the origins)" if midway else "")
+            + f": {_PIVOT_TYPES[joint_type]}, as in Blender. Move {obj.name!r} to where the "
+            f"{what} should be.")
+
+
+def pivot_notes(objects, depsgraph=None):
+    """[(object name, pivot_note)] of the objects' imported rigid-body constraints."""
+    out = []
+    for obj in objects:
+        c = getattr(obj, "rigid_body_constraint", None)
+        if c is None or not obj.hullabaloo_joint.enabled:
+            continue
+        note = pivot_note(obj, c.type, c.object1, c.object2, depsgraph)
+        if note:
+            out.append((obj.name, note))
+    return out
 
 
 # ----------------------------------------------------------------------------- import

@@ -290,8 +290,13 @@ cannot be carried"""
         n_joints, joint_notes = joints.import_constraints(pool, scene)
         for name, note in joint_notes:
             self.report({'WARNING'}, f"{name}: {note}")
+        # Carried as they are, but said: pivots far outside both bodies (Connect's default).
+        pivots = joints.pivot_notes(pool, context.evaluated_depsgraph_get())
+        for name, note in pivots:
+            self.report({'INFO'}, f"{name}: {note}")
         if not objs and n_joints:
-            LAST_IMPORT.update(objects=joints.notes_by_object(joint_notes), general=[])
+            LAST_IMPORT.update(objects=joints.notes_by_object(joint_notes + pivots),
+                               general=[])
             self.report({'INFO'}, f"Imported {n_joints} rigid-body constraint(s)")
             return {'FINISHED'}
         if not objs:
@@ -301,7 +306,9 @@ cannot be carried"""
         done, per_object, general = rb_import.import_scene(scene, objs,
                                                            self.disable_blender_world)
         per_object.update(joints.notes_by_object(joint_notes))
-        LAST_IMPORT.update(objects=per_object, general=general)
+        LAST_IMPORT.update(objects={**per_object, **joints.notes_by_object(joint_notes
+                                                                            + pivots)},
+                           general=general)
         if not done:
             self.report({'ERROR'}, "; ".join(general) or "Nothing imported")
             return {'CANCELLED'}

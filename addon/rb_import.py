@@ -259,3 +259,28 @@ def import_scene(scene, objs, disable_blender_world=True):
         general.append("Blender's Rigid Body World turned off")
     return done, per_object, general
 
+
+
+def not_imported(scene):
+    """What of Blender's Rigid Body the scene has that Hullabaloo does not simulate yet:
+    (objects with a rigid body Blender simulates, enabled rigid-body constraints), each
+    without Hullabaloo turned on; for the bake's "Nothing to bake" and the command line."""
+    members = world_objects(scene)
+    bodies = [o for o in scene.objects if o.rigid_body is not None and not o.hullabaloo.enabled
+              and (members is None or o.name in members)]
+    constraints = [o for o in scene.objects
+                   if getattr(o, "rigid_body_constraint", None) is not None
+                   and o.rigid_body_constraint.enabled and not o.hullabaloo_joint.enabled]
+    return bodies, constraints
+
+
+def import_hint(scene):
+    """The sentence a bake that found nothing to simulate adds when the scene is set up
+    with Blender's Rigid Body instead (else "")."""
+    bodies, constraints = not_imported(scene)
+    if not bodies:
+        return ""
+    return (f" The scene has {len(bodies)} object(s) with Blender's Rigid Body"
+            + (f" and {len(constraints)} rigid-body constraint(s)" if constraints else "")
+            + ": Object > Hullabaloo > Import Blender Rigid Body brings them in (on the "
+            "command line: --import-rigid-body).")

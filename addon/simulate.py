@@ -17,7 +17,7 @@ import numpy as np
 from .. import engine
 from ..engine import quat
 from ..engine.guard import SpeedWatch
-from . import animation, cache, channels, fields, fracture, handoff, joints, transforms
+from . import animation, cache, channels, fields, fracture, handoff, joints, rb_import, transforms
 from .collect import Problem, SceneReader, mesh_points, world_matrices
 
 # How far below the lowest point of all passive / animated bodies a dynamic body must end to
@@ -120,8 +120,9 @@ class BakeJob:
         bodies = reader.bodies
         if not bodies:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
-            raise BakeError("Nothing to bake: no object has Hullabaloo enabled (Physics "
-                            "properties)." if not errs else f"Nothing to bake: {errs}")
+            raise BakeError(("Nothing to bake: no object has Hullabaloo enabled (Physics "
+                             "properties)." + rb_import.import_hint(scene)) if not errs
+                            else f"Nothing to bake: {errs}")
         world = engine.World(settings=fracture.glue_world_settings(scene,
                                                                    world_settings(scene)))
         kept = []
@@ -145,7 +146,7 @@ class BakeJob:
             errs = "; ".join(str(p) for p in self.problems if p.level == "ERROR")
             raise BakeError("Nothing to bake: no valid dynamic object" +
                             (f". {errs}" if errs else " (set an object's Hullabaloo type "
-                             "to Dynamic)."))
+                             "to Dynamic).") + rb_import.import_hint(scene))
         self.kinematic = [b for b in bodies if b.kind == "kinematic"]
         self.world = world
         self.names = [b.name for b in bodies]
@@ -184,7 +185,8 @@ class BakeJob:
         return joints.add_scene_joints(
             world, self.scene, index,
             lambda obj, msg, level="ERROR": self.problems.append(Problem(level, obj.name,
-                                                                         msg)))
+                                                                         msg)),
+            self.depsgraph)
 
     def _add_glue(self, world, bodies):
         """Glue bonds of fractured collections (addon.fracture), after the scene's joints."""

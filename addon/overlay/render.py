@@ -279,7 +279,12 @@ def command(argv):
     except SystemExit as exc:
         return int(exc.code or 0)
     if args.blend:
-        bpy.ops.wm.open_mainfile(filepath=os.path.abspath(args.blend))
+        from ..blend_file import OpenError, open_blend
+        try:
+            open_blend(os.path.abspath(args.blend))
+        except OpenError as exc:
+            print(f"hullabaloo_debug_frame: {exc}", file=sys.stderr)
+            return 2
     scene = bpy.context.scene
     if args.demo:
         from ..cli import build_demo_scene

@@ -37,21 +37,48 @@ def run_cli(*args, cwd):
 
 def small_scene(path, frames=10):
     """Ground, a stack of three boxes and a ball thrown at it, a camera; saved to path."""
-    from mathutils import Vector
-    scene = hb.empty_scene(frame_end=frames)
+    add_camera(hb.empty_scene(frame_end=frames))
     hb.add_box("Ground", size=(10, 10, 1), location=(0, 0, -0.5), body_type='PASSIVE')
     for i in range(3):
         hb.add_box(f"Box.{i}", size=(0.5, 0.5, 0.5), location=(0, 0, 0.25 + 0.5 * i))
     hb.add_box("Ball", size=(0.5, 0.5, 0.5), location=(-2, 0, 0.6), shape='SPHERE', mass=5.0,
                initial_linear_velocity=(6.0, 0.0, 0.0))
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return str(path)
+
+
+def rigid_body_scene(path, frames=8):
+    """A file set up with Blender's Rigid Body only (no Hullabaloo setting): a passive
+    "Ground" and "Top", a dynamic "Free" box 3 m up and a dynamic "Hung" box hanging from
+    Top by Blender's Point constraint at its centre (so it cannot fall); no damping, a camera.
+    Saved to path."""
+    from test_joints_import import connect, rigid
+    scene = add_camera(hb.empty_scene(frame_end=frames))
+    bpy.ops.rigidbody.world_add()
+    scene.rigidbody_world.point_cache.frame_end = frames
+    rigid(hb.add_box("Ground", size=(10, 10, 1), location=(0, 0, -0.5), enabled=False),
+          'PASSIVE')
+    top = rigid(hb.add_box("Top", size=(0.5, 0.5, 0.5), location=(2, 0, 3.5), enabled=False),
+                'PASSIVE')
+    for name, x in (("Free", 0.0), ("Hung", 2.0)):
+        o = rigid(hb.add_box(name, size=(0.5, 0.5, 0.5), location=(x, 0, 3), enabled=False))
+        o.rigid_body.linear_damping = o.rigid_body.angular_damping = 0.0
+    e = connect([top, bpy.data.objects["Hung"]], top, 'POINT')
+    e.location = (2, 0, 3)
+    bpy.ops.wm.save_as_mainfile(filepath=str(path))
+    return str(path)
+
+
+def add_camera(scene):
+    """The camera of the small scenes (looking at the origin from the front right)."""
+    from mathutils import Vector
     cam = bpy.data.objects.new("Camera", bpy.data.cameras.new("Camera"))
     scene.collection.objects.link(cam)
     cam.location = (3, -6, 3)
     cam.rotation_mode = 'QUATERNION'
     cam.rotation_quaternion = Vector((-3.5, 6, -2.5)).to_track_quat('-Z', 'Y')
     scene.camera = cam
-    bpy.ops.wm.save_as_mainfile(filepath=str(path))
-    return str(path)
+    return scene
 
 
 def read_json(path):
@@ -291,3 +318,26 @@ def test_rebake_cache_travels_with_the_baked_blend(tmp_path):
                            "--out", str(tmp_path / "d"), "--no-render", cwd=tmp_path)
     assert code == 1 and "Bake the scene first" in err
     assert read_json(tmp_path / "d" / "summary.json")["ok"] is False
+
+
+def test_wedge_of_a_rigid_body_file_imports_it_in_every_variant(tmp_path):
+    """--import-rigid-body on a file set up with Blender's Rigid Body only: every variant
+    imports it before its own --set (so the varied value wins over the imported one)."""
+    scene = rigid_body_scene(tmp_path / "rigid.blend", frames=6)
+    out = tmp_path / "w"
+    vel = "Free.hullabaloo.initial_linear_velocity"
+    code, _, err = run_cli("wedge", scene, "--out", str(out), "--no-render",
+                           "--import-rigid-body", "--vary", f"{vel}=(0,0,0),(2,0,0)",
+                           cwd=tmp_path)
+    assert code == 0, err[-3000:]
+    wedge = read_json(out / "wedge.json")
+    assert [v["status"] for v in wedge] == ["ok", "ok"]
+    for v in wedge:
+        s = v["summary"]
+        assert s["bodies"] == 4 and s["objects"] == 2
+        assert s["settings"]["import_rigid_body"]["constraints"] == 1
+    x = [v["summary"]["final"]["Free"]["location"][0] for v in wedge]
+    assert abs(x[0]) < 1e-9 and abs(x[1] - 2.0 * 5 / 24) < 1e-6     # 2 m/s for 5 frames
+    for v in wedge:                                  # the constraint came in too
+        hung = v["summary"]["final"]["Hung"]["location"]
+        assert np.linalg.norm(np.subtract(hung, (2, 0, 3))) < 1e-3

@@ -101,6 +101,24 @@ def test_compiled_tasks_match_the_python_wedge_plan(tmp_path):
     assert {"filepath", "output_dir", "variations", "seeds", "jitter"} <= set(keys)
 
 
+def test_import_rigid_body_setting_is_the_command_line_option(tmp_path):
+    """The job's import_rigid_body setting adds --import-rigid-body to every bake task, as
+    the same wedge on the command line does (off by default: test above)."""
+    scene, out = "/farm/shots/rigid.blend", "/farm/out/rigid"
+    code, result = compile_job({"filepath": scene, "output_dir": out, "seeds": 2,
+                                "variations": f"{VEL}=(4,0,0)", "import_rigid_body": True},
+                               tmp_path)
+    assert code == 0, result
+    bakes = [t for t in result["tasks"] if t["name"].startswith("bake-")]
+    plan = python_plan(["wedge", scene, "--out", out, "--vary", f"{VEL}=(4,0,0)",
+                        "--seeds", "2", "--import-rigid-body", "--no-render"])
+    assert len(bakes) == len(plan) == 2
+    for t, v in zip(bakes, plan):
+        assert argv(t) == v["args"] and "--import-rigid-body" in v["args"]
+    setting = [s for s in result["job_type"]["settings"] if s["key"] == "import_rigid_body"]
+    assert setting[0]["type"] == "bool" and setting[0]["default"] is False
+
+
 def test_bad_variations_fail_the_job_compile_with_a_message(tmp_path):
     base = {"filepath": "/a.blend", "output_dir": "/o"}
     for text, message in (("Ball.hullabaloo.mass=", "no values"),

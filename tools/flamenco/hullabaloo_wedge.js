@@ -28,6 +28,10 @@ const JOB_TYPE = {
           description: "Bake each combination with seeds 0..K-1 (start-pose jitter); 0: no seed" },
         { key: "jitter", type: "float", default: 0.005,
           description: "Start-pose jitter of the seeds, in metres" },
+        { key: "import_rigid_body", type: "bool", default: false,
+          description: "Copy Blender's Rigid Body settings and constraints to Hullabaloo " +
+            "before each bake (Import Blender Rigid Body), for files set up with Blender's " +
+            "Rigid Body only" },
         { key: "extra_sets", type: "string", default: "",
           description: "PATH=VALUE overrides applied to every variant first, ';'-separated" },
         { key: "frame_start", type: "int32", default: 0,
@@ -97,7 +101,7 @@ function hullabaloo(s, sub, blendfile, args) {
 // The bake options every variant shares (the order of addon/cli.py common_bake_args; bake
 // tasks add --no-render after them: the render tasks render).
 function commonArgs(s) {
-    let out = [];
+    let out = s.import_rigid_body ? ["--import-rigid-body"] : [];
     if (s.frame_end > 0) {
         out.push("--frame-start", String(s.frame_start), "--frame-end", String(s.frame_end));
     }
