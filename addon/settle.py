@@ -36,8 +36,14 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 from .. import engine
 from ..engine import quat
 from . import channels, jitter, simulate
-from .collect import Problem, SceneReader, is_closed, is_collision_part, mesh_points, \
-    mesh_triangles
+from .collect import (
+    Problem,
+    SceneReader,
+    is_closed,
+    is_collision_part,
+    mesh_points,
+    mesh_triangles,
+)
 
 # Simulated seconds per World.step: the engine splits it into collision passes and substeps
 # of its own; a constant (not the scene's frame rate) so a settle does not depend on it.
@@ -437,7 +443,8 @@ def _write_transform(obj, location, rotation):
 
 def _apply_scale(obj):
     """Ctrl+A > Scale: the scale goes into the mesh (a shared mesh is first copied for this
-    object), the object keeps its size at scale 1, its children stay where they are."""
+    object; a mirroring scale flips the faces back outwards), the object keeps its size at
+    scale 1, its children stay where they are."""
     from mathutils import Matrix
     s = [a * b for a, b in zip(obj.scale, obj.delta_scale)]
     if s == [1.0, 1.0, 1.0]:
@@ -446,6 +453,8 @@ def _apply_scale(obj):
     if obj.data.users > 1:
         obj.data = obj.data.copy()
     obj.data.transform(S, shape_keys=True)
+    if s[0] * s[1] * s[2] < 0:
+        obj.data.flip_normals()   # a mirroring scale turned the faces inside out
     obj.data.update()
     obj.scale = obj.delta_scale = (1.0, 1.0, 1.0)
     for child in obj.children:

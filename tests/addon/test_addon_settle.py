@@ -141,10 +141,16 @@ def transforms(objs):
 
 
 def settings_of(obj):
+    """Every Hullabaloo setting of an object, as plain values."""
     s = obj.hullabaloo
-    return {k: getattr(s, k) if not hasattr(getattr(s, k), "__len__") or
-            isinstance(getattr(s, k), str) else tuple(getattr(s, k))
-            for k in s.bl_rna.properties.keys() if k not in {"rna_type", "bake"}}
+    out = {}
+    for prop in s.bl_rna.properties:
+        k = prop.identifier
+        if k in {"rna_type", "bake"}:
+            continue
+        v = getattr(s, k)
+        out[k] = v if isinstance(v, (str, int, float, bool, set)) else tuple(v)
+    return out
 
 
 def test_oracle_measures_depth():
@@ -340,7 +346,7 @@ def test_escape_leaves_the_scene_untouched_and_ticks_match_execute():
 def test_jitter_is_seeded_and_options_keep_physics_and_apply_scale():
     scene, post, cube = ground_scene()
     post.hullabaloo.enabled = False
-    cube.scale = (1.5, 1.0, 0.8)
+    cube.scale = (-1.5, 1.0, 0.8)      # mirrored too
     other = new_object("Twin", cube.data, (2.0, 0.0, 2.0))   # shares the cube's mesh
     passive = hb.add_box("Crate", size=(0.4, 0.4, 0.4), location=(-1.5, 0.0, 1.0),
                          body_type='PASSIVE', shape='BOX', friction=0.9)
@@ -369,7 +375,9 @@ def test_jitter_is_seeded_and_options_keep_physics_and_apply_scale():
     again(apply_scale=True)
     assert tuple(cube.scale) == (1.0, 1.0, 1.0) and cube.data != other.data
     np.testing.assert_allclose(world_vertices(cube), kept, atol=1e-5)
-    assert tuple(other.scale) == (1.0, 1.0, 1.0)
+    for f in cube.data.polygons:    # faces still point outwards
+        assert np.dot(tuple(f.center), tuple(f.normal)) > 0
+    assert tuple(other.scale) == (1.0, 1.0, 1.0) and other.data.users == 1
     assert np.ptp([v.co.x for v in other.data.vertices]) == pytest.approx(0.5)
 
 
