@@ -402,7 +402,6 @@ def test_rotation_modes_deltas_and_parents_get_the_resting_pose():
     job = make_job(objs)
     while not job.advance(24):
         pass
-    S = settle_module()
     pose = {b.name: (job.world.positions[b.index].copy(),
                      hb.engine().quat.to_matrix(job.world.orientations[b.index]) @ b.shape_matrix)
             for b in job.bodies}
@@ -414,21 +413,41 @@ def test_rotation_modes_deltas_and_parents_get_the_resting_pose():
         np.testing.assert_allclose(m[:3, :3], pose[o.name][1], atol=1e-5, err_msg=o.name)
         assert world_vertices(o)[:, 2].min() == pytest.approx(0.0, abs=2e-3)   # resting
     assert tuple(rig.location) == (0.5, 0.0, 1.0)
-    assert S.is_convex_closed(*_cube_data()) and not S.is_convex_closed(*_bowl_data())
 
 
-def _cube_data():
-    me = hb.box_mesh("probe")
+def mesh_data(me):
     me.calc_loop_triangles()
     return (np.array([tuple(v.co) for v in me.vertices]),
             np.array([tuple(t.vertices) for t in me.loop_triangles]))
 
 
-def _bowl_data():
-    me = bowl_mesh("probe_bowl")
-    me.calc_loop_triangles()
-    return (np.array([tuple(v.co) for v in me.vertices]),
-            np.array([tuple(t.vertices) for t in me.loop_triangles]))
+def bmesh_data(make):
+    import bmesh
+    bm = bmesh.new()
+    make(bmesh, bm)
+    me = bpy.data.meshes.new("probe")
+    bm.to_mesh(me)
+    bm.free()
+    return mesh_data(me)
+
+
+def test_scenery_shape_is_mesh_unless_a_closed_convex_mesh():
+    hb.empty_scene()
+    convex = settle_module().is_convex_closed
+    cube = mesh_data(hb.box_mesh("probe"))
+    assert convex(*cube)
+    assert convex(*bmesh_data(lambda bmesh, bm: bmesh.ops.create_uvsphere(
+        bm, u_segments=24, v_segments=12, radius=1.0)))
+    assert not convex(*mesh_data(bowl_mesh("probe_bowl")))          # open
+    dented = (cube[0].copy(), cube[1])
+    dented[0][7] *= 0.3                                              # a corner pushed in
+    assert not convex(*dented)
+    two = (np.concatenate((cube[0], cube[0] + 3.0)), np.concatenate((cube[1], cube[1] + 8)))
+    assert not convex(*two)                                          # two loose cubes
+    assert not convex(cube[0], cube[1][:, ::-1])                     # wound inwards
+    plane = bmesh_data(lambda bmesh, bm: bmesh.ops.create_grid(bm, x_segments=4,
+                                                                y_segments=4, size=2.0))
+    assert not convex(*plane)
 
 
 def run_cli(*args, cwd):
