@@ -236,8 +236,10 @@ class SettleJob:
 
     def _no_scenery_message(self):
         if self.surface is not None:
-            return (f"{self.surface.name}: the active object cannot be collided with (see "
-                    "the problems above); nothing to settle onto.")
+            why = "; ".join(p.message for p in self.problems
+                            if p.level == "ERROR" and p.name == self.surface.name)
+            return (f"{self.surface.name}: the active object cannot be collided with"
+                    + (f" ({why})" if why else "") + "; nothing to settle onto.")
         return ("Nothing to settle onto: no other object of the scene has Hullabaloo on. "
                 "Make the ground Passive (Object > Hullabaloo > Add Passive), or settle onto "
                 "the active object (Onto: Active Object).")
@@ -279,19 +281,32 @@ class SettleJob:
         if not np.any(ws.gravity):
             raise SettleError("Gravity is off (Scene > Gravity): nothing would fall.")
         world = engine.World(settings=ws)
-        for b in ground:
-            b.index = world.add_body(b.shape, position=b.position, orientation=b.orientation,
-                                     kind="static", **b.params)
+        ground = self._add(world, ground, lambda b: (b.position, b.rotation), "static")
+        self.bodies = self._add(world, self.bodies, self._start_pose, "dynamic")
+        if not ground or not self.bodies:
+            raise SettleError(self._no_scenery_message() if not ground else
+                              "Nothing to settle: every object was skipped (see the "
+                              "console)")
         self.low = min(float(b.position[2] + (b.shape.core_points @ b.rotation.T)[:, 2].min()
                              - b.shape.radius) for b in ground)
-        for b in self.bodies:
-            pos, R = self._start_pose(b)
-            b.index = world.add_body(b.shape, position=pos, orientation=quat.from_matrix(R),
-                                     kind="dynamic", **b.params)
         self.world = world
         self.names = [b.name for b in sorted(ground + self.bodies, key=lambda b: b.index)]
         self.idx = np.array([b.index for b in self.bodies], dtype=np.int64)
         self._guard_seen = 0
+
+    def _add(self, world, bodies, pose, kind):
+        """Add bodies of one kind; one the engine refuses is reported by name and skipped."""
+        kept = []
+        for b in bodies:
+            pos, R = pose(b)
+            try:
+                b.index = world.add_body(b.shape, position=pos, orientation=quat.from_matrix(R),
+                                         kind=kind, **b.params)
+            except engine.EngineError as exc:
+                self.problems.append(Problem("ERROR", b.name, f"{exc}. Skipped."))
+                continue
+            kept.append(b)
+        return kept
 
     def _start_pose(self, b):
         """The body's start pose, jittered (addon/jitter.py: seeded per object name)."""

@@ -266,12 +266,17 @@ def test_errors_change_nothing():
     cube = hb.add_box("Cube", location=(0, 0, 2), enabled=False)
     empty = bpy.data.objects.new("Empty", None)
     scene.collection.objects.link(empty)
+    new_object("Void", bpy.data.meshes.new("void"))
     select([cube])
     before = hb.snapshot(scene)
     with pytest.raises(RuntimeError, match="Nothing to settle onto"):
         bpy.ops.hullabaloo.settle()
     select([cube], active=empty)
     with pytest.raises(RuntimeError, match="must be a mesh"):
+        bpy.ops.hullabaloo.settle(onto='ACTIVE')
+    select([cube], active=bpy.data.objects["Void"])
+    with pytest.raises(RuntimeError, match="Void: the active object cannot be collided with "
+                       r"\(has no vertices"):
         bpy.ops.hullabaloo.settle(onto='ACTIVE')
     select([cube], active=cube)   # the surface alone: nothing left to settle
     with pytest.raises(RuntimeError, match="Nothing to settle"):
