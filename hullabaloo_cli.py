@@ -4,6 +4,7 @@
                                   [--seed K] [--preview K] ...
     python hullabaloo_cli.py wedge SCENE.blend --out DIR --vary PATH=V1,V2 [--seeds K]
                                    [--workers N] ...
+    python hullabaloo_cli.py settle SCENE.blend --objects NAME ... [--onto NAME] [--out FILE]
 
 Loads this checkout as the package ``hullabaloo`` (so the add-on's relative imports work as
 they do inside Blender), registers it, and runs the same command as

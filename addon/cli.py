@@ -6,6 +6,7 @@
     hullabaloo wedge SCENE.blend --out DIR --vary PATH=V1,V2,... [--seeds K] [--workers N]
                     [every bake option]   (see addon/cli_wedge.py)
     hullabaloo preview BAKED.blend --out DIR [--preview K] [--size WxH] [--label TEXT]
+    hullabaloo settle SCENE.blend --objects NAME ... [--onto NAME]   (see addon/cli_settle.py)
 
 Bakes the given .blend (or the file Blender already has open, or, with neither, a demo scene:
 a tower and a pile of convex-hull rocks hit by a heavy ball) after applying the --set
@@ -96,6 +97,7 @@ def parser():
     pv.add_argument("--size", default="320x180")
     pv.add_argument("--label", default="")
     cli_wedge.add_parser(sub, add_bake_options)
+    _add_settle_parser(sub)
     sub.add_parser("demo", help="only build and save the demo scene").add_argument(
         "--out", default="hullabaloo_out")
     return ap
@@ -455,6 +457,16 @@ def preview_command(args):
     return 0
 
 
+def _add_settle_parser(sub):
+    from . import cli_settle
+    cli_settle.add_parser(sub)
+
+
+def _settle_command(args):
+    from . import cli_settle
+    return cli_settle.settle_command(args)
+
+
 def run(argv):
     from . import cli_wedge
     args = parser().parse_args(list(argv))
@@ -464,6 +476,8 @@ def run(argv):
         return preview_command(args)
     if args.command == "wedge":
         return cli_wedge.wedge_command(args)
+    if args.command == "settle":
+        return _settle_command(args)
     if args.command == "demo":
         build_demo_scene()
         os.makedirs(args.out, exist_ok=True)

@@ -317,10 +317,15 @@ def mesh_triangles(obj, depsgraph):
 class SceneReader:
     """Collects the bodies of a scene. ``read()`` fills ``bodies`` and ``problems``."""
 
-    def __init__(self, scene, depsgraph, objects=None):
+    def __init__(self, scene, depsgraph, objects=None, settings=None, check_animation=True):
+        # settings: obj -> the Hullabaloo settings to read for it (default obj.hullabaloo);
+        # Settle Selected reads selected objects as Dynamic for its run without writing that
+        # to them (addon/settle.py). check_animation: warn about what overrides baked keys.
         self.scene = scene
         self.depsgraph = depsgraph
         self.objects = objects
+        self.settings = settings or (lambda obj: obj.hullabaloo)
+        self.check_animation = check_animation
         self.bodies = []
         self.problems = []
         self._shape_cache = {}
@@ -377,7 +382,7 @@ class SceneReader:
 
     # -- one object -------------------------------------------------------------------------
     def _read_object(self, obj, mw, R, K, mirrored, sheared):
-        s = obj.hullabaloo
+        s = self.settings(obj)
         shape = self._shape(obj, s, mw, R, K)
         if shape is None:
             return None
@@ -390,7 +395,8 @@ class SceneReader:
                 self.problem("WARNING", obj, "is sheared by a non-uniformly scaled parent; "
                              "its keys can only approximate a rotating sheared body. Apply "
                              "the parent's scale (Ctrl+A > Scale) for exact results.")
-            self._check_animation_conflicts(obj)
+            if self.check_animation:
+                self._check_animation_conflicts(obj)
         params = dict(friction=s.friction, restitution=s.restitution,
                       group=collision_bits(s.collision_collections),
                       mask=collision_bits(s.collision_collections))
@@ -610,7 +616,8 @@ class SceneReader:
         (compound_include_self: Blender's Compound Parent uses the children only)."""
         parts = []
         identity = (1.0, 0.0, 0.0, 0.0)
-        own = mesh_points(obj, self.depsgraph) if obj.hullabaloo.compound_include_self else None
+        own = mesh_points(obj, self.depsgraph) if self.settings(obj).compound_include_self \
+            else None
         if own is not None and len(own) >= 4 and np.all(np.isfinite(own)):
             pts = own @ K.T
             _, span = _extent_axes(pts)

@@ -7,7 +7,7 @@ extension leaves Blender as it found it.
 import bpy
 from bpy.app.handlers import persistent
 
-from . import cache, cli, fracture, joints, ops, preview, props, ui
+from . import cache, cli, fracture, joints, ops, preview, props, settle, ui
 from .overlay import registration as overlay
 
 _STATE = {"cli": None}
@@ -33,7 +33,7 @@ def register():
     props.register()
     joints.register()
     fracture.register()
-    for cls in ops.CLASSES:
+    for cls in ops.CLASSES + settle.CLASSES:
         bpy.utils.register_class(cls)
     ui.register()
     overlay.register()
@@ -55,7 +55,7 @@ def unregister():
     preview.unregister()
     overlay.unregister()
     ui.unregister()
-    for cls in reversed(ops.CLASSES):
+    for cls in reversed(ops.CLASSES + settle.CLASSES):
         bpy.utils.unregister_class(cls)
     fracture.unregister()
     joints.unregister()

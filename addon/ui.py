@@ -229,6 +229,8 @@ class HULLABALOO_MT_object(bpy.types.Menu):
         layout.operator("hullabaloo.rebake_from_frame")
         layout.operator("hullabaloo.clear_bake").selected_only = False
         layout.separator()
+        layout.operator("hullabaloo.settle", icon='TRIA_DOWN_BAR')
+        layout.separator()
         layout.operator("hullabaloo.import_rigid_body", text="Import Rigid Body (Selected)").all = False
         layout.operator("hullabaloo.import_rigid_body", text="Import Rigid Body (All)").all = True
 

@@ -113,6 +113,7 @@ def test_scene_panel_and_object_menu_draw(scene_range):
     log = draw(ui().HULLABALOO_MT_object, ctx)
     assert ("operator", "hullabaloo.add_selected") in log
     assert ("operator", "hullabaloo.bake") in log
+    assert ("operator", "hullabaloo.settle") in log
     menu_log = []
     ui().object_menu(SimpleNamespace(layout=Layout(menu_log)), ctx)
     assert menu_log == [("menu", "HULLABALOO_MT_object")]
@@ -120,7 +121,7 @@ def test_scene_panel_and_object_menu_draw(scene_range):
 
 def test_operators_have_tooltips_and_polls():
     for name in ("BAKE", "REBAKE_FROM_FRAME", "CLEAR_BAKE", "IMPORT_RIGID_BODY",
-                 "ADD_SELECTED", "REMOVE_SELECTED"):
+                 "ADD_SELECTED", "REMOVE_SELECTED", "SETTLE"):
         cls = getattr(bpy.types, f"HULLABALOO_OT_{name.lower()}")
         assert len(cls.__doc__ or "") > 30, name
         assert 'UNDO' in cls.bl_options, name
