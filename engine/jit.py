@@ -28,8 +28,12 @@ _STATE = {"mode": None, "numba": None, "reason": "", "cache_dir": None, "cache":
 
 
 def set_cache_dir(path):
-    """Where compiled kernels are cached (call before the first step; process-wide)."""
-    _STATE["cache_dir"] = None if path is None else str(path)
+    """Where compiled kernels are cached (call before the first step; process-wide).
+
+    path: a folder, None (numba's default), or a function returning either, called once
+    when the first kernel runs (the add-on passes one at register, so that nothing is created
+    before the engine is used and every path into the engine caches in the same place)."""
+    _STATE["cache_dir"] = path if path is None or callable(path) else str(path)
 
 
 def _writable(path):
@@ -56,6 +60,9 @@ def _import_numba():
 
 def _configure_cache(numba):
     """Cache location, falling back to no cache when nothing is writable."""
+    if callable(_STATE["cache_dir"]):
+        found = _STATE["cache_dir"]()
+        _STATE["cache_dir"] = None if found is None else str(found)
     path = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"]
     if path:
         if _writable(path):
@@ -87,10 +94,12 @@ def activate():
 
 
 def _swap_globals():
-    """Where a module holds a kernel's stub, it now holds the compiled function."""
+    """Where a module holds a kernel's stub, it now holds the compiled function (engine
+    modules, and any other module that defines kernels)."""
+    defining = {stub.__module__ for stub in _KERNELS}
     for name, mod in list(sys.modules.items()):
         d = getattr(mod, "__dict__", None)
-        if not d or not _is_engine_module(name):
+        if not d or not (_is_engine_module(name) or name in defining):
             continue
         for key, value in list(d.items()):
             if isinstance(value, _Stub) and value._impl is not None:
@@ -110,6 +119,32 @@ def status():
 
 def is_compiled():
     return activate() == "numba"
+
+
+def describe():
+    """One line for reports and logs: how the engine runs, and why if uncompiled."""
+    mode, reason = _STATE["mode"], _STATE["reason"]
+    if mode == "numba":
+        where = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"] or "numba's default"
+        cache = where if _STATE["cache"] else "none, compiled in memory"
+        return f"compiled (numba {_STATE['numba'].__version__}; cache: {cache})"
+    if mode == "python":
+        return f"uncompiled, plain Python (slow): {reason}"
+    return "not started yet"
+
+
+def kernel_names():
+    """Qualified names of every kernel defined so far."""
+    return [f"{s.__module__}.{s.__qualname__}" for s in _KERNELS]
+
+
+def uncompiled():
+    """Kernels with no compiled machine code yet (compiled mode only; the warm-up's test:
+    after engine.warmup every engine kernel has been compiled or loaded from the cache)."""
+    if _STATE["mode"] != "numba":
+        return []
+    return [f"{s.__module__}.{s.__qualname__}" for s in _KERNELS
+            if s._impl is None or not s._impl.signatures]
 
 
 class _Stub:
@@ -134,7 +169,14 @@ class _Stub:
             return
         opts = dict(nogil=True, fastmath=False, error_model="numpy", cache=_STATE["cache"])
         opts.update(self._options)
-        self._impl = numba.njit(**opts)(self.py_func)
+        try:
+            self._impl = numba.njit(**opts)(self.py_func)
+        except RuntimeError:   # "cannot cache function ...: no locator available": our
+            if not opts["cache"]:   # probe said writable, numba's own location is not
+                raise
+            _STATE["cache"] = False
+            opts["cache"] = False
+            self._impl = numba.njit(**opts)(self.py_func)
 
     def __call__(self, *args, **kwargs):
         if self._impl is None:
