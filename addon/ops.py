@@ -11,12 +11,13 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty
 
 from ..engine import EngineError
-from . import animation, cache, joints, rb_import
+from . import animation, cache, compiler, joints, rb_import
 from .props import BODY_TYPES
 from .simulate import BakeError, BakeJob
 
-# The last bake's summary and problems, for scripts, the command line and tests.
-LAST = {"summary": None, "problems": [], "cancelled": False}
+# The last bake's summary and problems, for scripts, the command line and tests; "engine":
+# how the engine ran (compiled or not, and the seconds spent preparing it in this bake).
+LAST = {"summary": None, "problems": [], "cancelled": False, "engine": None}
 MAX_REPORTS = 8
 
 RB_SHAPES = rb_import.RB_SHAPES
@@ -52,6 +53,8 @@ class _BakeOperator:
     be subclassed)."""
     _job = None
     _timer = None
+    _warm = ()           # the engine's warm-up stages still to run (compiler.stages)
+    _warm_seconds = 0.0
 
     @classmethod
     def poll(cls, context):
@@ -69,7 +72,8 @@ class _BakeOperator:
                        from_frame=self._from_frame(context), package=_package())
 
     def _prepare(self, context):
-        LAST.update(summary=None, problems=[], cancelled=False)
+        LAST.update(summary=None, problems=[], cancelled=False,
+                    engine=compiler.engine_info(self._warm_seconds))
         job = self._make_job(context)
         try:
             job.prepare()
@@ -84,7 +88,11 @@ class _BakeOperator:
         summary = job.finish()
         LAST["summary"] = summary
         LAST["problems"] = list(job.problems)  # with those found while finishing
+        LAST["engine"] = compiler.engine_info(self._warm_seconds)
         _report_problems(self, job.problems)
+        note = compiler.uncompiled_note()
+        if note:
+            self.report({'WARNING'}, note)
         seconds = summary["simulation_seconds"] + summary["write_seconds"] + \
             summary["refresh_seconds"]
         bad = sorted(set(summary.get("unstable", {})) | set(summary.get("guarded", {})))
@@ -111,7 +119,23 @@ class _BakeOperator:
                         "this with the .blend file.")
             return None
 
+    def _prepare_engine(self, run):
+        """The engine's first-use warm-up (compiling); a failure is reported, never raised."""
+        try:
+            run()
+            return True
+        except Exception as exc:  # a compiler failure: say so instead of a traceback
+            LAST.update(summary=None, problems=[], cancelled=True, engine=None)
+            self.report({'ERROR'}, f"{compiler.PREPARING} failed ({type(exc).__name__}: "
+                        f"{exc}); nothing was changed. Please report this.")
+            return False
+
     def execute(self, context):
+        t0 = time.perf_counter()
+        if not compiler.ready():   # the console says what the pause is (compiler.prepare)
+            if not self._prepare_engine(compiler.prepare):
+                return {'CANCELLED'}
+            self._warm_seconds = time.perf_counter() - t0
         job = self._prepare(context)
         if job is None:
             return {'CANCELLED'}
@@ -125,10 +149,14 @@ class _BakeOperator:
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        job = self._prepare(context)
-        if job is None:
-            return {'CANCELLED'}
-        self._job = job
+        # Compiling on first use runs one stage per timer tick behind a status message (each
+        # stage blocks, but the message is drawn before it); the scene is read after it.
+        self._warm, self._warm_seconds, self._job = compiler.stages(), 0.0, None
+        if not self._warm:
+            job = self._prepare(context)
+            if job is None:
+                return {'CANCELLED'}
+            self._job = job
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.progress_begin(0, 1000)
@@ -139,7 +167,12 @@ class _BakeOperator:
     def _status(self, context, text=None):
         if context.workspace is None:
             return
-        if text is None and self._job is not None:
+        if text is None and self._warm:
+            n = len(compiler.warmup.STAGES)
+            text = (f"Hullabaloo: {compiler.PREPARING.lower()} (compiled on first use: "
+                    f"{n - len(self._warm) + 1} of {n}, {self._warm[0][0]}) \u2014 Esc to "
+                    "cancel")
+        elif text is None and self._job is not None:
             j = self._job
             text = (f"Hullabaloo: baking frame {j.frame} of {j.frame_end} "
                     f"({100 * j.progress:.0f}%) \u2014 Esc to cancel")
@@ -155,16 +188,40 @@ class _BakeOperator:
         if context.workspace is not None:
             context.workspace.status_text_set(None)
 
+    def _warm_tick(self, context):
+        """Run the next warm-up stage; after the last, read the scene (prepare the job)."""
+        t0 = time.perf_counter()
+        if not self._prepare_engine(self._warm[0][1]):
+            self._warm = ()
+            self._end_modal(context)
+            return {'CANCELLED'}
+        self._warm = self._warm[1:]
+        self._warm_seconds += time.perf_counter() - t0
+        if not self._warm:
+            print(f"Hullabaloo: physics engine ready in {self._warm_seconds:.2f} s: "
+                  f"{compiler.jit.describe()}")
+            job = self._prepare(context)
+            if job is None:
+                self._end_modal(context)
+                return {'CANCELLED'}
+            self._job = job
+        self._status(context)
+        return {'RUNNING_MODAL'}
+
     def modal(self, context, event):
         job = self._job
         if event.type in {'ESC', 'RIGHTMOUSE'} and event.value == 'PRESS':
-            job.cancel()
+            if job is not None:
+                job.cancel()
+            self._warm = ()
             self._end_modal(context)
             LAST["cancelled"] = True
             self.report({'WARNING'}, "Bake cancelled; nothing was changed")
             return {'CANCELLED'}
         if event.type != 'TIMER':
             return {'RUNNING_MODAL'}
+        if self._warm:
+            return self._warm_tick(context)
         budget = time.perf_counter() + 0.1  # stay responsive: ~10 UI updates per second
         finished = False
         while time.perf_counter() < budget and not finished:
