@@ -12,7 +12,8 @@ A kernel this misses still works: it compiles at its first real call. ``jit.unco
 after ``warm_up()`` names such kernels (the tests require it to be empty): a new kernel on a
 path no stage takes is covered by adding that path to a stage here.
 
-With the plain-Python fallback there is nothing to compile: only the first stage runs.
+With the plain-Python fallback, or no kernel defined at all, there is nothing to compile:
+only the first stage runs.
 """
 import time
 
@@ -128,12 +129,12 @@ STAGES = (
 def stages():
     """[(label, function)] to run in order (one per progress update in the add-on): the
     first decides compiled or plain Python; the others step canned worlds, and do nothing
-    when uncompiled."""
+    when uncompiled or when there is no kernel to compile."""
     start = time.perf_counter()
 
     def timed(fn, last):
         def run():
-            if fn is jit.activate or jit.status()[0] == "numba":
+            if fn is jit.activate or (jit.status()[0] == "numba" and jit.kernel_names()):
                 fn()
             if last:
                 _DONE["seconds"] = time.perf_counter() - start
