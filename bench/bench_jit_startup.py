@@ -1,7 +1,7 @@
 """What the engine's compiler costs at start-up (issue 27): run it with each Blender wheel.
 
-    .venv/bin/python bench/bench_jit_startup.py [--zips] [--repeat N]      # Blender 4.2
-    .venv313/bin/python bench/bench_jit_startup.py [--zips] [--repeat N]   # Blender 5.2
+    .venv/bin/python bench/bench_jit_startup.py [--wheels] [--zips] [--repeat N]     # 4.2
+    .venv313/bin/python bench/bench_jit_startup.py [--wheels] [--zips] [--repeat N]  # 5.2
 
 Every figure comes from a fresh process (the compiler is set up once per process):
 
@@ -12,6 +12,9 @@ Every figure comes from a fresh process (the compiler is set up once per process
 - the first bake of a fresh Blender session with the extension installed (tests/addon/
   fresh_blender.py, a 24-frame scene of 5 bodies) against the second bake of the same
   session, on a cold cache (just installed) and a warm one (Blender restarted);
+- with --wheels, the same with the linux-x64 release zip after a restart of Blender, where
+  numba is imported from the extension's own site-packages, as in a user's Blender (never
+  byte-compiled there: Blender writes no .pyc);
 - with --zips, the four release zips (tools/build_extension.py --all-platforms; downloads
   about 330 MB of wheels once into build/wheels) and their sizes.
 
@@ -109,16 +112,25 @@ def _fresh(zip_path, user, *extra):
     return data
 
 
-def first_bake(repeat):
+def _linux_zip(out):
+    done = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "build_extension.py"),
+                           "--platform", "linux-x64", "--output-dir", out],
+                          capture_output=True, text=True, check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def first_bake(repeat, wheels=False):
     rows = {"cold": [], "warm": []}
     with tempfile.TemporaryDirectory() as tmp:
-        zip_path = _dev_zip(os.path.join(tmp, "dist"))
+        zip_path = (_linux_zip if wheels else _dev_zip)(os.path.join(tmp, "dist"))
         for k in range(repeat):
             user = os.path.join(tmp, f"user{k}")
             rows["cold"].append(_fresh(zip_path, user))
             rows["warm"].append(_fresh(zip_path, user, "--installed"))
-    print(f"fresh Blender {rows['cold'][0]['blender']}: import bpy "
-          f"{median([r['seconds']['import_bpy'] for r in rows['cold']]):.2f} s")
+    print(f"fresh Blender {rows['cold'][0]['blender']}, {os.path.basename(zip_path)}: "
+          f"import bpy {median([r['seconds']['import_bpy'] for r in rows['cold']]):.2f} s; "
+          f"numba from {os.path.dirname(os.path.dirname(rows['warm'][0]['numba_file']))} "
+          "after the restart")
     for name, runs in rows.items():
         first = median([r["bakes"][0]["seconds"] for r in runs])
         second = median([r["bakes"][1]["seconds"] for r in runs])
@@ -140,12 +152,16 @@ def zips():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--wheels", action="store_true",
+                    help="also the first bake with the linux-x64 zip's own numba")
     ap.add_argument("--zips", action="store_true", help="also build and size the four zips")
     args = ap.parse_args()
     print(f"Python {sys.version.split()[0]}")
     import_times(args.repeat)
     warm_up_times(args.repeat)
     first_bake(args.repeat)
+    if args.wheels:
+        first_bake(args.repeat, wheels=True)
     if args.zips:
         zips()
 

@@ -22,9 +22,11 @@ decorated with :func:`kernel`. Nothing else in the engine imports numba.
 """
 import os
 import sys
+from typing import Any
 
-_KERNELS = []           # every _Stub made by kernel(), in definition order
-_STATE = {"mode": None, "numba": None, "reason": "", "cache_dir": None, "cache": True}
+_KERNELS: list = []     # every _Stub made by kernel(), in definition order
+_STATE: dict[str, Any] = {"mode": None, "numba": None, "reason": "", "cache_dir": None,
+                          "cache": True}
 
 
 def set_cache_dir(path):
@@ -52,7 +54,7 @@ def _import_numba():
     if os.environ.get("HB_NO_JIT", "") not in ("", "0"):
         return None, "HB_NO_JIT is set"
     try:
-        import numba
+        import numba  # type: ignore[import-not-found]  # (the dev venv has no numba)
     except Exception as exc:   # ImportError, or a broken llvmlite (OSError)
         return None, f"numba could not be imported ({type(exc).__name__}: {exc})"
     return numba, ""
@@ -153,7 +155,7 @@ class _Stub:
     def __init__(self, fn, options):
         self.py_func = fn
         self._options = options
-        self._impl = None
+        self._impl: Any = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__

@@ -21,7 +21,8 @@ import numpy as np
 
 from . import jit
 
-_DONE = {"seconds": None}   # the warm-up of this process: seconds taken, None until done
+# The warm-up of this process: seconds taken, None until done.
+_DONE: dict[str, float | None] = {"seconds": None}
 
 
 def done():
