@@ -9,10 +9,16 @@ warm-up ("preparing the physics engine"), and what the bake says about it.
   directory (``bpy.utils.extension_path_user``), which survives updates, and never in the
   add-on's own folder, which an update deletes and which may be read-only. A folder that
   cannot be written means compiling without a cache (engine/jit.py), not an error.
+- The interactive bake warms the engine up in a thread of its own (start / progress) while
+  its modal timer shows the stage and the seconds in the status bar: compiling the whole
+  engine from scratch takes tens of seconds, and Blender stays responsive (Esc cancels the
+  bake; the compiling finishes in the background and serves the next bake). Scripts, the
+  command line and the live preview prepare in the main thread and say so in the console.
 - Outside an extension (hullabaloo_cli.py loads the checkout as ``hullabaloo``) numba keeps
   its default: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside the engine's modules.
 """
-import contextlib
+import threading
+import time
 
 import bpy
 
@@ -20,6 +26,9 @@ from ..engine import jit, warmup
 
 CACHE_FOLDER = "numba_cache"
 PREPARING = "Preparing the physics engine"
+
+# The warm-up thread of this process (start / progress).
+_THREAD = {"thread": None, "stage": "", "error": None, "start": 0.0}
 
 
 def _package():
@@ -36,8 +45,7 @@ def cache_dir(package=None):
         return None
     # Blender only prints when it cannot create the folder (a file in its place, no
     # permission); the engine's own check then compiles without a cache.
-    with contextlib.suppress(OSError):
-        bpy.utils.extension_path_user(package, path=CACHE_FOLDER, create=True)
+    bpy.utils.extension_path_user(package, path=CACHE_FOLDER, create=True)
     return where
 
 
@@ -55,20 +63,57 @@ def ready():
     return warmup.done()
 
 
-def stages():
-    """The warm-up's [(label, function)], or [] when already done."""
-    return [] if warmup.done() else warmup.stages()
+def start(log=print):
+    """Warm the engine up in a thread of its own, unless done or already under way."""
+    t = _THREAD["thread"]
+    if warmup.done() or (t is not None and t.is_alive()):
+        return
+    log(f"Hullabaloo: {PREPARING.lower()} (compiled once per session on first use; the "
+        "first time after installing takes longest)...")
+    if jit.status()[0] is None:   # Blender's API from the main thread only: name it here
+        jit.set_cache_dir(cache_dir())
+
+    def run():
+        try:
+            warmup.warm_up(log=lambda label: _THREAD.update(stage=label))
+        except Exception as exc:   # handed to the bake that waits for it (progress)
+            _THREAD["error"] = exc
+    _THREAD.update(stage="", error=None, start=time.perf_counter())
+    _THREAD["thread"] = threading.Thread(target=run, name="hullabaloo-prepare", daemon=True)
+    _THREAD["thread"].start()
+
+
+def progress():
+    """(finished, error, stage label, seconds so far) of the warm-up thread. An error is
+    handed out once; the next bake starts over."""
+    t = _THREAD["thread"]
+    seconds = time.perf_counter() - _THREAD["start"]
+    if t is None:
+        return warmup.done(), None, "", 0.0
+    if t.is_alive():
+        return False, None, _THREAD["stage"], seconds
+    error, _THREAD["error"], _THREAD["thread"] = _THREAD["error"], None, None
+    return error is None, error, _THREAD["stage"], seconds
 
 
 def prepare(log=print):
     """Warm the engine up now if this process has not (scripts, the command line, the live
-    preview: no progress bar, so the console says what the pause is). Returns the seconds
-    spent (0.0 when already prepared)."""
+    preview: no progress bar, so the console says what the pause is); waits for a warm-up
+    thread under way. Returns the seconds spent (0.0 when already prepared); raises what
+    the warm-up raised."""
+    t0 = time.perf_counter()
+    t = _THREAD["thread"]
+    if t is not None:
+        t.join()
+        error = progress()[1]
+        if error is not None:
+            raise error
     if warmup.done():
-        return 0.0
+        return time.perf_counter() - t0 if t is not None else 0.0
     log(f"Hullabaloo: {PREPARING.lower()} (compiled once per session on first use; the "
         "first time after installing takes longest)...")
-    seconds = warmup.warm_up()
+    warmup.warm_up()
+    seconds = time.perf_counter() - t0
     log(f"Hullabaloo: physics engine ready in {seconds:.2f} s: {jit.describe()}")
     return seconds
 

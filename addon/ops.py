@@ -53,7 +53,8 @@ class _BakeOperator:
     be subclassed)."""
     _job = None
     _timer = None
-    _warm = ()           # the engine's warm-up stages still to run (compiler.stages)
+    _preparing = False   # the engine's warm-up thread runs (compiler.start); then the job
+    _prepared = ("", 0.0)  # its stage and seconds at the last timer tick, for the status
     _warm_seconds = 0.0
 
     @classmethod
@@ -149,10 +150,12 @@ class _BakeOperator:
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        # Compiling on first use runs one stage per timer tick behind a status message (each
-        # stage blocks, but the message is drawn before it); the scene is read after it.
-        self._warm, self._warm_seconds, self._job = compiler.stages(), 0.0, None
-        if not self._warm:
+        # Compiling on first use runs in a thread of its own while the timer shows its stage
+        # and seconds (Blender stays responsive); the scene is read once it is done.
+        self._preparing, self._warm_seconds, self._job = not compiler.ready(), 0.0, None
+        if self._preparing:
+            compiler.start()
+        else:
             job = self._prepare(context)
             if job is None:
                 return {'CANCELLED'}
@@ -167,11 +170,10 @@ class _BakeOperator:
     def _status(self, context, text=None):
         if context.workspace is None:
             return
-        if text is None and self._warm:
-            n = len(compiler.warmup.STAGES)
-            text = (f"Hullabaloo: {compiler.PREPARING.lower()} (compiled on first use: "
-                    f"{n - len(self._warm) + 1} of {n}, {self._warm[0][0]}) \u2014 Esc to "
-                    "cancel")
+        if text is None and self._preparing:
+            stage, seconds = self._prepared
+            text = (f"Hullabaloo: {compiler.PREPARING.lower()}, compiled on first use "
+                    f"({stage or 'starting'}, {seconds:.0f} s) \u2014 Esc to cancel")
         elif text is None and self._job is not None:
             j = self._job
             text = (f"Hullabaloo: baking frame {j.frame} of {j.frame_end} "
@@ -188,17 +190,20 @@ class _BakeOperator:
         if context.workspace is not None:
             context.workspace.status_text_set(None)
 
-    def _warm_tick(self, context):
-        """Run the next warm-up stage; after the last, read the scene (prepare the job)."""
-        t0 = time.perf_counter()
-        if not self._prepare_engine(self._warm[0][1]):
-            self._warm = ()
+    def _prepare_tick(self, context):
+        """While the warm-up thread runs: show its stage. Once done: read the scene."""
+        finished, error, stage, seconds = compiler.progress()
+        self._prepared = (stage, seconds)
+        if error is not None:
+            self._preparing = False
             self._end_modal(context)
+            LAST.update(summary=None, problems=[], cancelled=True, engine=None)
+            self.report({'ERROR'}, f"{compiler.PREPARING} failed ({type(error).__name__}: "
+                        f"{error}); nothing was changed. Please report this.")
             return {'CANCELLED'}
-        self._warm = self._warm[1:]
-        self._warm_seconds += time.perf_counter() - t0
-        if not self._warm:
-            print(f"Hullabaloo: physics engine ready in {self._warm_seconds:.2f} s: "
+        if finished:
+            self._preparing, self._warm_seconds = False, seconds
+            print(f"Hullabaloo: physics engine ready in {seconds:.2f} s: "
                   f"{compiler.jit.describe()}")
             job = self._prepare(context)
             if job is None:
@@ -213,15 +218,15 @@ class _BakeOperator:
         if event.type in {'ESC', 'RIGHTMOUSE'} and event.value == 'PRESS':
             if job is not None:
                 job.cancel()
-            self._warm = ()
+            self._preparing = False   # the warm-up thread finishes for the next bake
             self._end_modal(context)
             LAST["cancelled"] = True
             self.report({'WARNING'}, "Bake cancelled; nothing was changed")
             return {'CANCELLED'}
         if event.type != 'TIMER':
             return {'RUNNING_MODAL'}
-        if self._warm:
-            return self._warm_tick(context)
+        if self._preparing:
+            return self._prepare_tick(context)
         budget = time.perf_counter() + 0.1  # stay responsive: ~10 UI updates per second
         finished = False
         while time.perf_counter() < budget and not finished:

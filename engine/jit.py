@@ -22,11 +22,15 @@ decorated with :func:`kernel`. Nothing else in the engine imports numba.
 """
 import os
 import sys
+import threading
 from typing import Any
 
 _KERNELS: list = []     # every _Stub made by kernel(), in definition order
 _STATE: dict[str, Any] = {"mode": None, "numba": None, "reason": "", "cache_dir": None,
                           "cache": True}
+# Activation happens once: the add-on may warm the engine up in a thread of its own while
+# Blender's main thread calls a kernel too (addon/compiler.py).
+_LOCK = threading.RLock()
 
 
 def set_cache_dir(path):
@@ -83,16 +87,22 @@ def activate():
     """Compile mode decided once: 'numba' or 'python'. Returns the mode."""
     if _STATE["mode"] is not None:
         return _STATE["mode"]
+    with _LOCK:
+        if _STATE["mode"] is None:
+            _activate()
+    return _STATE["mode"]
+
+
+def _activate():
     numba, reason = _import_numba()
-    if numba is None:
-        _STATE.update(mode="python", reason=reason)
-    else:
+    if numba is not None:
         _configure_cache(numba)
-        _STATE.update(mode="numba", numba=numba)
+    _STATE.update(numba=numba, reason=reason)
     for stub in list(_KERNELS):
         stub._bind()
     _swap_globals()
-    return _STATE["mode"]
+    # Last: another thread reading a mode (without the lock) finds every kernel bound.
+    _STATE["mode"] = "python" if numba is None else "numba"
 
 
 def _swap_globals():

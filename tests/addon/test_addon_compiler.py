@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from types import SimpleNamespace
 
 import hb_blender as hb
@@ -79,7 +80,7 @@ def test_first_bake_of_a_session_says_it_prepares_the_engine(capsys):
     assert hb.pkg().addon.ops.LAST["engine"]["prepare_seconds"] == 0.0
 
 
-# -- the modal bake: stages behind a status message -------------------------------------------
+# -- the modal bake: a warm-up thread behind a status message ---------------------------------
 class Workspace:
     def __init__(self):
         self.texts = []
@@ -102,47 +103,51 @@ class WindowManager:
         pass
 
 
-def preparing_operator():
+def preparing_operator(scene):
     """The bake operator's real modal code, as invoke leaves it on a session's first bake
-    (background Blender has no window to run a modal operator in)."""
+    (background Blender has no window to run a modal operator in): the warm-up thread
+    started, no job yet."""
     cls = bpy.types.HULLABALOO_OT_bake
-    names = ("modal", "_advance", "_end_modal", "_done", "_status", "_warm_tick",
-             "_prepare_engine", "_prepare", "_make_job", "_from_frame", "_warm_seconds")
+    names = ("modal", "_advance", "_end_modal", "_done", "_status", "_prepare_tick",
+             "_prepare_engine", "_prepare", "_make_job", "_from_frame", "_prepared",
+             "_warm_seconds")
     op = type("ModalStandIn", (), {n: getattr(cls, n) for n in names})()
     op._job, op._timer, op.reports, op.from_current_frame = None, object(), [], False
-    op._warm = warmup().stages()
     op.report = lambda level, msg: op.reports.append((set(level), msg))
-    return op
+    ctx = SimpleNamespace(window_manager=WindowManager(), workspace=Workspace(), scene=scene,
+                          evaluated_depsgraph_get=bpy.context.evaluated_depsgraph_get)
+    warmup()._DONE["seconds"] = None          # as in a session that has not baked yet
+    op._preparing = True
+    compiler().start()
+    op._status(ctx)                            # what invoke shows first
+    return op, ctx
 
 
-def context(scene):
-    return SimpleNamespace(window_manager=WindowManager(), workspace=Workspace(), scene=scene,
-                           evaluated_depsgraph_get=bpy.context.evaluated_depsgraph_get)
+def compiler():
+    return sys.modules[hb.MODULE + ".addon.compiler"]
 
 
 TICK = SimpleNamespace(type='TIMER', value='NOTHING')
 
 
-def test_modal_bake_shows_each_preparing_stage_then_bakes_the_same_keys():
+def test_modal_bake_shows_the_engine_being_prepared_then_bakes_the_same_keys():
     scene, boxes = small_scene()
     hb.bake()
     reference = {o.name: hb.keys_of(o) for o in boxes}
     assert bpy.ops.hullabaloo.clear_bake() == {'FINISHED'}
-    op, ctx = preparing_operator(), context(scene)
-    n = len(op._warm)
-    op._status(ctx)                        # what invoke shows before the first stage
+    op, ctx = preparing_operator(scene)
     results = []
     while not results or results[-1] == {'RUNNING_MODAL'}:
         results.append(op.modal(ctx, TICK))
-    assert results[-1] == {'FINISHED'} and len(results) > n
-    shown = [t for t in ctx.workspace.texts if t and "preparing the physics engine" in t]
-    # Each stage was announced before it ran, in order, then the bake's frames.
-    assert len(shown) == n
-    for k, (label, _) in enumerate(warmup().STAGES):
-        assert f"{k + 1} of {n}, {label})" in shown[k]
-    assert any(t and t.startswith("Hullabaloo: baking frame") for t in ctx.workspace.texts)
+        time.sleep(0.01)                       # the timer's interval
+    assert results[-1] == {'FINISHED'}
+    texts = [t for t in ctx.workspace.texts if t]
+    preparing = [t for t in texts if "preparing the physics engine, compiled on first use" in t]
+    baking = [t for t in texts if t.startswith("Hullabaloo: baking frame")]
+    assert preparing and baking and texts.index(preparing[-1]) < texts.index(baking[0])
     assert ctx.workspace.texts[-1] is None          # the status bar is given back
     assert hb.pkg().addon.ops.LAST["engine"]["prepare_seconds"] > 0
+    assert warmup().done()
     for o in boxes:
         keys = hb.keys_of(o)
         for ch in reference[o.name]:
@@ -152,13 +157,16 @@ def test_modal_bake_shows_each_preparing_stage_then_bakes_the_same_keys():
 def test_escape_while_preparing_cancels_and_changes_nothing():
     scene, _ = small_scene()
     before = hb.snapshot(scene)
-    op, ctx = preparing_operator(), context(scene)
-    assert op.modal(ctx, TICK) == {'RUNNING_MODAL'}
+    op, ctx = preparing_operator(scene)
     assert op.modal(ctx, SimpleNamespace(type='ESC', value='PRESS')) == {'CANCELLED'}
-    assert op._job is None and not op._warm
+    assert op._job is None and not op._preparing
     assert hb.pkg().addon.ops.LAST["cancelled"]
     assert ctx.window_manager.progress[-1] == "end"
     hb.assert_same(before, hb.snapshot(scene))
+    # The warm-up goes on in the background and serves the next bake.
+    compiler()._THREAD["thread"].join()
+    assert warmup().done()
+    assert compiler().prepare() >= 0.0 and compiler()._THREAD["thread"] is None
 
 
 # -- fresh processes: uncompiled, and a cache folder that cannot be written -------------------
