@@ -152,11 +152,14 @@ def kernel_names():
 
 def uncompiled():
     """Kernels with no compiled machine code yet (compiled mode only; the warm-up's test:
-    after engine.warmup every engine kernel has been compiled or loaded from the cache)."""
+    after engine.warmup every engine kernel has been compiled or loaded from the cache).
+    ``inline="always"`` kernels are left out: numba compiles them into their callers, never
+    on their own."""
     if _STATE["mode"] != "numba":
         return []
     return [f"{s.__module__}.{s.__qualname__}" for s in _KERNELS
-            if s._impl is None or not s._impl.signatures]
+            if s._options.get("inline") != "always"
+            and (s._impl is None or not s._impl.signatures)]
 
 
 class _Stub:
