@@ -1,17 +1,17 @@
 """Issue 12: what one compiled kernel would buy. The contact solver's solve pass
 (ContactSolver.solve: per graph colour, gather body velocities, block normal step, sequential
 soft normal sweep with clamping, Coulomb friction sweep with disc clamping, scatter) written as a
-numba @njit loop over manifolds, measured against the numpy solver. Written before issue 27
-made numba a dependency of the engine (engine/jit.py, the only engine module that imports it;
-this bench's kernel is its own, compiled directly with numba's @njit, outside that home).
+numba @njit loop over manifolds, measured against the numpy solver. Bench only: the add-on, the
+engine and the tests never import numba.
 
-Set-up: numba is in .venv / .venv313 (requirements/py311.txt, py313.txt); the peer::
+Set-up (a venv of its own; .venv / .venv313 and requirements/py3*.txt stay without numba)::
 
-    .venv/bin/pip install -r requirements/bench-numba.txt
+    python3.11 -m venv /work/scratch/numba-venv
+    /work/scratch/numba-venv/bin/pip install -r requirements/bench-numba.txt
 
 Run from the repository root::
 
-    .venv/bin/python bench/bench_numba_sweep.py
+    /work/scratch/numba-venv/bin/python bench/bench_numba_sweep.py
         [--scenes cubes27,cubes216,cubes1000,rocks125] [--frames 72] [--repeat 3]
         [--skip-check] [--skip-pass] [--skip-step]
 
