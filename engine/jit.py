@@ -105,17 +105,47 @@ def _activate():
     _STATE["mode"] = "python" if numba is None else "numba"
 
 
-def _swap_globals():
+def _swap_globals(replace=None):
     """Where a module holds a kernel's stub, it now holds the compiled function (engine
-    modules, and any other module that defines kernels)."""
+    modules, and any other module that defines kernels). replace: {id(old): new} for
+    fall_back, which swaps compiled functions for the plain ones."""
     defining = {stub.__module__ for stub in _KERNELS}
     for name, mod in list(sys.modules.items()):
         d = getattr(mod, "__dict__", None)
         if not d or not (_is_engine_module(name) or name in defining):
             continue
         for key, value in list(d.items()):
-            if isinstance(value, _Stub) and value._impl is not None:
+            if replace is not None:
+                if id(value) in replace:
+                    d[key] = replace[id(value)]
+            elif isinstance(value, _Stub) and value._impl is not None:
                 d[key] = value._impl
+
+
+def numba_version():
+    """The version of the numba in use, or None (uncompiled)."""
+    return None if _STATE["numba"] is None else _STATE["numba"].__version__
+
+
+def is_compile_error(exc):
+    """True for an error raised by numba or llvmlite, not by the engine's own code."""
+    return type(exc).__module__.split(".")[0] in ("numba", "llvmlite")
+
+
+def fall_back(reason):
+    """Run every kernel as plain Python from now on (numba imported but failed to compile
+    one: a numba older than the one the engine was written for, such as the last one for
+    Intel Macs). status() then says 'python' and why."""
+    with _LOCK:
+        if _STATE["mode"] != "numba":
+            return
+        replace = {}
+        for stub in _KERNELS:
+            if stub._impl is not None and stub._impl is not stub.py_func:
+                replace[id(stub._impl)] = stub.py_func
+            stub._impl = stub.py_func
+        _swap_globals(replace)
+        _STATE.update(mode="python", numba=None, reason=reason)
 
 
 def _is_engine_module(name):

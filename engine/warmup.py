@@ -149,9 +149,21 @@ def stages():
 
 
 def warm_up(log=None):
-    """Run every stage now; log(str) is told what each does. Returns the seconds taken."""
+    """Run every stage now; log(str) is told what each does. Returns the seconds taken.
+
+    When numba fails to compile a kernel, the engine runs as plain Python from then on
+    (jit.fall_back): correct and slow rather than not at all, and the bake says why. Any
+    other error is the engine's own: raised."""
     for label, run in stages():
         if log is not None:
             log(label)
-        run()
+        try:
+            run()
+        except Exception as exc:
+            if not jit.is_compile_error(exc):
+                raise
+            first = (str(exc).strip().splitlines() or [""])[0]
+            jit.fall_back(f"numba {jit.numba_version()} could not compile the engine "
+                          f"({type(exc).__name__}: {first})")
+            run()   # nothing to compile any more; the last stage records the seconds
     return _DONE["seconds"]

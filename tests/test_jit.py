@@ -40,6 +40,14 @@ def spread(v, w):
 @kernel
 def never_called(v):
     return v[0]
+
+
+@kernel
+def mixed_keys(v):
+    out = {}
+    out["a"] = v[0]
+    out[1] = "b"        # keys of two types: plain Python only (numba: TypingError)
+    return len(out)
 '''
 
 
@@ -82,7 +90,8 @@ def test_kernels_compile_lazily_and_the_fallback_gives_the_same_numbers(tmp_path
     assert compiled["status"] == ["numba", ""] and compiled["numba"]
     assert compiled["describe"].startswith("compiled (numba ")
     assert compiled["swapped"] == "CPUDispatcher"       # the module holds the compiled one
-    assert compiled["uncompiled"] == ["hb_probe_kernels.never_called"]
+    assert compiled["uncompiled"] == ["hb_probe_kernels.never_called",
+                                      "hb_probe_kernels.mixed_keys"]
     assert plain["status"] == ["python", "HB_NO_JIT is set"] and not plain["numba"]
     assert plain["describe"] == "uncompiled, plain Python (slow): HB_NO_JIT is set"
     v, w = np.linspace(-1.0, 2.0, 7), np.linspace(0.5, 1.5, 7)
@@ -166,7 +175,7 @@ def test_warm_up_compiles_every_engine_kernel_and_steps_real_contacts(tmp_path, 
     engine_kernels = [k for k in out["kernels"] if k.startswith("engine.")]
     missed = [k for k in out["uncompiled"] if k.startswith("engine.")]
     assert missed == [], (missed, engine_kernels)
-    assert len(out["uncompiled"]) == len(out["kernels"]) - len(engine_kernels) == 3
+    assert len(out["uncompiled"]) == len(out["kernels"]) - len(engine_kernels) == 4
 
 
 def test_warm_up_does_nothing_uncompiled(tmp_path):
@@ -181,6 +190,31 @@ def test_warm_up_does_nothing_uncompiled(tmp_path):
     '''
     out = run_py(code, tmp_path, {"HB_NO_JIT": "1"})
     assert out == {"done": True, "stepped": 0, "status": ["python", "HB_NO_JIT is set"]}
+
+
+def test_a_kernel_numba_cannot_compile_means_plain_python_not_a_failure(tmp_path):
+    code = '''
+    import json
+    import numpy as np
+    from engine import jit, warmup
+    import hb_probe_kernels as k
+    v, w = np.linspace(-1.0, 2.0, 7), np.linspace(0.5, 1.5, 7)
+    before = k.spread(v, w)                 # compiled
+    # As an older numba (the last one for Intel Macs) might: a kernel it cannot compile.
+    warmup.STAGES = (*warmup.STAGES, ("a kernel numba cannot compile",
+                                      lambda: k.mixed_keys(np.ones(2))))
+    seconds = warmup.warm_up()
+    print(json.dumps({"status": jit.status(), "done": warmup.done(), "seconds": seconds,
+                      "before": before, "after": k.spread(v, w),
+                      "mixed": k.mixed_keys(np.ones(2)),
+                      "types": [type(k.spread).__name__, type(k.weighted_norm).__name__]}))
+    '''
+    out = run_py(code, tmp_path)
+    mode, reason = out["status"]
+    assert mode == "python" and out["done"] and out["seconds"] > 0
+    assert reason.startswith("numba 0.") and "could not compile the engine (TypingError" in reason
+    assert out["types"] == ["function", "function"]   # the modules hold the plain ones again
+    assert out["mixed"] == 2 and out["after"] == pytest.approx(out["before"], rel=1e-15)
 
 
 # -- one scene, both ways --------------------------------------------------------------------
