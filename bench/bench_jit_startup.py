@@ -11,7 +11,8 @@ Every figure comes from a fresh process (the compiler is set up once per process
   cold cache (a new NUMBA_CACHE_DIR: everything compiled) and on a warm one (loaded);
 - the first bake of a fresh Blender session with the extension installed (tests/addon/
   fresh_blender.py, a 24-frame scene of 5 bodies) against the second bake of the same
-  session, on a cold cache (just installed) and a warm one (Blender restarted);
+  session, on a cold cache (just installed) and a warm one (Blender restarted, twice: the
+  first restart byte-compiles the extension's numba, addon/compiler.py);
 - with --wheels, the same with the linux-x64 release zip after a restart of Blender, where
   numba is imported from the extension's own site-packages, as in a user's Blender (never
   byte-compiled there: Blender writes no .pyc);
@@ -120,14 +121,16 @@ def _linux_zip(out):
 
 
 def first_bake(repeat, wheels=False):
-    installed, restarted = [], []
-    rows = {"installed, cold cache:": installed, "restarted, warm cache:": restarted}
+    installed, restarted, again = [], [], []
+    rows = {"installed, cold cache:": installed, "restarted, warm cache:": restarted,
+            "restarted again:": again}
     with tempfile.TemporaryDirectory() as tmp:
         zip_path = (_linux_zip if wheels else _dev_zip)(os.path.join(tmp, "dist"))
         for k in range(repeat):
             user = os.path.join(tmp, f"user{k}")
             installed.append(_fresh(zip_path, user))
             restarted.append(_fresh(zip_path, user, "--installed"))
+            again.append(_fresh(zip_path, user, "--installed"))
     print(f"fresh Blender {installed[0]['blender']}, {os.path.basename(zip_path)}: "
           f"import bpy {best([r['seconds']['import_bpy'] for r in installed]):.2f} s; "
           f"numba from {os.path.dirname(os.path.dirname(restarted[0]['numba_file']))} "

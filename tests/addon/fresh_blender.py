@@ -10,6 +10,7 @@ own site-packages is on sys.path. Nothing here is a timed assertion: the seconds
 for bench/bench_jit_startup.py and the report.
 """
 import argparse
+import importlib.util
 import json
 import os
 import sys
@@ -136,6 +137,8 @@ def main(argv=None):
         "numba_file": getattr(numba, "__file__", None),
         "numba_version": getattr(numba, "__version__", None),
         "numba_before_bake": numba_before_bake,
+        "numba_pyc": os.path.exists(importlib.util.cache_from_source(numba.__file__))
+        if numba is not None else None,
         "jit_status": list(jit.status()),
         "jit_describe": jit.describe(),
         "jit_cache": jit._STATE["cache"],

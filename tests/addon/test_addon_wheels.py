@@ -80,8 +80,10 @@ def test_platform_zip_installs_its_numba_and_bakes_compiled(tmp_path):
     assert first["uncompiled"] == []
 
     # Blender restarted: the extension's own numba, and the cache of the first session.
-    second, _ = _session(zip_path, user, tmp_path / "second.json", "--installed")
+    second, log = _session(zip_path, user, tmp_path / "second.json", "--installed")
     assert _under(second["numba_file"], site), second["numba_file"]
+    # Byte-compiled by the add-on (Blender writes no .pyc): the next session imports fast.
+    assert second["numba_pyc"] is True and "numba byte-compiled once" in log
     assert second["jit_status"] == ["numba", ""]
     assert second["probe_cache_hits"] >= 1          # loaded, not compiled again
     assert set(first["cache_files"]) <= set(second["cache_files"])
