@@ -16,9 +16,10 @@ warm-up ("preparing the physics engine"), and what the bake says about it.
   command line and the live preview prepare in the main thread and say so in the console.
 - Blender writes no bytecode (``sys.dont_write_bytecode``), and its wheel install does not
   byte-compile as pip does, so the bundled numba (about 700 modules) would be compiled from
-  source at every session's first bake: 4.2-4.6 s, against 0.7-0.9 s from .pyc files
-  (measured, Blender 4.2, extension site-packages). The first preparing after an install
-  byte-compiles numba and llvmlite once (``byte_compile_compiler``).
+  source at every session's first bake: ``import numba`` from the extension's site-packages
+  took 1.3-1.7 s (4.2-4.6 s on a loaded machine), against 0.35 s from .pyc files (Blender
+  4.2 and 5.2, Linux). The first preparing after an install byte-compiles numba and
+  llvmlite once (``byte_compile_compiler``: about 3 s of CPU).
 - Outside an extension (hullabaloo_cli.py loads the checkout as ``hullabaloo``) numba keeps
   its default: ``NUMBA_CACHE_DIR``, else ``__pycache__`` beside the engine's modules.
 """
