@@ -196,8 +196,9 @@ def test_uncompiled_engine_is_reported_once_per_bake_and_bakes_the_same(tmp_path
     assert compiled["cache_path_writable"] is False and compiled["jit_cache"] is False
     assert compiled["jit_cache_dir"] == compiled["cache_path"]
     assert compiled["probe_value"] == 14.0 and compiled["addon_dir_pycache"] == []
-    # Both ways, the same motion (to round-off) of a scene that moved.
+    # Both ways, the same motion of a scene that moved: to round-off until a discrete
+    # decision sits on it (tests/test_jit.py), then within 0.1 mm.
     assert plain["final"].keys() == compiled["final"].keys() and len(plain["final"]) == 4
     for name, m in compiled["final"].items():
-        np.testing.assert_allclose(plain["final"][name], m, rtol=0, atol=1e-6, err_msg=name)
+        np.testing.assert_allclose(plain["final"][name], m, rtol=0, atol=1e-4, err_msg=name)
     assert compiled["final"]["Ball"][0][3] > -3.0    # it rolled from x = -4
