@@ -409,18 +409,20 @@ def bake_command(args):
     if not args.no_render:
         paths, strip, thumb = _render(scene, out, args, args.label)
     t4 = time.perf_counter()
-    phases = {"simulate": s["simulation_seconds"], "write_keys": s["write_seconds"],
+    engine = ops.LAST["engine"] or {}
+    phases = {"prepare_engine": engine.get("prepare_seconds", 0.0),   # compiling, first bake
+              "simulate": s["simulation_seconds"], "write_keys": s["write_seconds"],
               "refresh": s["refresh_seconds"]}
     seconds = {"load": t_open - t_start, "setup": t0 - t_open,
                "prepare": max(0.0, wall - sum(phases.values())), **phases,
                "save": t2 - t1, "render": t4 - t3, "total": t4 - t_start}
     data = summary.build(s, seconds, final, settings, source, scene.name)
     spath = summary.write(data, out)
-    _print_summary(scene, source, s, wall, blend, spath, paths, strip, thumb)
+    _print_summary(scene, source, s, wall, blend, spath, paths, strip, thumb, engine)
     return 0
 
 
-def _print_summary(scene, label, s, wall, blend, spath, paths, strip, thumb):
+def _print_summary(scene, label, s, wall, blend, spath, paths, strip, thumb, engine):
     pen = s["max_penetration"]
     print("Hullabaloo bake summary")
     print(f"  scene:            {scene.name} ({label})")
@@ -430,6 +432,10 @@ def _print_summary(scene, label, s, wall, blend, spath, paths, strip, thumb):
           f"keys {s['write_seconds']:.2f} s)")
     print("  max penetration:  " + ("n/a (run with --record)" if pen is None else
                                     f"{1000 * pen:.2f} mm"))
+    if engine:
+        print(f"  engine:           {engine['describe']}" +
+              (f" (prepared in {engine['prepare_seconds']:.2f} s)"
+               if engine["prepare_seconds"] else ""))
     for p in s["problems"]:
         print(f"  note: {p}")
     print(f"  saved:            {blend}")

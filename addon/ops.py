@@ -11,12 +11,13 @@ import bpy
 from bpy.props import BoolProperty, EnumProperty
 
 from ..engine import EngineError
-from . import animation, cache, joints, rb_import
+from . import animation, cache, compiler, joints, rb_import
 from .props import BODY_TYPES
 from .simulate import BakeError, BakeJob
 
-# The last bake's summary and problems, for scripts, the command line and tests.
-LAST = {"summary": None, "problems": [], "cancelled": False}
+# The last bake's summary and problems, for scripts, the command line and tests; "engine":
+# how the engine ran (compiled or not, and the seconds spent preparing it in this bake).
+LAST = {"summary": None, "problems": [], "cancelled": False, "engine": None}
 MAX_REPORTS = 8
 
 RB_SHAPES = rb_import.RB_SHAPES
@@ -52,6 +53,9 @@ class _BakeOperator:
     be subclassed)."""
     _job = None
     _timer = None
+    _preparing = False   # the engine's warm-up thread runs (compiler.start); then the job
+    _prepared = ("", 0.0)  # its stage and seconds at the last timer tick, for the status
+    _warm_seconds = 0.0
 
     @classmethod
     def poll(cls, context):
@@ -69,7 +73,8 @@ class _BakeOperator:
                        from_frame=self._from_frame(context), package=_package())
 
     def _prepare(self, context):
-        LAST.update(summary=None, problems=[], cancelled=False)
+        LAST.update(summary=None, problems=[], cancelled=False,
+                    engine=compiler.engine_info(self._warm_seconds))
         job = self._make_job(context)
         try:
             job.prepare()
@@ -84,7 +89,11 @@ class _BakeOperator:
         summary = job.finish()
         LAST["summary"] = summary
         LAST["problems"] = list(job.problems)  # with those found while finishing
+        LAST["engine"] = compiler.engine_info(self._warm_seconds)
         _report_problems(self, job.problems)
+        note = compiler.uncompiled_note()
+        if note:
+            self.report({'WARNING'}, note)
         seconds = summary["simulation_seconds"] + summary["write_seconds"] + \
             summary["refresh_seconds"]
         bad = sorted(set(summary.get("unstable", {})) | set(summary.get("guarded", {})))
@@ -111,7 +120,23 @@ class _BakeOperator:
                         "this with the .blend file.")
             return None
 
+    def _prepare_engine(self, run):
+        """The engine's first-use warm-up (compiling); a failure is reported, never raised."""
+        try:
+            run()
+            return True
+        except Exception as exc:  # a compiler failure: say so instead of a traceback
+            LAST.update(summary=None, problems=[], cancelled=True, engine=None)
+            self.report({'ERROR'}, f"{compiler.PREPARING} failed ({type(exc).__name__}: "
+                        f"{exc}); nothing was changed. Please report this.")
+            return False
+
     def execute(self, context):
+        t0 = time.perf_counter()
+        if not compiler.ready():   # the console says what the pause is (compiler.prepare)
+            if not self._prepare_engine(compiler.prepare):
+                return {'CANCELLED'}
+            self._warm_seconds = time.perf_counter() - t0
         job = self._prepare(context)
         if job is None:
             return {'CANCELLED'}
@@ -125,10 +150,16 @@ class _BakeOperator:
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        job = self._prepare(context)
-        if job is None:
-            return {'CANCELLED'}
-        self._job = job
+        # Compiling on first use runs in a thread of its own while the timer shows its stage
+        # and seconds (Blender stays responsive); the scene is read once it is done.
+        self._preparing, self._warm_seconds, self._job = not compiler.ready(), 0.0, None
+        if self._preparing:
+            compiler.start()
+        else:
+            job = self._prepare(context)
+            if job is None:
+                return {'CANCELLED'}
+            self._job = job
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.progress_begin(0, 1000)
@@ -139,7 +170,11 @@ class _BakeOperator:
     def _status(self, context, text=None):
         if context.workspace is None:
             return
-        if text is None and self._job is not None:
+        if text is None and self._preparing:
+            stage, seconds = self._prepared
+            text = (f"Hullabaloo: {compiler.PREPARING.lower()}, compiled on first use "
+                    f"({stage or 'starting'}, {seconds:.0f} s) \u2014 Esc to cancel")
+        elif text is None and self._job is not None:
             j = self._job
             text = (f"Hullabaloo: baking frame {j.frame} of {j.frame_end} "
                     f"({100 * j.progress:.0f}%) \u2014 Esc to cancel")
@@ -155,16 +190,43 @@ class _BakeOperator:
         if context.workspace is not None:
             context.workspace.status_text_set(None)
 
+    def _prepare_tick(self, context):
+        """While the warm-up thread runs: show its stage. Once done: read the scene."""
+        finished, error, stage, seconds = compiler.progress()
+        self._prepared = (stage, seconds)
+        if error is not None:
+            self._preparing = False
+            self._end_modal(context)
+            LAST.update(summary=None, problems=[], cancelled=True, engine=None)
+            self.report({'ERROR'}, f"{compiler.PREPARING} failed ({type(error).__name__}: "
+                        f"{error}); nothing was changed. Please report this.")
+            return {'CANCELLED'}
+        if finished:
+            self._preparing, self._warm_seconds = False, seconds
+            print(f"Hullabaloo: physics engine ready in {seconds:.2f} s: "
+                  f"{compiler.jit.describe()}")
+            job = self._prepare(context)
+            if job is None:
+                self._end_modal(context)
+                return {'CANCELLED'}
+            self._job = job
+        self._status(context)
+        return {'RUNNING_MODAL'}
+
     def modal(self, context, event):
         job = self._job
         if event.type in {'ESC', 'RIGHTMOUSE'} and event.value == 'PRESS':
-            job.cancel()
+            if job is not None:
+                job.cancel()
+            self._preparing = False   # the warm-up thread finishes for the next bake
             self._end_modal(context)
             LAST["cancelled"] = True
             self.report({'WARNING'}, "Bake cancelled; nothing was changed")
             return {'CANCELLED'}
         if event.type != 'TIMER':
             return {'RUNNING_MODAL'}
+        if self._preparing:
+            return self._prepare_tick(context)
         budget = time.perf_counter() + 0.1  # stay responsive: ~10 UI updates per second
         finished = False
         while time.perf_counter() < budget and not finished:

@@ -39,6 +39,7 @@ from mathutils import Matrix
 
 from ..engine import EngineError, quat
 from . import cache as bake_cache
+from . import compiler
 from .fields import effector_weights
 from .simulate import BakeError, BakeJob, frame_range
 
@@ -135,6 +136,11 @@ class Preview:
                   if resume_at is not None else None)
         job = BakeJob(scene, depsgraph, from_frame=resume_at, record=False, resume=resume,
                       preview=True)
+        try:
+            compiler.prepare()   # compiling on first use: the console says what the pause is
+        except Exception as exc:
+            self._fail(f"{compiler.PREPARING} failed ({type(exc).__name__}: {exc})")
+            return False
         try:
             with _busy():
                 problems = job.prepare()

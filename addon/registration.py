@@ -7,7 +7,7 @@ extension leaves Blender as it found it.
 import bpy
 from bpy.app.handlers import persistent
 
-from . import cache, cli, fracture, joints, ops, preview, props, settle, ui
+from . import cache, cli, compiler, fracture, joints, ops, preview, props, settle, ui
 from .overlay import registration as overlay
 
 _STATE = {"cli": None}
@@ -30,6 +30,7 @@ def _on_load_post(*args):
 
 
 def register():
+    compiler.register()
     props.register()
     joints.register()
     fracture.register()
@@ -61,3 +62,4 @@ def unregister():
     joints.unregister()
     props.unregister()
     cache.clear_memory()
+    compiler.unregister()

@@ -22,14 +22,24 @@ decorated with :func:`kernel`. Nothing else in the engine imports numba.
 """
 import os
 import sys
+import threading
+from typing import Any
 
-_KERNELS = []           # every _Stub made by kernel(), in definition order
-_STATE = {"mode": None, "numba": None, "reason": "", "cache_dir": None, "cache": True}
+_KERNELS: list = []     # every _Stub made by kernel(), in definition order
+_STATE: dict[str, Any] = {"mode": None, "numba": None, "reason": "", "cache_dir": None,
+                          "cache": True}
+# Activation happens once: the add-on may warm the engine up in a thread of its own while
+# Blender's main thread calls a kernel too (addon/compiler.py).
+_LOCK = threading.RLock()
 
 
 def set_cache_dir(path):
-    """Where compiled kernels are cached (call before the first step; process-wide)."""
-    _STATE["cache_dir"] = None if path is None else str(path)
+    """Where compiled kernels are cached (call before the first step; process-wide).
+
+    path: a folder, None (numba's default), or a function returning either, called once
+    when the first kernel runs (the add-on passes one at register, so that nothing is created
+    before the engine is used and every path into the engine caches in the same place)."""
+    _STATE["cache_dir"] = path if path is None or callable(path) else str(path)
 
 
 def _writable(path):
@@ -48,7 +58,7 @@ def _import_numba():
     if os.environ.get("HB_NO_JIT", "") not in ("", "0"):
         return None, "HB_NO_JIT is set"
     try:
-        import numba
+        import numba  # type: ignore[import-not-found]  # (the dev venv has no numba)
     except Exception as exc:   # ImportError, or a broken llvmlite (OSError)
         return None, f"numba could not be imported ({type(exc).__name__}: {exc})"
     return numba, ""
@@ -56,6 +66,9 @@ def _import_numba():
 
 def _configure_cache(numba):
     """Cache location, falling back to no cache when nothing is writable."""
+    if callable(_STATE["cache_dir"]):
+        found = _STATE["cache_dir"]()
+        _STATE["cache_dir"] = None if found is None else str(found)
     path = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"]
     if path:
         if _writable(path):
@@ -74,27 +87,65 @@ def activate():
     """Compile mode decided once: 'numba' or 'python'. Returns the mode."""
     if _STATE["mode"] is not None:
         return _STATE["mode"]
-    numba, reason = _import_numba()
-    if numba is None:
-        _STATE.update(mode="python", reason=reason)
-    else:
-        _configure_cache(numba)
-        _STATE.update(mode="numba", numba=numba)
-    for stub in list(_KERNELS):
-        stub._bind()
-    _swap_globals()
+    with _LOCK:
+        if _STATE["mode"] is None:
+            _activate()
     return _STATE["mode"]
 
 
-def _swap_globals():
-    """Where a module holds a kernel's stub, it now holds the compiled function."""
+def _activate():
+    numba, reason = _import_numba()
+    if numba is not None:
+        _configure_cache(numba)
+    _STATE.update(numba=numba, reason=reason)
+    for stub in list(_KERNELS):
+        stub._bind()
+    _swap_globals()
+    # Last: another thread reading a mode (without the lock) finds every kernel bound.
+    _STATE["mode"] = "python" if numba is None else "numba"
+
+
+def _swap_globals(replace=None):
+    """Where a module holds a kernel's stub, it now holds the compiled function (engine
+    modules, and any other module that defines kernels). replace: {id(old): new} for
+    fall_back, which swaps compiled functions for the plain ones."""
+    defining = {stub.__module__ for stub in _KERNELS}
     for name, mod in list(sys.modules.items()):
         d = getattr(mod, "__dict__", None)
-        if not d or not _is_engine_module(name):
+        if not d or not (_is_engine_module(name) or name in defining):
             continue
         for key, value in list(d.items()):
-            if isinstance(value, _Stub) and value._impl is not None:
+            if replace is not None:
+                if id(value) in replace:
+                    d[key] = replace[id(value)]
+            elif isinstance(value, _Stub) and value._impl is not None:
                 d[key] = value._impl
+
+
+def numba_version():
+    """The version of the numba in use, or None (uncompiled)."""
+    return None if _STATE["numba"] is None else _STATE["numba"].__version__
+
+
+def is_compile_error(exc):
+    """True for an error raised by numba or llvmlite, not by the engine's own code."""
+    return type(exc).__module__.split(".")[0] in ("numba", "llvmlite")
+
+
+def fall_back(reason):
+    """Run every kernel as plain Python from now on (numba imported but failed to compile
+    one: a numba older than the one the engine was written for, such as the last one for
+    Intel Macs). status() then says 'python' and why."""
+    with _LOCK:
+        if _STATE["mode"] != "numba":
+            return
+        replace = {}
+        for stub in _KERNELS:
+            if stub._impl is not None and stub._impl is not stub.py_func:
+                replace[id(stub._impl)] = stub.py_func
+            stub._impl = stub.py_func
+        _swap_globals(replace)
+        _STATE.update(mode="python", numba=None, reason=reason)
 
 
 def _is_engine_module(name):
@@ -112,13 +163,42 @@ def is_compiled():
     return activate() == "numba"
 
 
+def describe():
+    """One line for reports and logs: how the engine runs, and why if uncompiled."""
+    mode, reason = _STATE["mode"], _STATE["reason"]
+    if mode == "numba":
+        where = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"] or "numba's default"
+        cache = where if _STATE["cache"] else "none, compiled in memory"
+        return f"compiled (numba {_STATE['numba'].__version__}; cache: {cache})"
+    if mode == "python":
+        return f"uncompiled, plain Python (slow): {reason}"
+    return "not started yet"
+
+
+def kernel_names():
+    """Qualified names of every kernel defined so far."""
+    return [f"{s.__module__}.{s.__qualname__}" for s in _KERNELS]
+
+
+def uncompiled():
+    """Kernels with no compiled machine code yet (compiled mode only; the warm-up's test:
+    after engine.warmup every engine kernel has been compiled or loaded from the cache).
+    ``inline="always"`` kernels are left out: numba compiles them into their callers, never
+    on their own."""
+    if _STATE["mode"] != "numba":
+        return []
+    return [f"{s.__module__}.{s.__qualname__}" for s in _KERNELS
+            if s._options.get("inline") != "always"
+            and (s._impl is None or not s._impl.signatures)]
+
+
 class _Stub:
     """A kernel before activation: calling it activates the compiler and forwards the call."""
 
     def __init__(self, fn, options):
         self.py_func = fn
         self._options = options
-        self._impl = None
+        self._impl: Any = None
         self.__name__ = fn.__name__
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
@@ -134,7 +214,14 @@ class _Stub:
             return
         opts = dict(nogil=True, fastmath=False, error_model="numpy", cache=_STATE["cache"])
         opts.update(self._options)
-        self._impl = numba.njit(**opts)(self.py_func)
+        try:
+            self._impl = numba.njit(**opts)(self.py_func)
+        except RuntimeError:   # "cannot cache function ...: no locator available": our
+            if not opts["cache"]:   # probe said writable, numba's own location is not
+                raise
+            _STATE["cache"] = False
+            opts["cache"] = False
+            self._impl = numba.njit(**opts)(self.py_func)
 
     def __call__(self, *args, **kwargs):
         if self._impl is None:

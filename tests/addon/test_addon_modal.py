@@ -26,7 +26,9 @@ class WindowManager:
 def modal_operator(job):
     cls = bpy.types.HULLABALOO_OT_bake
     ns = {name: getattr(cls, name) for name in ("modal", "_advance", "_end_modal", "_done",
-                                                "_status")}
+                                                "_status", "_prepare_tick", "_prepare_engine",
+                                                "_prepare", "_make_job", "_from_frame",
+                                                "_preparing", "_prepared", "_warm_seconds")}
     op = type("ModalStandIn", (), ns)()
     op._job, op._timer, op.reports = job, object(), []
     op.report = lambda level, msg: op.reports.append((set(level), msg))
