@@ -23,8 +23,8 @@ impulse change d on row r moves them by K[r] d, and the body velocities take M^-
 manifold's impulse change) at the end. The same arithmetic as a sweep in velocity space,
 with 12-long updates instead of two 12-long dot products per row.
 
-Numbers (soft) are a (5,) array: 1/h, bias rate, mass scale, impulse scale, max push (see
-engine.solver.soft_params and WorldSettings).
+Numbers (soft) are a (6,) array: 1/h, bias rate, mass scale, impulse scale, max push (see
+engine.solver.soft_params and WorldSettings), and engine.solver.RELAX_SLOP.
 """
 import math
 
@@ -38,15 +38,18 @@ TINY = 1e-200
 
 
 @kernel
-def warm_start(vel, idx, mjr, imp):
+def warm_start(vel, idx, count, mjr, imp):
     """vel += M^-1 J^T imp for every manifold (the impulses carried into the substep)."""
     for i in range(idx.shape[0]):
         a = idx[i, 0]
         b = idx[i, 1]
+        npts = count[i]
         for k in range(6):
             da = 0.0
             db = 0.0
-            for r in range(12):
+            for r in range(4 + 2 * npts):
+                if npts <= r < 4:
+                    continue            # unused slots' rows: no impulse
                 da += imp[i, r] * mjr[i, r, k]
                 db += imp[i, r] * mjr[i, r, 6 + k]
             vel[a, k] += da
@@ -83,6 +86,7 @@ def solve_pass(vel, dpose, use_bias, idx, count, jr, mjr, kmat, eff, kp, sep0, i
     rhs = np.empty(4)       # u + bias of the block step
     msc = np.empty(4)       # soft mass scale
     isc = np.empty(4)       # soft impulse scale (the leak of the accumulated impulse)
+    scratch = np.empty(4)
     for i in range(idx.shape[0]):
         a = idx[i, 0]
         b = idx[i, 1]
@@ -91,33 +95,38 @@ def solve_pass(vel, dpose, use_bias, idx, count, jr, mjr, kmat, eff, kp, sep0, i
             v[6 + k] = vel[b, k]
         block = _normal_gains(i, a, b, use_bias, dpose, jr, sep0, eff, soft, a_n, ab, rhs,
                               msc, isc)
+        npts = count[i]
+        # Rows of unused slots are zero and keep a zero impulse: only the live rows (the
+        # normals of slots < npts, their tangents) are read and applied.
         for r in range(12):
             lam0[r] = imp[i, r]
-            s = 0.0
-            for k in range(12):
-                s += jr[i, r, k] * v[k]
-            u[r] = s
+            u[r] = 0.0
+            if r < npts or 4 <= r < 4 + 2 * npts:
+                s = 0.0
+                for k in range(12):
+                    s += jr[i, r, k] * v[k]
+                u[r] = s
         for p in range(4):
             rhs[p] += u[p]
         if block:
-            _block_step(i, kp, kmat, imp, u, rhs, msc, isc)
-        npts = count[i]
-        _normal_sweep(i, npts, kmat, imp, u, a_n, ab, isc)
+            _block_step(i, kp, kmat, imp, u, rhs, msc, isc, scratch)
+        _normal_sweep(i, npts, kmat, imp, u, a_n, ab, isc, scratch)
         for p in range(npts):
             if imp[i, p] > max_normal[i, p]:
                 max_normal[i, p] = imp[i, p]
         _friction_sweep(i, npts, kmat, eff, imp, u, friction[i])
-        _apply(i, a, b, vel, v, mjr, imp, lam0, 12)
+        _apply(i, a, b, vel, v, mjr, imp, lam0, npts, True)
 
 
-@kernel
+@kernel(inline="always")
 def _normal_gains(i, a, b, use_bias, dpose, jr, sep0, eff, soft, a_n, ab, bias, msc, isc):
     """Soft coefficients of manifold i's normal rows; bias (4,) gets each row's bias
     velocity. Returns whether the block normal step may be tried.
 
     A point apart (s > 0) is speculative: in the biased pass its bias s/h lets the bodies
-    close exactly the gap, rigidly; in relax it keeps its impulse (gain 0) and the manifold
-    skips the block step. A touching point is soft, its bias the spring's push-out, capped."""
+    close exactly the gap, rigidly; in relax, if still apart by more than the slop
+    (engine.solver.RELAX_SLOP), it keeps its impulse (gain 0) and the manifold skips the
+    block step. A touching point is soft, its bias the spring's push-out, capped."""
     inv_h = soft[0]
     block = True
     for p in range(4):
@@ -141,7 +150,7 @@ def _normal_gains(i, a, b, use_bias, dpose, jr, sep0, eff, soft, a_n, ab, bias, 
             msc[p] = 1.0
             isc[p] = 0.0
             ab[p] = 0.0
-            if s > 0.0 and e > 0.0:
+            if s > soft[5] and e > 0.0:
                 a_n[p] = 0.0
                 block = False
             else:
@@ -149,11 +158,11 @@ def _normal_gains(i, a, b, use_bias, dpose, jr, sep0, eff, soft, a_n, ab, bias, 
     return block
 
 
-@kernel
-def _block_step(i, kp, kmat, imp, u, rhs, msc, isc):
+@kernel(inline="always")
+def _block_step(i, kp, kmat, imp, u, rhs, msc, isc, new):
     """The 4 normal rows of manifold i solved together, lam = lam0 - Kp (u + bias), softened
-    per row; taken only if no row needs a pull (a clamped block answer is far off)."""
-    new = np.empty(4)
+    per row; taken only if no row needs a pull (a clamped block answer is far off). new: (4,)
+    scratch."""
     for p in range(4):
         s = 0.0
         for q in range(4):
@@ -169,11 +178,11 @@ def _block_step(i, kp, kmat, imp, u, rhs, msc, isc):
         imp[i, p] = new[p]
 
 
-@kernel
-def _normal_sweep(i, npts, kmat, imp, u, a_n, ab, isc):
+@kernel(inline="always")
+def _normal_sweep(i, npts, kmat, imp, u, a_n, ab, isc, start):
     """Sequential soft normal rows, new = max((1 - isc) old - a u - ab, 0); the later normal
-    rows read each change at once, the tangent rows all of them after the sweep."""
-    start = np.empty(4)
+    rows read each change at once, the tangent rows all of them after the sweep. start: (4,)
+    scratch."""
     for p in range(npts):
         start[p] = imp[i, p]
     for p in range(npts):
@@ -192,7 +201,7 @@ def _normal_sweep(i, npts, kmat, imp, u, a_n, ab, isc):
                 u[r] += kmat[i, p, r] * d
 
 
-@kernel
+@kernel(inline="always")
 def _friction_sweep(i, npts, kmat, eff, imp, u, mu):
     """Coulomb friction point by point: the two tangent impulses clamped together to the disc
     mu * (the point's normal impulse); later tangent rows read each change."""
@@ -217,14 +226,18 @@ def _friction_sweep(i, npts, kmat, eff, imp, u, mu):
         imp[i, r + 1] = f1
 
 
-@kernel
-def _apply(i, a, b, vel, v, mjr, imp, lam0, rows):
-    """Bodies a, b of manifold i leave with v + M^-1 J^T (imp - lam0) over its first rows.
-    Fixed bodies have zero M^-1 J^T: they are written back unchanged."""
+@kernel(inline="always")
+def _apply(i, a, b, vel, v, mjr, imp, lam0, npts, tangents):
+    """Bodies a, b of manifold i leave with v + M^-1 J^T (imp - lam0) over the rows of its
+    npts used slots (their tangent rows too if tangents). Fixed bodies have zero M^-1 J^T:
+    they are written back unchanged."""
+    end = 4 + 2 * npts if tangents else 4
     for k in range(6):
         da = 0.0
         db = 0.0
-        for r in range(rows):
+        for r in range(end):
+            if npts <= r < 4:
+                continue
             d = imp[i, r] - lam0[r]
             da += d * mjr[i, r, k]
             db += d * mjr[i, r, 6 + k]
@@ -233,7 +246,7 @@ def _apply(i, a, b, vel, v, mjr, imp, lam0, rows):
 
 
 @kernel
-def restitution(vel, idx, jr, mjr, kmat, eff, kp, imp, max_normal, v_impact, coef, accel_n,
+def restitution(vel, idx, count, jr, mjr, kmat, eff, kp, imp, max_normal, v_impact, coef, accel_n,
                 h, threshold):
     """After the substeps: each manifold's closing points leave at -e * (impact speed).
 
@@ -298,4 +311,4 @@ def restitution(vel, idx, jr, mjr, kmat, eff, kp, imp, max_normal, v_impact, coe
                 imp[i, p] = x
                 for q in range(4):
                     vn[q] += kmat[i, p, q] * d
-        _apply(i, a, b, vel, v, mjr, imp, lam0, 4)
+        _apply(i, a, b, vel, v, mjr, imp, lam0, count[i], False)

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from engine.solver import UNUSED_SEPARATION, soft_params, tangent_basis
+from engine.solver import RELAX_SLOP, UNUSED_SEPARATION, soft_params, tangent_basis
 
 # Row r of a manifold: point slot ROW_POINT[r], direction ROW_DIR[r] (0 normal, 1-2 tangents).
 ROW_POINT = [0, 1, 2, 3, 0, 0, 1, 1, 2, 2, 3, 3]
@@ -87,7 +87,7 @@ class Reference:
         return (self.idx, self.count, self.jr, self.mjr, self.kmat, self.eff, self.k_pinv,
                 self.sep0, self.imp, self.max_normal, self.friction,
                 np.array([1.0 / self.h, self.bias_rate, self.mass_scale, self.impulse_scale,
-                          self.max_push]))
+                          self.max_push, RELAX_SLOP]))
 
     # -- passes ---------------------------------------------------------------------------
     def warm_start(self, vel):
@@ -115,7 +115,7 @@ class Reference:
                 bias[p] = max(self.bias_rate * s[p], -self.max_push)
                 msc[p], isc[p] = self.mass_scale, self.impulse_scale
                 gain[p] = eff[p] * self.mass_scale
-            elif s[p] > 0.0 and eff[p] > 0.0:     # relax: speculative points keep theirs
+            elif s[p] > RELAX_SLOP and eff[p] > 0.0:   # relax: points apart keep theirs
                 gain[p] = 0.0
                 block = False
         if block:
