@@ -21,8 +21,11 @@ order the passes sweep them (engine/contact_kernels.py lists them). Static, kine
 sleeping bodies have a zero MJ: the passes never change their velocities.
 
 The passes are plain sequential Gauss-Seidel over the manifolds, in a fixed order: the same
-scene gives the same numbers. (Graph colouring, which batched conflict-free manifolds for
-numpy, bought nothing once compiled: see ContactSolver's ``order``.)
+scene gives the same numbers. The world sweeps them in graph-colour order (engine.graph): no
+longer needed to batch conflict-free manifolds, but measured against the narrowphase's order
+(bench/quality_figures.py) it stacks better: the 210-box pyramid drifts 3.8 / 3.9 mm at 1/24 /
+1/60 s steps against 4.5 / 5.0 mm, and the rock pile's deepest penetration is 12.2 mm against
+13.1 mm. A parallel solver would sweep the colours as they are.
 
 Current separation inside the substeps is the separation from collision detection plus the
 relative motion of the anchors along the normal, linearised: s = s0 + J_n . dpose, where dpose
