@@ -312,3 +312,74 @@ def restitution(vel, idx, count, jr, mjr, kmat, eff, kp, imp, max_normal, v_impa
                 for q in range(4):
                     vn[q] += kmat[i, p, q] * d
         _apply(i, a, b, vel, v, mjr, imp, lam0, count[i], False)
+
+
+@kernel
+def build_rows(ra, rb, dirs, valid, ima, imb, iia, iib, axa, axb, jr, mjr, kmat, eff):
+    """The rows of m manifolds into jr, mjr, kmat (m, 12, 12) and eff (m, 12), from lever arms
+    ra, rb (m, 4, 3), directions dirs (m, 3, 3) (normal, tangents), used slots valid (m, 4),
+    inverse masses ima, imb (m,), world inverse inertias iia, iib (m, 3, 3) and the axes
+    axa, axb (m, 3) of round bodies (zero elsewhere), which their normal rows leave out (see
+    engine.solver._rows).
+
+    Row r is J = [-d, -ra x d, d, rb x d] with d the direction of row r at its point slot
+    (zero on unused slots), and M^-1 J^T the same weighted by the inverse mass and inertia.
+    K = J M^-1 J^T by parts: the angular part is the product over the 6 angular terms; the
+    directions of a manifold are orthonormal, so the linear part is 1/m_a + 1/m_b exactly
+    where two live rows share a direction and exactly 0 elsewhere (a product over J would
+    give that to round-off)."""
+    ang = np.empty((12, 6))     # (ra x d, rb x d) per row
+    ang_m = np.empty((12, 6))   # (I_a^-1 (ra x d), I_b^-1 (rb x d)) per row
+    for i in range(ra.shape[0]):
+        for r in range(12):
+            p = r if r < 4 else (r - 4) // 2
+            di = 0 if r < 4 else 1 + (r - 4) % 2
+            live = 1.0 if valid[i, p] else 0.0
+            d0 = dirs[i, di, 0] * live
+            d1 = dirs[i, di, 1] * live
+            d2 = dirs[i, di, 2] * live
+            for side in range(2):
+                arm = ra if side == 0 else rb
+                c0 = arm[i, p, 1] * d2 - arm[i, p, 2] * d1
+                c1 = arm[i, p, 2] * d0 - arm[i, p, 0] * d2
+                c2 = arm[i, p, 0] * d1 - arm[i, p, 1] * d0
+                if r < 4:
+                    # A round body's normal rows have no part along its axis (its surface
+                    # does not move as it rolls).
+                    ax = axa if side == 0 else axb
+                    t = c0 * ax[i, 0] + c1 * ax[i, 1] + c2 * ax[i, 2]
+                    c0 -= t * ax[i, 0]
+                    c1 -= t * ax[i, 1]
+                    c2 -= t * ax[i, 2]
+                ang[r, 3 * side] = c0
+                ang[r, 3 * side + 1] = c1
+                ang[r, 3 * side + 2] = c2
+                inv = iia if side == 0 else iib
+                for k in range(3):
+                    ang_m[r, 3 * side + k] = (inv[i, k, 0] * c0 + inv[i, k, 1] * c1
+                                              + inv[i, k, 2] * c2)
+            for k in range(3):
+                d = dirs[i, di, k] * live
+                jr[i, r, k] = -d
+                jr[i, r, 3 + k] = -ang[r, k]
+                jr[i, r, 6 + k] = d
+                jr[i, r, 9 + k] = ang[r, 3 + k]
+                mjr[i, r, k] = -ima[i] * d
+                mjr[i, r, 3 + k] = -ang_m[r, k]
+                mjr[i, r, 6 + k] = imb[i] * d
+                mjr[i, r, 9 + k] = ang_m[r, 3 + k]
+        lin = ima[i] + imb[i]
+        for r in range(12):
+            p = r if r < 4 else (r - 4) // 2
+            di = 0 if r < 4 else 1 + (r - 4) % 2
+            for s in range(12):
+                q = s if s < 4 else (s - 4) // 2
+                ds = 0 if s < 4 else 1 + (s - 4) % 2
+                k = 0.0
+                for j in range(6):
+                    k += ang[r, j] * ang_m[s, j]
+                if di == ds and valid[i, p] and valid[i, q]:
+                    k += lin
+                kmat[i, r, s] = k
+            kr = kmat[i, r, r]
+            eff[i, r] = 1.0 / kr if kr > 1e-12 else 0.0

@@ -106,10 +106,8 @@ def tangent_basis(n):
 
 
 # Row layout of one manifold: 4 normal rows (one per point slot), then the two tangent rows of
-# each point. ROW_POINT / ROW_DIR say which (point slot, direction) a row is.
+# each point (rows 4 + 2p and 5 + 2p for slot p).
 ROWS = 12
-ROW_POINT = np.array([0, 1, 2, 3, 0, 0, 1, 1, 2, 2, 3, 3])
-ROW_DIR = np.array([0, 0, 0, 0, 1, 2, 1, 2, 1, 2, 1, 2])
 
 
 class ContactSolver:
@@ -426,40 +424,22 @@ def _rows(ra, rb, dirs, valid, ima, imb, iia, iib, axes=None):
     """Rows of m manifolds from their lever arms ra, rb (m, 4, 3), directions dirs (m, 3, 3)
     (normal, tangents), used slots valid (m, 4), inverse masses ima, imb (m,) and world
     inverse inertias iia, iib (m, 3, 3): (jr, mjr, K, eff, k_pinv), each (m, ...), as
-    ContactSolver keeps them. axes: None, or the (m, 3) axes of A and B that their normal
-    rows must not read a turn about (zero where none: engine.round_bodies)."""
-    # Rows in solver order (see ROWS): direction d and arms per row, d zero on unused
-    # slots so every row built from it is zero there.
-    live = valid[:, ROW_POINT]  # (m, 12)
-    d = dirs[:, ROW_DIR] * live[..., None]  # (m, 12, 3)
-    ra_x_d = cross(ra[:, ROW_POINT], d)  # angular Jacobian parts r x d
-    rb_x_d = cross(rb[:, ROW_POINT], d)
-    if axes is not None:
-        # A round body's normal rows have no part along its axis (its surface does not
-        # move as it rolls); arms held over a pass give them one once the axis has turned
-        # (a spinning wheel's roll then reads as a normal velocity).
-        for r_x_d, ax in zip((ra_x_d, rb_x_d), axes):
-            r_x_d[:, :4] -= np.einsum("mri,mi->mr", r_x_d[:, :4], ax)[..., None] * ax[:, None]
-    ia_ang = np.einsum("mij,mrj->mri", iia, ra_x_d)  # I_a^-1 (r_a x d)
-    ib_ang = np.einsum("mij,mrj->mri", iib, rb_x_d)
-    ima3, imb3 = ima[:, None, None], imb[:, None, None]
-    # J = [-d, -ra x d, d, rb x d] per row; M^-1 J^T the same with the inverse masses.
-    jr = np.concatenate((-d, -ra_x_d, d, rb_x_d), axis=-1)  # (m, 12 rows, 12)
-    mjr = np.concatenate((-ima3 * d, -ia_ang, imb3 * d, ib_ang), axis=-1)
-    # Delassus matrices K = J M^-1 J^T by parts: the angular part (r x d_r) . I^-1 (r x d_s)
-    # of both bodies is one product over 6 terms; the directions of a manifold are
-    # orthonormal, so the linear part is 1/m_a + 1/m_b exactly where two live rows share a
-    # direction (and exactly 0 elsewhere, which a product over J would give to round-off).
-    ang = np.concatenate((ra_x_d, rb_x_d), axis=-1)  # (m, 12, 6)
-    ang_m = np.concatenate((ia_ang, ib_ang), axis=-1)
-    kt = np.einsum("mri,msi->mrs", ang, ang_m)
-    lin = (valid[:, :, None] & valid[:, None, :]) * (ima + imb)[:, None, None]
-    kt[:, :4, :4] += lin           # normal rows: direction n
-    kt[:, 4::2, 4::2] += lin       # first tangents
-    kt[:, 5::2, 5::2] += lin       # second tangents
-    kdiag = np.einsum("mrr->mr", kt)
-    ok = kdiag > 1e-12
-    eff = np.where(ok, 1.0 / np.where(ok, kdiag, 1.0), 0.0)  # (m, 12)
+    ContactSolver keeps them (engine.contact_kernels.build_rows). axes: None, or the (m, 3)
+    axes of A and B that their normal rows must not read a turn about (zero where none:
+    engine.round_bodies): arms held over a pass give a round body's normal rows a part along
+    its axis once the axis has turned (a spinning wheel's roll then reads as a normal
+    velocity)."""
+    m = len(ra)
+    jr, mjr, kt = np.empty((m, ROWS, 12)), np.empty((m, ROWS, 12)), np.empty((m, ROWS, ROWS))
+    eff = np.empty((m, ROWS))
+    if axes is None:
+        axa = axb = np.zeros((m, 3))
+    else:
+        axa, axb = (np.ascontiguousarray(ax, dtype=float) for ax in axes)
+    kern.build_rows(*(np.ascontiguousarray(x, dtype=float) for x in
+                      (ra, rb, dirs)), np.ascontiguousarray(valid),
+                    *(np.ascontiguousarray(x, dtype=float) for x in (ima, imb, iia, iib)),
+                    axa, axb, jr, mjr, kt, eff)
     # The block normal step's pseudo-inverse: four coplanar points are rank 3, and the
     # least-norm answer is the symmetric split.
     k_pinv = _pinv_psd(np.ascontiguousarray(kt[:, :4, :4]))

@@ -188,3 +188,38 @@ def test_contact_solver_equals_the_reference(kind, seed):
 
 # Scene entries that are per body, not per manifold.
 NOT_PER_MANIFOLD = {"x_com", "inv_mass", "inv_inertia", "vel"}
+
+
+def test_round_bodies_normal_rows_leave_out_their_axis():
+    """build_rows with round-body axes: the normal rows' angular parts of each body have no
+    component along that body's axis (the rest of them as without axes), the tangent rows
+    are those without axes, and K is J M^-1 J^T of the rows built."""
+    rng = np.random.default_rng(12)
+    scene = random_scene(rng)
+    ref = Reference(scene, 1.0 / 240.0, SETTINGS)
+    m = ref.m
+    x = scene["x_com"]
+    ra = scene["points"] - x[scene["ia"]][:, None]
+    rb = scene["points"] - x[scene["ib"]][:, None]
+    valid = np.arange(4)[None, :] < scene["count"][:, None]
+    axes = rng.normal(size=(2, m, 3))
+    axes /= np.linalg.norm(axes, axis=2, keepdims=True)
+    axes[:, ::3] = 0.0            # some manifolds without a round body
+    out = [np.empty((m, 12, 12)), np.empty((m, 12, 12)), np.empty((m, 12, 12)),
+           np.empty((m, 12))]
+    im, ii = scene["inv_mass"], scene["inv_inertia"]
+    ia, ib = scene["ia"], scene["ib"]
+    kern.build_rows(ra, rb, ref.dirs, valid, im[ia], im[ib], ii[ia], ii[ib], axes[0], axes[1],
+                    *out)
+    jr, mjr, kmat, eff = out
+    for side, cols in ((0, slice(3, 6)), (1, slice(9, 12))):
+        ang = ref.jr[:, :4, cols]
+        along = np.einsum("mri,mi->mr", ang, axes[side])
+        expect = ang - along[..., None] * axes[side][:, None]
+        np.testing.assert_allclose(jr[:, :4, cols], expect, rtol=0, atol=1e-14)
+        np.testing.assert_allclose(np.einsum("mri,mi->mr", jr[:, :4, cols], axes[side]), 0.0,
+                                   atol=1e-14)
+    np.testing.assert_allclose(jr[:, 4:], ref.jr[:, 4:], rtol=0, atol=1e-14)
+    np.testing.assert_allclose(kmat, np.einsum("mrk,msk->mrs", jr, mjr), rtol=0, atol=1e-12)
+    diag = np.einsum("mrr->mr", kmat)
+    np.testing.assert_allclose(eff, np.where(diag > 1e-12, 1.0 / np.maximum(diag, 1e-12), 0.0))
