@@ -8,7 +8,9 @@ runs of two engine versions diverge.
 
 The first run captures, for each scene, the arguments the world gave ContactSolver in the
 collision pass after frame 14 (pickled under --capture), and later runs (of any engine version)
-reuse them, so every version solves the same manifolds. Printed per scene: manifolds, colours,
+reuse them, so every version solves the same manifolds (versions whose ContactSolver takes
+the same arguments: before engine/contact_kernels.py it took the colour offsets, so give the two
+sides different --capture folders). Printed per scene: manifolds,
 C-level calls and CPU ms of ContactSolver(...) (prepare) and of one substep (warm start, one
 biased sweep, two relax sweeps: the defaults), the fastest of --repeat runs.
 """
@@ -82,12 +84,12 @@ def main():
     ap.add_argument("--capture", default="/tmp/hullabaloo_solver_states")
     a = ap.parse_args()
     print(f"engine: {bench_speed.ENGINE_ROOT}")
-    print(f"{'scene':>10} {'manifolds':>9} {'colours':>7} {'prepare ms':>10} {'calls':>6} "
+    print(f"{'scene':>10} {'manifolds':>9} {'prepare ms':>10} {'calls':>6} "
           f"{'substep ms':>10} {'calls':>6}")
     for name in a.scenes.split(","):
         cap = capture(name, a.capture)
         args, kw = cap["args"], cap["kwargs"]
-        h = kw.get("h", args[17] if len(args) > 17 else 1.0 / 360.0)
+        h = kw.get("h", args[15] if len(args) > 15 else 1.0 / 360.0)
         t_prep = t_sub = np.inf
         for _ in range(a.repeat):
             t0 = time.process_time()
@@ -101,7 +103,7 @@ def main():
         s = solver.ContactSolver(*args, **kw)
         vel, dpose = args[11].copy(), np.zeros_like(args[11])
         n_sub = c_calls(lambda: substep(s, vel, dpose, h))
-        print(f"{name:>10} {s.m:>9} {len(s.offsets) - 1:>7} {1000 * t_prep:>10.2f} {n_prep:>6} "
+        print(f"{name:>10} {s.m:>9} {1000 * t_prep:>10.2f} {n_prep:>6} "
               f"{1000 * t_sub:>10.2f} {n_sub:>6}", flush=True)
 
 

@@ -129,6 +129,16 @@ def run_ours(s, frames, poses):
     return cpu, w, passes
 
 
+def warm_up():
+    """CPU s of a few frames of a small scene, run before any timing: an engine with compiled
+    kernels (engine/jit.py) compiles them at their first call (seconds), which is no part of
+    the time per frame."""
+    t0 = time.process_time()
+    s = SCENES["cubes27"](6)
+    run_ours(s, 6, [])
+    return time.process_time() - t0
+
+
 def count_calls(w, dt):
     """C-level calls (numpy functions, ufuncs, array methods, builtins) of one step."""
     counts = {"c": 0, "py": 0}
@@ -248,6 +258,8 @@ def main():
         profile_ours(a.profile, a.frames, a.warm)
         return
     print(f"engine: {ENGINE_ROOT}")
+    print(f"warm-up (the engine's kernels compile at their first call, or load from numba's "
+          f"cache): {warm_up():.2f} s CPU, outside the timings")
     print(f"{'scene':>10} {'bodies':>6} {'ours ms/f':>10} {'pybullet ms/f':>14} {'ratio':>6}"
           f" {'ours pen mm':>11} {'pyb pen mm':>10} {'passes/f':>8}"
           + ("  calls/step" if a.calls else ""))

@@ -1,15 +1,11 @@
-"""Where a World.step spends its time, and a check of the solver's one-product sweeps.
+"""Where a World.step spends its time.
 
-    python bench/profile_world.py [--scene cubes|pyramid|dominoes] [--warm 110] [--steps 5]
-    python bench/profile_world.py --check      # one-product vs sequential sweeps, all scenes
+    python bench/profile_world.py [--scene cubes|cubes27|pyramid|dominoes] [--warm 110]
+                                  [--steps 5]
 
-Profile: runs the scene for --warm steps (into its active phase), then profiles --steps steps
-and prints the top functions by own time plus the solver's share (prepare / solve passes).
-
-Check: from the same saved state, one step with ContactSolver.one_product_sweeps on and one
-with it off (the plain sequential sweeps) must agree up to round-off. Contact clamping can
-amplify round-off within a step, so the figure to look at is the typical (median) difference
-over many steps, with the maximum printed next to it.
+Runs the scene for --warm steps (into its active phase; the engine's kernels compile in them),
+then profiles --steps steps and prints the top functions by own time plus the contact
+solver's share (prepare / its per-substep passes, engine/contact_kernels.py).
 """
 import argparse
 import cProfile
@@ -18,11 +14,8 @@ import pstats
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import solver
 from engine.shapes import Box
 from engine.world import World
 
@@ -61,7 +54,18 @@ def dominoes():
     return w
 
 
-SCENES = {"cubes": (cubes, 110), "pyramid": (pyramid, 24), "dominoes": (dominoes, 150)}
+def cubes27():
+    """bench/bench_speed.py's 27 tumbling cubes (sleeping off)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_speed
+    return bench_speed.build_ours(bench_speed.SCENES["cubes27"](72))
+
+
+SCENES = {"cubes": (cubes, 110), "cubes27": (cubes27, 24), "pyramid": (pyramid, 24),
+          "dominoes": (dominoes, 150)}
+
+
+PASSES = ("warm_start", "solve", "restitution")
 
 
 def profile(name, warm, steps, dt):
@@ -80,33 +84,13 @@ def profile(name, warm, steps, dt):
     total = sum(v[2] for v in stats.stats.values())  # own time of every function
     share = {}
     for (path, _, func), v in stats.stats.items():
-        if path.endswith(os.path.join("engine", "solver.py")) and func in ("__init__", "solve"):
+        if path.endswith(os.path.join("engine", "solver.py")) and func in PASSES + ("__init__",):
             share[func] = v[3]  # cumulative
+    passes = sum(share.get(f, 0) for f in PASSES)
     print(f"{name}: {steps} steps, {1000 * cpu / steps:.1f} ms/step CPU under the profiler; "
-          f"solver prepare {100 * share.get('__init__', 0) / total:.0f}%, "
-          f"solve passes {100 * share.get('solve', 0) / total:.0f}%")
+          f"contact solver prepare {100 * share.get('__init__', 0) / total:.0f}%, "
+          f"its passes (warm start, sweeps, restitution) {100 * passes / total:.0f}%")
     stats.sort_stats("tottime").print_stats(15)
-
-
-def check(dt, steps):
-    for name, (build, warm) in SCENES.items():
-        w = build()
-        for _ in range(warm):
-            w.step(dt)
-        diffs = []
-        for _ in range(steps):
-            state = w.get_state()
-            solver.ContactSolver.one_product_sweeps = False
-            w.step(dt)
-            ref = w.get_state()["vel"].copy()
-            w.set_state(state)
-            solver.ContactSolver.one_product_sweeps = True
-            w.step(dt)
-            diffs.append(np.abs(w.get_state()["vel"] - ref).max())
-        diffs = np.array(diffs)
-        print(f"{name}: velocity difference after one step, one-product vs sequential sweeps: "
-              f"median {np.median(diffs):.1e}, max {diffs.max():.1e} m/s or rad/s "
-              f"over {steps} steps")
 
 
 def main():
@@ -115,12 +99,8 @@ def main():
     ap.add_argument("--warm", type=int, default=None, help="steps before profiling")
     ap.add_argument("--steps", type=int, default=5)
     ap.add_argument("--dt", type=float, default=1.0 / 24.0)
-    ap.add_argument("--check", action="store_true", help="one-product vs sequential sweeps")
     args = ap.parse_args()
-    if args.check:
-        check(args.dt, max(args.steps, 20))
-    else:
-        profile(args.scene, args.warm, args.steps, args.dt)
+    profile(args.scene, args.warm, args.steps, args.dt)
 
 
 if __name__ == "__main__":

@@ -16,9 +16,12 @@ so the tennis-racket (Dzhanibekov) flip keeps flipping. Two Newton iterations br
 to round-off for h |w| well above 1. Bodies with isotropic inertia (spheres, cubes) have
 w x I w = 0 and are skipped by the caller.
 """
+import math
+
 import numpy as np
 
 from . import detmath, quat
+from .jit import kernel
 from .vec import cross
 
 
@@ -130,40 +133,54 @@ def integrate_velocities(vel, active, gravity, lin_factor, ang_factor, h,
     per-body damping factors for this substep (see damping_factor), aligned with ``active``.
     gyro_index: subset of ``active`` with anisotropic inertia, with their q and inertia_body.
     """
-    v = vel[active]
-    v[:, :3] += h * np.asarray(gravity)
-    v[:, :3] *= lin_factor[:, None]
-    v[:, 3:] *= ang_factor[:, None]
-    vel[active] = v
+    if len(active):
+        _kick(vel, active, np.asarray(gravity, dtype=float), lin_factor, ang_factor, h)
     if gyro_index is not None and len(gyro_index):
         vel[gyro_index, 3:] = gyroscopic(q, vel[gyro_index, 3:], inertia_body, h)
 
 
+@kernel
+def _kick(vel, active, gravity, lin_factor, ang_factor, h):
+    """Gravity then damping over h for the bodies active (see integrate_velocities)."""
+    for j in range(active.shape[0]):
+        b = active[j]
+        for k in range(3):
+            vel[b, k] = (vel[b, k] + h * gravity[k]) * lin_factor[j]
+            vel[b, 3 + k] *= ang_factor[j]
+
+
 def integrate_positions(x, q, vel, index, h):
-    """In place: advance centre-of-mass positions x (N, 3) and orientations q (N, 4) of ``index``."""
-    v = vel[index]
-    x[index] += h * v[:, :3]
-    q[index] = integrate_orientations(q[index], v[:, 3:], h)
+    """In place: advance centre-of-mass positions x (N, 3) and orientations q (N, 4) of ``index``
+    by their velocities over h (orientations by the exact exponential map, renormalised)."""
+    if len(index):
+        _advance(x, q, vel, index, h)
 
 
-def integrate_orientations(q, omega, h):
-    """quat.integrate(q, omega, h) for (K, 4) q and (K, 3) omega, bit for bit, without its
-    moveaxis / stack / concatenate overhead (it runs every substep)."""
-    angle = np.linalg.norm(omega, axis=-1) * h
-    half = 0.5 * angle
-    big = angle > 1e-12
-    # sin(|w| h / 2) / |w| as sinc, finite for tiny rates (as quat.exp_map).
-    scale = np.where(big, detmath.sin(half) / np.where(big, angle, 1.0),
-                     0.5 - angle * angle / 48.0) * h
-    dq = np.empty((len(q), 4))
-    dq[:, 0] = detmath.cos(half)
-    dq[:, 1:] = omega * scale[:, None]
-    # Hamilton product dq * q written out in quat.multiply's order (same bits).
-    aw, ax, ay, az = dq.T
-    bw, bx, by, bz = q.T
-    out = np.empty((len(q), 4))
-    out[:, 0] = aw * bw - ax * bx - ay * by - az * bz
-    out[:, 1] = aw * bx + ax * bw + ay * bz - az * by
-    out[:, 2] = aw * by - ax * bz + ay * bw + az * bx
-    out[:, 3] = aw * bz + ax * by - ay * bx + az * bw
-    return out / np.linalg.norm(out, axis=-1, keepdims=True)
+@kernel
+def _advance(x, q, vel, index, h):
+    """quat.integrate's arithmetic per body, with x += h v (see integrate_positions)."""
+    for j in range(index.shape[0]):
+        b = index[j]
+        for k in range(3):
+            x[b, k] += h * vel[b, k]
+        w0, w1, w2 = vel[b, 3], vel[b, 4], vel[b, 5]
+        angle = math.sqrt(w0 * w0 + w1 * w1 + w2 * w2) * h
+        half = 0.5 * angle
+        # sin(|w| h / 2) / |w| as sinc, finite for tiny rates (as quat.exp_map).
+        if angle > 1e-12:
+            scale = math.sin(half) / angle * h
+        else:
+            scale = (0.5 - angle * angle / 48.0) * h
+        aw = math.cos(half)
+        ax, ay, az = w0 * scale, w1 * scale, w2 * scale
+        bw, bx, by, bz = q[b, 0], q[b, 1], q[b, 2], q[b, 3]
+        # Hamilton product dq * q in quat.multiply's order, then renormalised.
+        ow = aw * bw - ax * bx - ay * by - az * bz
+        ox = aw * bx + ax * bw + ay * bz - az * by
+        oy = aw * by - ax * bz + ay * bw + az * bx
+        oz = aw * bz + ax * by - ay * bx + az * bw
+        n = math.sqrt(ow * ow + ox * ox + oy * oy + oz * oz)
+        q[b, 0] = ow / n
+        q[b, 1] = ox / n
+        q[b, 2] = oy / n
+        q[b, 3] = oz / n

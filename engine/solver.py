@@ -1,4 +1,5 @@
-"""Soft-step contact solver (the Box2D v3 / Solver2D "soft step" scheme), batched with numpy.
+"""Soft-step contact solver (the Box2D v3 / Solver2D "soft step" scheme): rows prepared with
+numpy once per collision pass, the per-substep passes in compiled kernels (contact_kernels.py).
 
 Per step the world calls, in order::
 
@@ -15,12 +16,16 @@ Per step the world calls, in order::
 Layout. Every contact point carries three scalar constraints (normal, tangent 1, tangent 2). A
 constraint row acts on the 12 velocity components [v_a, w_a, v_b, w_b] of its two bodies, so a
 row is a (12,) Jacobian J and a (12,) "M^-1 J^T" vector MJ: the velocity change per unit
-impulse. Rows are stored as (4 point slots, 3 directions, M manifolds, 12) with the manifolds
-sorted by graph colour, so colour c is one contiguous slice and every per-point operation is a
-handful of numpy calls on an (m, 12) block: gather the colour's body velocities once, sweep the
-4 point slots (Gauss-Seidel inside a manifold), scatter once. Within a colour no dynamic body
-appears twice, so the scatter is conflict free; static, kinematic and sleeping bodies have a
-zero MJ and are written back unchanged. The colour loop itself is engine/solver_sweep.py.
+impulse. A manifold has 12 rows (ROWS); every array is per manifold, manifold first, in the
+order the passes sweep them (engine/contact_kernels.py lists them). Static, kinematic and
+sleeping bodies have a zero MJ: the passes never change their velocities.
+
+The passes are plain sequential Gauss-Seidel over the manifolds, in a fixed order: the same
+scene gives the same numbers. The world sweeps them in graph-colour order (engine.graph): no
+longer needed to batch conflict-free manifolds, but measured against the narrowphase's order
+(bench/quality_figures.py) it stacks better: the 210-box pyramid drifts 3.8 / 3.9 mm at 1/24 /
+1/60 s steps against 4.5 / 5.0 mm, and the rock pile's deepest penetration is 12.2 mm against
+13.1 mm. A parallel solver would sweep the colours as they are.
 
 Current separation inside the substeps is the separation from collision detection plus the
 relative motion of the anchors along the normal, linearised: s = s0 + J_n . dpose, where dpose
@@ -61,14 +66,19 @@ import math
 
 import numpy as np
 
-from . import solver_sweep
+from . import contact_kernels as kern
 from .arm_box import clamp_to_box
-from .solver_sweep import RETRY_AFTER  # noqa: F401  (documented with solve)
-from .solver_sweep import scatter_add as _scatter_add
 from .vec import cross, norm
 
 # Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
 UNUSED_SEPARATION = 1.0e3
+# Relax counts a point as still apart only beyond this separation (m). A point whose gap the
+# biased pass closed sits at s = 0 up to the round-off of the displacements (~1e-18 m), and
+# its sign then decided, corner by corner, which points of a box landing flat relax solved:
+# two of four were left out, the block step with them, and the box tipped and walked 18 mm
+# (tests/test_world_contacts.py). A nanometre is far above that round-off and far below
+# anything visible.
+RELAX_SLOP = 1e-9
 
 
 def soft_params(hertz, damping_ratio, h):
@@ -96,20 +106,12 @@ def tangent_basis(n):
 
 
 # Row layout of one manifold: 4 normal rows (one per point slot), then the two tangent rows of
-# each point. ROW_POINT / ROW_DIR say which (point slot, direction) a row is.
+# each point (rows 4 + 2p and 5 + 2p for slot p).
 ROWS = 12
-ROW_POINT = np.array([0, 1, 2, 3, 0, 0, 1, 1, 2, 2, 3, 3])
-ROW_DIR = np.array([0, 0, 0, 0, 1, 2, 1, 2, 1, 2, 1, 2])
-
-
-def _tangent_row(p):
-    """First of the two tangent rows of point slot p."""
-    return 4 + 2 * p
 
 
 class ContactSolver:
-    """Constraints of one step. All arrays are per manifold, in any order; ``order`` and
-    ``colour_offsets`` (from graph colouring) say how to batch them.
+    """Constraints of one collision pass.
 
     ia, ib (M,) body indices; normal (M, 3) from a to b; points (M, 4, 3) world contact points;
     separation (M, 4) (> 0 apart); count (M,) used slots; friction, restitution (M,) combined
@@ -118,42 +120,20 @@ class ContactSolver:
     vel (N, 6) velocities; accel_n (M,) relative normal acceleration from gravity; warm_normal
     (M, 4) and warm_friction (M, 4, 3) (world vector) impulses carried over from the last step;
     h the substep (s); settings the world's WorldSettings (contact_hertz, damping_ratio,
-    max_push: the solver has no defaults of its own).
+    max_push: the solver has no defaults of its own). order (M,): the order the passes sweep
+    the manifolds in (None: as given); box and reach bound the lever arms (engine.arm_box,
+    _clamp_arm); round_axes (N, 3) the axes of round bodies (engine.round_bodies) or None.
 
-    Impulse space. The Gauss-Seidel sweep over a manifold's 12 rows only ever needs the row
-    velocities u = J v, and an impulse d on row r changes them by K[:, r] d, where
-    K = J M^-1 J^T is the manifold's (12, 12) Delassus matrix (constant over the step). So a
-    colour gathers its body velocities once, maps them to u with one batched product, runs the
-    whole sweep on (12, m) row arrays (each stage a few cheap calls on (m,) vectors instead of
-    12-wide dot products), and maps the impulse change back with one more product. This is the
-    same arithmetic as a sweep in velocity space, reordered; numpy call overhead and memory
-    traffic per stage drop several-fold.
-
-    Products are np.einsum, never np.matmul: matmul goes through BLAS, whose kernels can sum
-    in a different order depending on memory alignment, and that broke bit-identical replays
-    (tests/test_world_determinism.py) inside a long-running process.
+    The arrays the kernels read are attributes, in sweep order (engine/contact_kernels.py
+    says what each holds); impulses() answers in the caller's order.
     """
 
-    # False forces the sequential sweeps everywhere (the reference the one-product sweeps must
-    # reproduce up to round-off; bench/profile_world.py --check compares the two).
-    one_product_sweeps = True
-    # Colours that provably change nothing in a sweep (no impulse, no row that would take
-    # one: engine.solver_sweep._inert) are passed over. False sweeps every colour: the
-    # arithmetic of tests/solver_reference.py bit for bit (the skip can differ from it by
-    # round-off of a block step that is zero in exact arithmetic, and by when a colour next
-    # tries its one-product sweeps).
-    skip_inert_colours = True
-
     def __init__(self, ia, ib, normal, points, separation, count, friction, restitution,
-                 x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction,
-                 order, colour_offsets, h, settings, overflow=False, reach=None, box=None,
-                 round_axes=None):
-        # overflow: the last colour may share dynamic bodies (graph.colour_constraints ran out
-        # of colours); it is applied Jacobi-style with scatter-adds instead of assignment.
-        self.overflow = bool(overflow)
-        self.order = order = np.asarray(order, dtype=np.int64)
-        self.offsets = [int(o) for o in colour_offsets]
-        m = len(order)
+                 x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction, h,
+                 settings, order=None, reach=None, box=None, round_axes=None):
+        m = len(ia)
+        self.order = order = (np.arange(m) if order is None
+                              else np.asarray(order, dtype=np.int64))
         self.m = m
         self.h = h
         # Contact stiffness is capped at a quarter of the substep rate: stiffer, a stack walks
@@ -162,13 +142,13 @@ class ContactSolver:
         self.bias_rate, self.mass_scale, self.impulse_scale = soft_params(
             hz, settings.damping_ratio, h)
         self.max_push = settings.max_push
+        self.soft = np.array([1.0 / h, self.bias_rate, self.mass_scale, self.impulse_scale,
+                              self.max_push, RELAX_SLOP])
         if m == 0:
             # Nothing to prepare (a free-flying scene runs this every pass): just the empty
             # arrays the passes and impulses() read.
-            self.idx = np.zeros((0, 2), dtype=np.int64)
-            self.max_count = []
-            self.imp = np.zeros((ROWS, 0))
-            self.max_normal = np.zeros((4, 0))
+            self.imp = np.zeros((0, ROWS))
+            self.max_normal = np.zeros((0, 4))
             self.dirs = np.zeros((0, 3, 3))
             return
 
@@ -177,18 +157,11 @@ class ContactSolver:
         n = normal[order]
         pts = points[order]
         sep = separation[order]
-        slot = np.arange(4)
-        valid = slot[None, :] < count[order][:, None]  # (m, 4)
+        self.count = cnt = np.ascontiguousarray(count[order], dtype=np.int64)
+        valid = np.arange(4)[None, :] < cnt[:, None]  # (m, 4)
         self.idx = np.stack((ia, ib), axis=1)  # (m, 2)
-        cnt = count[order]
-        # Largest point count per colour (a loop over the few colours, not over contacts).
-        self.max_count = [int(cnt[a:b].max()) if b > a else 0
-                          for a, b in zip(self.offsets[:-1], self.offsets[1:])]
-        # Solve passes each colour waits before trying the one-product sweeps again.
-        self._wait_normal = [0] * len(self.max_count)
-        self._wait_friction = [0] * len(self.max_count)
-        self.friction = friction[order]
-        self.restitution_coef = restitution[order]
+        self.friction = np.ascontiguousarray(friction[order], dtype=float)
+        self.restitution_coef = np.ascontiguousarray(restitution[order], dtype=float)
 
         t1, t2 = tangent_basis(n)
         dirs = np.stack((n, t1, t2), axis=1)  # (m, 3, 3)
@@ -206,37 +179,34 @@ class ContactSolver:
         self._arms = [ra, rb, valid, inv_mass[ia], inv_mass[ib]]  # see refresh_inertia
         # Axes of round bodies (engine.round_bodies), zero elsewhere: None without any.
         self.axes = None if round_axes is None else [round_axes[ia], round_axes[ib]]
-        (self.jr, self.mjr, self.kmat, self.eff, self.jn, self.k_pinv, self.sweep_relax,
-         self.sweep_friction) = _rows(ra, rb, dirs, valid, inv_mass[ia], inv_mass[ib],
-                                      inv_inertia[ia], inv_inertia[ib], self.axes)
-        self.sep0 = np.ascontiguousarray(np.where(valid, sep, UNUSED_SEPARATION).T)  # (4, m)
+        self.jr, self.mjr, self.kmat, self.eff, self.k_pinv = _rows(
+            ra, rb, dirs, valid, inv_mass[ia], inv_mass[ib], inv_inertia[ia], inv_inertia[ib],
+            self.axes)
+        self.sep0 = np.where(valid, sep, UNUSED_SEPARATION)  # (m, 4)
 
         # Warm start impulses: normal as is, friction projected on this step's tangents.
         wn = warm_normal[order]
         wf = warm_friction[order]
-        imp = np.zeros((ROWS, m))
-        imp[:4] = np.where(valid, wn, 0.0).T
-        imp[4::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t1), 0.0).T
-        imp[5::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t2), 0.0).T
-        # Friction impulses must start inside the cone of the carried normal impulse.
-        lim = self.friction[None, :] * imp[:4]
-        mag = np.hypot(imp[4::2], imp[5::2])
-        scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
-        imp[4::2] *= scale
-        imp[5::2] *= scale
+        imp = np.zeros((m, ROWS))
+        imp[:, :4] = np.where(valid, wn, 0.0)
+        imp[:, 4::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t1), 0.0)
+        imp[:, 5::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t2), 0.0)
+        _clamp_to_cone(imp, self.friction)
         self.imp = imp
-        self.max_normal = np.zeros((4, m))
-        self._bias_spec = self._bias_coef = None  # see solve
-        self._relax_skip = self._relax_coef = None
-        # Relax gains without speculative rows; a new view object whenever eff changes, as
-        # solver_sweep keeps per-colour answers by the gain array's identity.
-        self._eff_n = self.eff[:4]
-        self._colours = None  # engine.solver_sweep.Colour records, made by the first solve
+        self.max_normal = np.zeros((m, 4))
 
         # Impact speed for restitution (see module docstring).
-        self.accel_n = accel_n[order]
-        self.v_impact = self._impact_speeds(self.jn, vel[self.idx].reshape(m, 12),
+        self.accel_n = np.ascontiguousarray(accel_n[order], dtype=float)
+        self.v_impact = self._impact_speeds(self.jr[:, :4], vel[self.idx].reshape(m, 12),
                                             self.accel_n, self.sep0)
+
+    def separations(self, dpose):
+        """(M, 4) each point's separation now, in sweep order (linearised: the module
+        docstring), dpose (N, 6) the pass's displacements so far."""
+        out = np.empty((self.m, 4))
+        if self.m:
+            kern.separations(self.idx, self.jr, self.sep0, dpose, out)
+        return out
 
     def refresh_inertia(self, bodies, turn, inv_inertia, dpose):
         """Take the rows of the manifolds touching ``bodies`` (K,) again for those bodies'
@@ -276,25 +246,21 @@ class ContactSolver:
             axa[rows] = np.einsum("mij,mj->mi", ta, axa[rows])
             axb[rows] = np.einsum("mij,mj->mi", tb, axb[rows])
             axes = [axa[rows], axb[rows]]
-        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
-        sep_now = self.sep0[:, rows] + np.einsum("pmk,mk->pm", self.jn[:, rows], dp)
+        sep_now = self.separations(dpose)[rows]
         ia, ib = self.idx[rows, 0], self.idx[rows, 1]
-        jr, mjr, kmat, eff, jn, k_pinv, sw_relax, sw_fric = _rows(
-            ra[rows], rb[rows], self.dirs[rows], valid[rows], ima[rows], imb[rows],
-            inv_inertia[ia], inv_inertia[ib], axes)
-        self.jr[rows] = jr
-        self.jn[:, rows] = jn
-        self.sep0[:, rows] = np.where(valid[rows].T, sep_now - np.einsum("pmk,mk->pm", jn, dp),
-                                      UNUSED_SEPARATION)
-        self.mjr[rows] = mjr
-        self.kmat[:, :, rows] = kmat
-        self.eff[:, rows] = eff
-        self.k_pinv[:, :, rows] = k_pinv
-        self.sweep_relax[:, :, rows] = sw_relax
-        self.sweep_friction[:, :, rows] = sw_fric
-        # The soft coefficients read eff: rebuild them. (The colour views of solver_sweep
-        # alias the arrays updated in place above and stay valid.)
-        self._reset_coefficients()
+        self._store_rows(rows, _rows(ra[rows], rb[rows], self.dirs[rows], valid[rows],
+                                     ima[rows], imb[rows], inv_inertia[ia], inv_inertia[ib],
+                                     axes), sep_now, valid[rows], dpose)
+
+    def _store_rows(self, rows, built, sep_now, valid, dpose):
+        """Rows ``built`` by _rows for manifolds rows (sweep order), their separations now
+        sep_now (K, 4) rebased on the new normal rows (sep0 = sep_now - J_n dpose)."""
+        jr, mjr, kmat, eff, k_pinv = built
+        self.jr[rows], self.mjr[rows], self.kmat[rows] = jr, mjr, kmat
+        self.eff[rows], self.k_pinv[rows] = eff, k_pinv
+        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
+        moved = np.einsum("mpk,mk->mp", jr[:, :4], dp)
+        self.sep0[rows] = np.where(valid, sep_now - moved, UNUSED_SEPARATION)
 
     def replace(self, rows, fresh, x_com, inv_inertia, box, reach, vel, dpose):
         """Manifolds ``rows`` (K,) (caller order) taken again from the narrowphase between two
@@ -332,217 +298,102 @@ class ContactSolver:
         arm_a, arm_b, live, ima, imb = self._arms
         arm_a[r], arm_b[r], live[r] = ra, rb, valid
         self.dirs[r] = dirs
+        self.count[r] = fresh["count"]
         axes_r = None if self.axes is None else [self.axes[0][r], self.axes[1][r]]
-        jr, mjr, kmat, eff, jn, k_pinv, sw_relax, sw_fric = _rows(
-            ra, rb, dirs, valid, ima[r], imb[r], inv_inertia[ia], inv_inertia[ib], axes_r)
-        self.jr[r], self.mjr[r], self.jn[:, r] = jr, mjr, jn
-        self.kmat[:, :, r], self.eff[:, r], self.k_pinv[:, :, r] = kmat, eff, k_pinv
-        self.sweep_relax[:, :, r], self.sweep_friction[:, :, r] = sw_relax, sw_fric
-        sep_now = np.where(valid, fresh["separation"], UNUSED_SEPARATION).T   # (4, K)
-        dp = dpose[self.idx[r]].reshape(len(r), 12)
-        self.sep0[:, r] = np.where(valid.T, sep_now - np.einsum("pmk,mk->pm", jn, dp),
-                                   UNUSED_SEPARATION)
-        self.imp[:, r] = imp
-        self.max_normal[:, r] = max_n
+        sep_now = np.where(valid, fresh["separation"], UNUSED_SEPARATION)   # (K, 4)
+        self._store_rows(r, _rows(ra, rb, dirs, valid, ima[r], imb[r], inv_inertia[ia],
+                                  inv_inertia[ib], axes_r), sep_now, valid, dpose)
+        self.imp[r] = imp
+        self.max_normal[r] = max_n
         # Impact speeds: a kept point already touching keeps the one it hit with.
-        v_new = self._impact_speeds(jn, vel[self.idx[r]].reshape(len(r), 12),
+        v_new = self._impact_speeds(self.jr[r, :4], vel[self.idx[r]].reshape(len(r), 12),
                                     fresh["accel_n"], sep_now)
-        self.v_impact[:, r] = np.where(kept.T & (sep_now <= 0.0), v_old, v_new)
+        self.v_impact[r] = np.where(kept & (sep_now <= 0.0), v_old, v_new)
         self.accel_n[r] = fresh["accel_n"]
-        self._reset_coefficients()
-        for ci, (c0, c1) in enumerate(zip(self.offsets[:-1], self.offsets[1:])):
-            most = int(fresh["count"][(r >= c0) & (r < c1)].max(initial=0))
-            if most > self.max_count[ci]:
-                self.max_count[ci] = most
-                self._colours = None        # its slot views are rebuilt at the next solve
 
     def _carried(self, r, fresh, valid, dirs):
         """What the points of the solver's manifolds r keep through replace, matched by
-        feature id as the pair table matches them: (kept (K, 4), impulses (12, K) on the new
+        feature id as the pair table matches them: (kept (K, 4), impulses (K, 12) on the new
         directions dirs (K, 3, 3), clamped into the friction cone, largest normal impulses
-        (4, K), old impact speeds (4, K))."""
+        (K, 4), old impact speeds (K, 4))."""
         live = self._arms[2][r]
         same = ((fresh["ids"][:, :, None] == fresh["old_ids"][:, None, :])
                 & valid[:, :, None] & live[:, None, :])
         kept, src = same.any(axis=2), same.argmax(axis=2)       # (K, 4)
-        old = self.imp[:, r]
+        old = self.imp[r]
         told = self.dirs[r, 1:]
-        f_old = (old[4::2].T[..., None] * told[:, None, 0] + old[5::2].T[..., None]
+        f_old = (old[:, 4::2, None] * told[:, None, 0] + old[:, 5::2, None]
                  * told[:, None, 1])                              # (K, 4, 3) world vectors
         pick = np.take_along_axis
         wf = np.where(kept[..., None], pick(f_old, src[..., None], axis=1), 0.0)
-        imp = np.zeros((ROWS, len(r)))
-        imp[:4] = np.where(kept, pick(old[:4].T, src, axis=1), 0.0).T
-        imp[4::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 1]).T
-        imp[5::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 2]).T
-        lim = self.friction[r][None, :] * imp[:4]
-        mag = np.hypot(imp[4::2], imp[5::2])
-        scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
-        imp[4::2] *= scale
-        imp[5::2] *= scale
-        max_n = np.where(kept, pick(self.max_normal[:, r].T, src, axis=1), 0.0).T
-        return kept, imp, max_n, pick(self.v_impact[:, r].T, src, axis=1).T
+        imp = np.zeros((len(r), ROWS))
+        imp[:, :4] = np.where(kept, pick(old[:, :4], src, axis=1), 0.0)
+        imp[:, 4::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 1])
+        imp[:, 5::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 2])
+        _clamp_to_cone(imp, self.friction[r])
+        max_n = np.where(kept, pick(self.max_normal[r], src, axis=1), 0.0)
+        return kept, imp, max_n, pick(self.v_impact[r], src, axis=1)
 
     def _impact_speeds(self, jn, vab, a, sep):
-        """Impact speeds (4, K) (see the module docstring) of normal rows jn (4, K, 12) at
+        """Impact speeds (K, 4) (see the module docstring) of normal rows jn (K, 4, 12) at
         pair velocities vab (K, 12), relative normal accelerations a (K,), separations sep
-        (4, K)."""
-        vn0 = np.einsum("pmk,mk->pm", jn, vab)
-        c0 = vn0 + 0.5 * a[None, :] * self.h
-        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a[None, :] * sep, 0.0))
+        (K, 4)."""
+        vn0 = np.einsum("mpk,mk->mp", jn, vab)
+        c0 = vn0 + 0.5 * a[:, None] * self.h
+        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a[:, None] * sep, 0.0))
         return np.where(sep > 0.0, ballistic, np.minimum(c0, vn0))
 
-    def _reset_coefficients(self):
-        """Forget the soft coefficients and sweep operators derived from eff and K (after
-        rows were rebuilt in place; solver_sweep's colour views alias those arrays)."""
-        self._bias_spec = self._bias_coef = self._relax_skip = self._relax_coef = None
-        self._eff_n = self.eff[:4]
-
-    # -- passes ---------------------------------------------------------------------------
+    # -- passes (engine/contact_kernels.py) -----------------------------------------------
     def warm_start(self, vel):
-        """Apply the accumulated impulses to the velocities (all manifolds at once)."""
-        if self.m == 0:
-            return
-        dv = np.einsum("rm,mrk->mk", self.imp, self.mjr)
-        _scatter_add(vel, self.idx, dv)
-
-    def _bias_coefficients(self, spec):
-        """(mscale, iscale, a_n, keep, sweep_n) of the biased pass's normal rows, for the
-        points apart (spec, (4, m)). They depend on which points are apart only, which rarely
-        changes between substeps: the last set (and its sweep operator) is reused while it
-        holds."""
-        if not solver_sweep.same(spec, self._bias_spec):
-            mscale = np.where(spec, 1.0, self.mass_scale)
-            iscale = np.where(spec, 0.0, self.impulse_scale)
-            a_n = self.eff[:4] * mscale
-            self._bias_spec = spec
-            self._bias_coef = (mscale, iscale, a_n, 1.0 - iscale,
-                               _normal_sweep_operator(a_n, self.kmat[:4, :4]))
-        assert self._bias_coef is not None
-        return self._bias_coef
+        """Apply the accumulated impulses to the velocities vel (N, 6), in place."""
+        if self.m:
+            kern.warm_start(vel, self.idx, self.count, self.mjr, self.imp)
 
     def solve(self, vel, dpose, use_bias):
-        """One Gauss-Seidel sweep over the colours. use_bias: the soft pass (True) or relax.
-        dpose (N, 6): each body's displacement and rotation vector since the pass began.
+        """One Gauss-Seidel sweep over the manifolds, in place on vel (N, 6) and the impulses.
+        use_bias: the soft pass (True) or relax. dpose (N, 6): each body's displacement and
+        rotation vector since the pass began (the separations now: see the module docstring).
 
-        Per colour: gather its body velocities, map them to row velocities u = J v, a block
-        normal step, the normal sweep, the friction sweep, map the impulse change back. The
-        colour loop itself is engine.solver_sweep.sweep (the same arithmetic with few numpy
-        calls); what each stage does and why is said here.
+        Per manifold, in sweep order:
 
-        Block normal step (see prepare): taken only where no row needs clamping: a clamped
-        block answer (the lifting edge of a tipping box asks for a pull) is far off, and the
-        sequential sweep is the right tool there.
-
-        The sequential sweep always runs after it: skipping it where the block step succeeded
-        changed the soft response (the soft update is not idempotent) and cost energy
-        conservation of bounces at e = 1. Unclamped, the sweep is linear: row p sets
-          d_p = r_p - a_p sum_{q<p} K_pq d_q,  r = -a (u + bias) - (1 - keep) lam,
-        i.e. d = (I + A L)^-1 r with L the strictly lower part of K. That operator is built
-        once per pass for all manifolds, so a colour first tries the whole sweep in one product
-        and keeps it if no row went negative (then every row of the sequential sweep would have
-        been unclamped and given the same d); otherwise it runs the sequential sweep with its
-        per-row clamping (normal: soft non-penetration with accumulated-impulse clamping). A
-        colour whose attempt failed (tipping or lifting boxes clamp every pass) skips the next
-        RETRY_AFTER attempts, so scenes that always clamp pay little for trying. Slots beyond
-        the colour's largest point count are empty and skipped.
-
-        Friction sweep, the same way: unclamped it is f = old - F u with the operator F of
-        prepare (constant over the step); taken where every point stays inside its disc (then
-        no row of the sequential sweep would have been clamped); otherwise Coulomb friction
-        point by point, the two tangents clamped together to the disc mu * Pn."""
-        m = self.m
-        if m == 0:
-            return
-        if self._colours is None:
-            self._colours = solver_sweep.colours(self)
-        inv_h = 1.0 / self.h
-        dp = dpose.take(self.idx.reshape(-1), axis=0).reshape(m, 12)
-        sep = self.sep0 + solver_sweep.einsum("pmk,mk->pm", self.jn, dp)  # (4, m)
-        spec = sep > 0.0
-        eff_n = self.eff[:4]
-        # Per normal row, the soft update is new = max(keep * old - a * (u + bias), 0): one
-        # set of (4, m) coefficients per sweep, so the colour loop does no per-row set-up.
-        coef: tuple  # (use_bias, bias, ab, a_n, mscale, iscale, keep, sweep_n, skip_m)
-        if use_bias:
-            bias = np.where(spec, sep * inv_h, np.maximum(self.bias_rate * sep, -self.max_push))
-            mscale, iscale, a_n, keep, sweep_n = self._bias_coefficients(spec)
-            coef = (True, bias, a_n * bias, a_n, mscale, iscale, keep, sweep_n, None)
-        else:
-            # Relax solves touching points only: speculative ones (s > 0) keep their impulse
-            # (see the module docstring). Their rows get a zero gain and skip the block step.
-            # Which rows those are rarely changes between sweeps: the operator is kept while
-            # the pattern holds.
-            skip = spec & (eff_n > 0.0)
-            if not solver_sweep.count(skip):
-                coef = (False, None, None, self._eff_n, None, None, None, self.sweep_relax,
-                        None)
-            else:
-                if not solver_sweep.same(skip, self._relax_skip):
-                    a_n = np.where(skip, 0.0, eff_n)
-                    self._relax_skip = skip
-                    self._relax_coef = (skip.any(axis=0), a_n,
-                                        _normal_sweep_operator(a_n, self.kmat[:4, :4]))
-                assert self._relax_coef is not None
-                skip_m, a_n, sweep_n = self._relax_coef
-                coef = (False, None, None, a_n, None, None, None, sweep_n, skip_m)
-        solver_sweep.sweep(self, self._colours, vel, coef)
+        - Normal gains. Biased: a touching point is a soft spring, bias max(bias_rate * s,
+          -max_push), its accumulated impulse leaking by impulse_scale; a point apart is
+          speculative (bias s/h, rigid). Relax solves touching points only: a point still
+          apart (by more than RELAX_SLOP) keeps its impulse (zero gain) and the manifold
+          skips the block step.
+        - Block normal step: the 4 normal rows solved together first (the pseudo-inverse of
+          their Delassus block: four coplanar points are statically indeterminate), so a box
+          landing flat gets 4 equal impulses instead of a Gauss-Seidel cascade that tips it
+          (and lets friction turn the tip into sideways drift). Taken only where no row needs
+          a pull: a clamped block answer (the lifting edge of a tipping box) is far off.
+        - Sequential normal sweep with accumulated-impulse clamping, always, after the block
+          step: skipping it where the block step succeeded changed the soft response (the
+          soft update is not idempotent) and cost energy conservation of bounces at e = 1.
+        - Coulomb friction point by point, the two tangents clamped together to the disc
+          mu * Pn.
+        """
+        if self.m:
+            kern.solve_pass(vel, dpose, bool(use_bias), self.idx, self.count, self.jr,
+                            self.mjr, self.kmat, self.eff, self.k_pinv, self.sep0, self.imp,
+                            self.max_normal, self.friction, self.soft)
 
     def restitution(self, vel, threshold=1.0):
-        """After the substeps: make closing points leave at -e * (impact speed)."""
-        if self.m == 0:
-            return
-        e = self.restitution_coef
-        want = (self.v_impact < -threshold) & (self.max_normal > 0.0) & (e[None, :] > 0.0)
-        if not want.any():
-            return
-        target = -e[None, :] * self.v_impact - 0.5 * self.accel_n[None, :] * self.h
-        jn, eff, imp, kmat = self.jn, self.eff, self.imp, self.kmat
-        for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
-            if c1 <= c0 or not want[:, c0:c1].any():
-                continue
-            sl = slice(c0, c1)
-            idx = self.idx[sl]
-            v = vel[idx].reshape(c1 - c0, 12)
-            # Simultaneous (block) restitution over the manifold's points: a sequential sweep
-            # over-rotates a box hitting flat and can gain energy at e = 1. Points that do not
-            # bounce keep their current normal velocity as the target.
-            vn = np.einsum("pmk,mk->pm", jn[:, sl], v)
-            w = want[:, sl]
-            tgt = np.where(w, target[:, sl], vn)
-            lam0 = imp[:4, sl].copy()
-            dl = -np.einsum("pqm,qm->pm", self.k_pinv[:, :, sl], vn - tgt)
-            new = np.where(w, lam0 + dl, lam0)
-            # The block answer is used only where every point of the manifold bounces and
-            # none needs a pull; elsewhere the sequential sweep below does the manifold.
-            # Where a point does not bounce, the block answer's impulse on it is dropped, and
-            # what is left solves nothing: with two nearly redundant points, one bouncing and
-            # one not, it is a huge push on one (against a huge pull on the other), and that
-            # push launched a 5 mm sphere at 540 m/s (issue 11, tests/test_robust_step.py).
-            # A clamped block answer is as far off.
-            unused = eff[:4, sl] == 0.0
-            ok = (new >= 0.0).all(axis=0) & (w | unused).all(axis=0)
-            new = np.where(ok, new, lam0)
-            vn = vn + np.einsum("psm,pm->sm", kmat[:4, :4, sl], new - lam0)
-            imp[:4, sl] = new
-            # Where the block answer had to be clamped, finish with one sequential sweep.
-            bad = ~ok
-            if bad.any():
-                for p in range(4):
-                    wp = w[p] & bad
-                    pn = imp[p, sl]
-                    newp = np.maximum(pn - eff[p, sl] * (vn[p] - target[p, sl]), 0.0)
-                    delta = np.where(wp, newp - pn, 0.0)
-                    imp[p, sl] = pn + delta
-                    vn += kmat[p, :4, sl] * delta
-            dv = np.einsum("rm,mrk->mk", imp[:4, sl] - lam0, self.mjr[sl, :4])
-            if self._shared(c1):
-                _scatter_add(vel, idx, dv)
-            else:
-                vel[idx] = (v + dv).reshape(-1, 2, 6)
+        """After the substeps: make closing points leave at -e * (impact speed).
 
-    def _shared(self, c1):
-        return self.overflow and c1 == self.offsets[-1]
+        Simultaneous (block) restitution over a manifold's points: a sequential sweep
+        over-rotates a box hitting flat and can gain energy at e = 1. Points that do not
+        bounce keep their current normal velocity as the target. The block answer is used
+        only where every used point of the manifold bounces and none needs a pull; elsewhere
+        one sequential sweep over the bouncing points does the manifold. Where a point does
+        not bounce, the block answer's impulse on it would be dropped, and what is left
+        solves nothing: with two nearly redundant points, one bouncing and one not, it is a
+        huge push on one (against a huge pull on the other), and that push launched a 5 mm
+        sphere at 540 m/s (issue 11, tests/test_robust_step.py)."""
+        if self.m:
+            kern.restitution(vel, self.idx, self.count, self.jr, self.mjr, self.kmat, self.eff,
+                             self.k_pinv, self.imp, self.max_normal, self.v_impact,
+                             self.restitution_coef, self.accel_n, float(self.h),
+                             float(threshold))
 
     # -- results --------------------------------------------------------------------------
     def impulses(self):
@@ -551,69 +402,48 @@ class ContactSolver:
         m = self.m
         inv = np.empty(m, dtype=np.int64)
         inv[self.order] = np.arange(m)
-        normal = self.imp[:4].T[inv]
-        fr = np.stack((self.imp[4::2].T, self.imp[5::2].T), axis=-1)[inv]  # (M, 4, 2)
+        imp = self.imp[inv]
+        normal = imp[:, :4]
+        fr = np.stack((imp[:, 4::2], imp[:, 5::2]), axis=-1)  # (M, 4, 2)
         tang = self.dirs[inv, 1:]  # (M, 2, 3)
         fworld = fr[..., 0:1] * tang[:, None, 0, :] + fr[..., 1:2] * tang[:, None, 1, :]
         return normal, fworld, fr, tang
 
 
+def _clamp_to_cone(imp, friction):
+    """Friction impulses imp[:, 4:] (pairs of tangent rows) scaled into the disc friction *
+    (normal impulse) of their point, in place: carried impulses start inside the cone."""
+    lim = friction[:, None] * imp[:, :4]
+    mag = np.hypot(imp[:, 4::2], imp[:, 5::2])
+    scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
+    imp[:, 4::2] *= scale
+    imp[:, 5::2] *= scale
+
+
 def _rows(ra, rb, dirs, valid, ima, imb, iia, iib, axes=None):
     """Rows of m manifolds from their lever arms ra, rb (m, 4, 3), directions dirs (m, 3, 3)
     (normal, tangents), used slots valid (m, 4), inverse masses ima, imb (m,) and world
-    inverse inertias iia, iib (m, 3, 3): (jr, mjr, K, eff, jn, k_pinv, sweep_relax,
-    sweep_friction) as ContactSolver keeps them (ContactSolver.__init__ and
-    refresh_inertia). axes: None, or the (m, 3) axes of A and B that their normal rows must
-    not read a turn about (zero where none: engine.round_bodies)."""
-    # Rows in solver order (see ROWS): direction d and arms per row, d zero on unused
-    # slots so every row built from it is zero there.
-    live = valid[:, ROW_POINT]  # (m, 12)
-    d = dirs[:, ROW_DIR] * live[..., None]  # (m, 12, 3)
-    ra_x_d = cross(ra[:, ROW_POINT], d)  # angular Jacobian parts r x d
-    rb_x_d = cross(rb[:, ROW_POINT], d)
-    if axes is not None:
-        # A round body's normal rows have no part along its axis (its surface does not
-        # move as it rolls); arms held over a pass give them one once the axis has turned
-        # (a spinning wheel's roll then reads as a normal velocity).
-        for r_x_d, ax in zip((ra_x_d, rb_x_d), axes):
-            r_x_d[:, :4] -= np.einsum("mri,mi->mr", r_x_d[:, :4], ax)[..., None] * ax[:, None]
-    ia_ang = np.einsum("mij,mrj->mri", iia, ra_x_d)  # I_a^-1 (r_a x d)
-    ib_ang = np.einsum("mij,mrj->mri", iib, rb_x_d)
-    ima3, imb3 = ima[:, None, None], imb[:, None, None]
-    # J = [-d, -ra x d, d, rb x d] per row; M^-1 J^T the same with the inverse masses.
-    jr = np.concatenate((-d, -ra_x_d, d, rb_x_d), axis=-1)  # (m, 12 rows, 12)
-    mjr = np.concatenate((-ima3 * d, -ia_ang, imb3 * d, ib_ang), axis=-1)
-    # Delassus matrices K = J M^-1 J^T, (12, 12, m) so that K[r, :, colour] is a
-    # contiguous (12, m) block. By parts: the angular part (r x d_r) . I^-1 (r x d_s) of
-    # both bodies is one product over 6 terms, laid out with the manifolds last (einsum
-    # runs several times faster along a contiguous last axis than over a 6-long one);
-    # the directions of a manifold are orthonormal, so the linear part is
-    # 1/m_a + 1/m_b exactly where two live rows share a direction.
-    ang = np.concatenate((ra_x_d, rb_x_d), axis=-1).transpose(1, 2, 0)  # (12, 6, m)
-    ang_m = np.concatenate((ia_ang, ib_ang), axis=-1).transpose(1, 2, 0)
-    kt = np.einsum("rim,sim->rsm", np.ascontiguousarray(ang), np.ascontiguousarray(ang_m))
-    livep = valid.T  # (4, m)
-    lin = (livep[:, None, :] & livep[None, :, :]) * (ima + imb)
-    kt[:4, :4] += lin           # normal rows: direction n
-    kt[4::2, 4::2] += lin       # first tangents
-    kt[5::2, 5::2] += lin       # second tangents
-    kdiag = np.einsum("rrm->rm", kt)
-    ok = kdiag > 1e-12
-    eff = np.where(ok, 1.0 / np.where(ok, kdiag, 1.0), 0.0)  # (12, m)
-    jn = np.ascontiguousarray(jr[:, :4].transpose(1, 0, 2))  # (4, m, 12) normal rows
-    # Block normal solve: the 4 normal rows of a manifold solved together first, so a box
-    # landing flat gets 4 equal impulses instead of a Gauss-Seidel cascade that tips it
-    # (and lets friction turn the tip into sideways drift). Four coplanar points are
-    # statically indeterminate (rank 3), hence the pseudo-inverse: the least-norm, i.e.
-    # symmetric, split. Where it would need a negative (pulling) entry the block step is
-    # skipped and the sequential sweep does the work.
-    k_pinv = np.ascontiguousarray(
-        _pinv_psd(kt[:4, :4].transpose(2, 0, 1)).transpose(1, 2, 0))
-    # Sweeps as matrices (see solve): the strictly lower normal block of K, the relax
-    # sweep's normal operator (its coefficients are constant over the step) and the
-    # friction sweep's operator, pairs of tangent rows being updated together.
-    return (jr, mjr, kt, eff, jn, k_pinv, _normal_sweep_operator(eff[:4], kt[:4, :4]),
-            _friction_sweep_operator(eff[4:], kt[4:, 4:]))
+    inverse inertias iia, iib (m, 3, 3): (jr, mjr, K, eff, k_pinv), each (m, ...), as
+    ContactSolver keeps them (engine.contact_kernels.build_rows). axes: None, or the (m, 3)
+    axes of A and B that their normal rows must not read a turn about (zero where none:
+    engine.round_bodies): arms held over a pass give a round body's normal rows a part along
+    its axis once the axis has turned (a spinning wheel's roll then reads as a normal
+    velocity)."""
+    m = len(ra)
+    jr, mjr, kt = np.empty((m, ROWS, 12)), np.empty((m, ROWS, 12)), np.empty((m, ROWS, ROWS))
+    eff = np.empty((m, ROWS))
+    if axes is None:
+        axa = axb = np.zeros((m, 3))
+    else:
+        axa, axb = (np.ascontiguousarray(ax, dtype=float) for ax in axes)
+    kern.build_rows(*(np.ascontiguousarray(x, dtype=float) for x in
+                      (ra, rb, dirs)), np.ascontiguousarray(valid),
+                    *(np.ascontiguousarray(x, dtype=float) for x in (ima, imb, iia, iib)),
+                    axa, axb, jr, mjr, kt, eff)
+    # The block normal step's pseudo-inverse: four coplanar points are rank 3, and the
+    # least-norm answer is the symmetric split.
+    k_pinv = _pinv_psd(np.ascontiguousarray(kt[:, :4, :4]))
+    return jr, mjr, kt, eff, k_pinv
 
 
 def _clamp_arm(r, reach):
@@ -626,44 +456,6 @@ def _clamp_arm(r, reach):
     n = np.sqrt(np.einsum("mpi,mpi->mp", r, r))
     lim = reach[:, None]
     return r * np.where(n > lim, lim / np.where(n > lim, n, 1.0), 1.0)[..., None]
-
-
-def _friction_sweep_operator(eff, k):
-    """F = (I + E L)^-1 E (8, 8, m) for the friction sweep: E = diag(eff) (8, m), L the part of
-    K (k: (8, 8, m)) strictly below the 2 x 2 diagonal blocks (a point's two tangents are
-    updated together). Block forward substitution, block row p of N = (I + E L)^-1 being
-    e_p - E_p sum_{q<p} K_pq N_q: twenty-odd calls on (2, 8, m) arrays, where the generic
-    series costs two (8, 8, m) einsums."""
-    n = np.zeros(k.shape)
-    for p in range(4):
-        rows = slice(2 * p, 2 * p + 2)
-        if p:
-            acc = np.zeros((2,) + k.shape[1:])
-            for q in range(p):
-                kpq = k[rows, 2 * q:2 * q + 2]  # (2, 2, m)
-                acc += kpq[:, 0, None] * n[2 * q] + kpq[:, 1, None] * n[2 * q + 1]
-            n[rows] = -eff[rows, None, :] * acc
-        n[2 * p, 2 * p] = n[2 * p + 1, 2 * p + 1] = 1.0
-    return n * eff[None, :, :]
-
-
-def _normal_sweep_operator(a, k):
-    """(I + A L)^-1 (4, 4, m) for the normal sweep: A = diag(a) (4, m), L the strictly lower
-    part of K (k: (4, 4, m)). Forward substitution n_p = e_p - sum_{q<p} a_p K_pq n_q written
-    out on (m,) vectors: a few dozen cheap calls, where the generic series costs two
-    (4, 4, m) einsums per solve pass."""
-    x10 = a[1] * k[1, 0]
-    x20, x21 = a[2] * k[2, 0], a[2] * k[2, 1]
-    x30, x31, x32 = a[3] * k[3, 0], a[3] * k[3, 1], a[3] * k[3, 2]
-    out = np.zeros((4, 4, a.shape[1]))
-    out[0, 0] = out[1, 1] = out[2, 2] = out[3, 3] = 1.0
-    out[1, 0] = n10 = -x10
-    out[2, 0] = n20 = -(x20 + x21 * n10)
-    out[2, 1] = n21 = -x21
-    out[3, 0] = -(x30 + x31 * n10 + x32 * n20)
-    out[3, 1] = -(x31 + x32 * n21)
-    out[3, 2] = -x32
-    return out
 
 
 def _pinv_psd(k, rtol=1e-9):

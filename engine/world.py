@@ -667,8 +667,7 @@ class World(BodyControl, JointWorldMixin):
         axial = round_about_z(self.table.kind[self._v("shape")], self._v("com")) & awake
         solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
                                re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
-                               warm_f, col.order, col.offsets, h, self.settings,
-                               overflow=col.overflow > 0, reach=self._reach(),
+                               warm_f, h, self.settings, order=col.order, reach=self._reach(),
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
                                                          self._v("com"), rot),
