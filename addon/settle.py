@@ -35,7 +35,7 @@ from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import engine
 from ..engine import quat
-from . import channels, jitter, simulate
+from . import channels, compiler, jitter, simulate
 from .collect import (
     Problem,
     SceneReader,
@@ -565,6 +565,7 @@ Esc cancels)"""
 
     _job = None
     _timer = None
+    _preparing = False   # the engine's first-use warm-up runs in its thread (compiler.start)
 
     @classmethod
     def poll(cls, context):
@@ -616,7 +617,25 @@ Esc cancels)"""
                                            if summary["moving"] else ""))
         return {'FINISHED'}
 
+    def _engine_ready(self, wait):
+        """The engine's first-use warm-up (compiler.prepare: the console says what the
+        pause is) when wait, and the uncompiled note; False (reported) if it failed."""
+        try:
+            if wait:
+                compiler.prepare()
+        except Exception as exc:  # a compiler failure: said, never a traceback
+            LAST.update(summary=None, problems=[], cancelled=True)
+            self.report({'ERROR'}, f"{compiler.PREPARING} failed ({type(exc).__name__}: "
+                        f"{exc}); nothing was changed. Please report this.")
+            return False
+        note = compiler.uncompiled_note()
+        if note:
+            self.report({'WARNING'}, note)
+        return True
+
     def execute(self, context):
+        if not self._engine_ready(wait=True):
+            return {'CANCELLED'}
         job = self._prepare(context)
         if job is None:
             return {'CANCELLED'}
@@ -630,10 +649,18 @@ Esc cancels)"""
     def invoke(self, context, event):
         if bpy.app.background or context.window is None:
             return self.execute(context)
-        job = self._prepare(context)
-        if job is None:
-            return {'CANCELLED'}
-        self._job = job
+        # Compiling on first use runs in a thread of its own while the status bar shows its
+        # stage (as the bake does); the scene is read once it is done.
+        self._preparing, self._job = not compiler.ready(), None
+        if self._preparing:
+            compiler.start()
+        else:
+            if not self._engine_ready(wait=False):
+                return {'CANCELLED'}
+            job = self._prepare(context)
+            if job is None:
+                return {'CANCELLED'}
+            self._job = job
         wm = context.window_manager
         self._timer = wm.event_timer_add(0.01, window=context.window)
         wm.progress_begin(0, 1000)
@@ -642,7 +669,15 @@ Esc cancels)"""
         return {'RUNNING_MODAL'}
 
     def _status(self, context):
-        if context.workspace is None or self._job is None:
+        if context.workspace is None:
+            return
+        if self._preparing:
+            stage, seconds = self._stage   # (compiler.progress, read by _prepare_tick)
+            context.workspace.status_text_set(
+                f"Hullabaloo: {compiler.PREPARING.lower()}, compiled on first use "
+                f"({stage or 'starting'}, {seconds:.0f} s) \u2014 Esc to cancel")
+            return
+        if self._job is None:
             return
         j = self._job
         context.workspace.status_text_set(
@@ -658,16 +693,52 @@ Esc cancels)"""
         if context.workspace is not None:
             context.workspace.status_text_set(None)
 
+    _stage = ("", 0.0)
+
+    def _prepare_tick(self, context):
+        """While the warm-up thread runs: its stage on the status bar. Once done: the scene
+        is read. Returns None to go on waiting, False if it failed (reported), True."""
+        finished, error, stage, seconds = compiler.progress()
+        self._stage = (stage, seconds)
+        if error is not None:
+            self._preparing = False
+            self._end_modal(context)
+            LAST.update(summary=None, problems=[], cancelled=True)
+            self.report({'ERROR'}, f"{compiler.PREPARING} failed ({type(error).__name__}: "
+                        f"{error}); nothing was changed. Please report this.")
+            return False
+        if not finished:
+            self._status(context)
+            return None
+        self._preparing = False
+        if not self._engine_ready(wait=False):
+            self._end_modal(context)
+            return False
+        self._job = self._prepare(context)
+        if self._job is None:
+            self._end_modal(context)
+            return False
+        return True
+
     def modal(self, context, event):
         job = self._job
         if event.type in {'ESC', 'RIGHTMOUSE'} and event.value == 'PRESS':
-            job.cancel()
+            if job is not None:   # None: still preparing the engine (it serves the next run)
+                job.cancel()
+            self._preparing = False
             self._end_modal(context)
             LAST["cancelled"] = True
             self.report({'WARNING'}, "Settle cancelled; nothing was changed")
             return {'CANCELLED'}
         if event.type != 'TIMER':
             return {'RUNNING_MODAL'}   # no edits while settling
+        if self._preparing:
+            ready = self._prepare_tick(context)
+            if ready is None:
+                return {'RUNNING_MODAL'}
+            if not ready:
+                return {'CANCELLED'}
+            job = self._job
         budget = time.perf_counter() + 0.1   # ~10 UI updates per second
         finished = False
         while time.perf_counter() < budget and not finished:

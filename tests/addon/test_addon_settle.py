@@ -304,9 +304,10 @@ def modal_operator(job):
     from types import SimpleNamespace
     cls = bpy.types.HULLABALOO_OT_settle
     ns = {name: getattr(cls, name) for name in ("modal", "_advance", "_end_modal", "_done",
-                                                "_status")}
+                                                "_status", "_prepare_tick", "_engine_ready",
+                                                "_prepare", "_stage")}
     op = type("ModalStandIn", (), ns)()
-    op._job, op._timer, op.reports = job, object(), []
+    op._job, op._timer, op.reports, op._preparing = job, object(), [], False
     op.apply_scale = op.keep_physics = False
     op.report = lambda level, msg: op.reports.append((set(level), msg))
     ctx = SimpleNamespace(window_manager=WindowManager(), workspace=None,
@@ -346,6 +347,42 @@ def test_escape_leaves_the_scene_untouched_and_ticks_match_execute():
     select([cube])
     settle()
     assert transforms([cube]) == ticked
+
+
+def test_first_settle_of_a_session_shows_the_engine_being_prepared_then_settles():
+    """As invoke leaves it in a session whose engine is not compiled yet: the warm-up runs in
+    its thread while the status bar says so; then the same settle as a synchronous run."""
+    import sys
+    import time
+    from types import SimpleNamespace
+    scene, post, cube = ground_scene()
+    start = (tuple(cube.location), tuple(cube.rotation_euler))
+    select([cube])
+    settle()
+    reference = transforms([cube])
+    cube.location, cube.rotation_euler = start
+    select([cube])
+    texts = []
+    op, ctx = modal_operator(None)
+    ctx.workspace = SimpleNamespace(status_text_set=texts.append)
+    ctx.view_layer, ctx.selected_objects = bpy.context.view_layer, [cube]
+    ctx.evaluated_depsgraph_get = bpy.context.evaluated_depsgraph_get
+    op.onto, op.time_limit, op.jitter, op.seed = 'ALL', 20.0, 0.0, 0
+    warmup = sys.modules[hb.MODULE + ".engine.warmup"]
+    compiler = sys.modules[hb.MODULE + ".addon.compiler"]
+    warmup._DONE["seconds"] = None          # as in a session that has not compiled yet
+    op._preparing = True
+    compiler.start()
+    result = {'RUNNING_MODAL'}
+    while result == {'RUNNING_MODAL'}:
+        result = op.modal(ctx, SimpleNamespace(type='TIMER', value='NOTHING'))
+        time.sleep(0.01)
+    assert result == {'FINISHED'}, op.reports
+    said = [t for t in texts if t]
+    preparing = [t for t in said if "preparing the physics engine" in t]
+    settling = [t for t in said if t.startswith("Hullabaloo: settling")]
+    assert preparing and settling and said.index(preparing[-1]) < said.index(settling[0])
+    assert transforms([cube]) == reference
 
 
 def test_jitter_is_seeded_and_options_keep_physics_and_apply_scale():
