@@ -23,10 +23,9 @@ from .joint_warm import kept_fraction
 
 
 @kernel
-def rotate(q, v0, v1, v2):
-    """v rotated by the unit quaternion q (4,) (quat.rotate's arithmetic: v + w t + u x t,
-    t = 2 u x v)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
+def rotate(w, x, y, z, v0, v1, v2):
+    """v rotated by the unit quaternion (w, x, y, z) (quat.rotate's arithmetic: v + w t +
+    u x t, t = 2 u x v)."""
     t0 = 2.0 * (y * v2 - z * v1)
     t1 = 2.0 * (z * v0 - x * v2)
     t2 = 2.0 * (x * v1 - y * v0)
@@ -35,50 +34,22 @@ def rotate(q, v0, v1, v2):
             v2 + w * t2 + (x * t1 - y * t0))
 
 
-@kernel
-def skew(v0, v1, v2, sign, out):
-    """out (3, 3) = sign [v]x ([v]x y = v x y)."""
-    out[0, 0] = 0.0
-    out[0, 1] = -sign * v2
-    out[0, 2] = sign * v1
-    out[1, 0] = sign * v2
-    out[1, 1] = 0.0
-    out[1, 2] = -sign * v0
-    out[2, 0] = -sign * v1
-    out[2, 1] = sign * v0
-    out[2, 2] = 0.0
-
-
-@kernel
-def inverse3(k, out):
-    """out = k^-1 by the adjugate (joint_math.inv3's arithmetic); zero where the determinant
-    is not positive and finite (a block whose bodies cannot move along some direction:
-    joint_math._inverse_det)."""
-    # cofactor rows: row i = k[i + 1] x k[i + 2]
-    for i in range(3):
-        i1 = (i + 1) % 3
-        i2 = (i + 2) % 3
-        for c in range(3):
-            c1 = (c + 1) % 3
-            c2 = (c + 2) % 3
-            out[c, i] = k[i1, c1] * k[i2, c2] - k[i1, c2] * k[i2, c1]   # transposed
-    det = k[0, 0] * out[0, 0] + k[0, 1] * out[1, 0] + k[0, 2] * out[2, 0]
-    inv = 1.0 / det if det > 0.0 and np.isfinite(det) else 0.0
-    for r in range(3):
-        for c in range(3):
-            out[r, c] *= inv
-
+# The kernels spell out their small matrix products in the joint loop instead of calling
+# helpers that take arrays: numba keeps a reference count on every array passed to a call it
+# does not inline, and such calls cost 5-10x the arithmetic (measured: 150 us against 18 us
+# a sweep at 762 joints). Helpers of scalars (and tiny reads) are inlined and free.
 
 @kernel
 def point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, inv_body,
                    broken, reach, err_scale, s, rb, kinv, err, ang, qa, work):
-    """Per joint at the poses x (N, 3), q (N, 4): s, r_b, K^-1, err = err_scale K^-1 d with d
-    shortened to reach (the gap whose correction reaches joint_max_push), the angular blocks
-    ang and frame A's body orientation qa (m, 4). inertia (m, 2, 3, 3) the ends' world inverse
-    inertias, retaken where aniso (m, 2) from inv_body (m, 2, 3, 3) (engine.joint_inertia);
-    msum (m,) the inverse masses' sum; work a (3, 3, 3) scratch."""
-    sk = work[0]
-    k = work[1]
+    """Per joint at the poses x (N, 3), q (N, 4): s, r_b, K^-1 (the adjugate, joint_math.inv3's
+    arithmetic, zero where the determinant is not positive and finite: joint_math.
+    _inverse_det), err = err_scale K^-1 d with d shortened to reach (the gap whose correction
+    reaches joint_max_push), the angular blocks ang and frame A's body orientation qa (m, 4).
+    inertia (m, 2, 3, 3) the ends' world inverse inertias, retaken where aniso (m, 2) from
+    inv_body (m, 2, 3, 3) (engine.joint_inertia); msum (m,) the inverse masses' sum; work a
+    (1, 3, 3) scratch."""
+    k = work[0]
     for j in range(len(a)):
         if broken[j]:
             continue
@@ -98,8 +69,10 @@ def point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, 
                 rotated_inverse_inertia(q[ia], inv_body[j, 0], inertia[j, 0])
         if aniso[j, 1]:
             rotated_inverse_inertia(q[ib], inv_body[j, 1], inertia[j, 1])
-        ra0, ra1, ra2 = rotate(qa[j], anchor_a[j, 0], anchor_a[j, 1], anchor_a[j, 2])
-        rb0, rb1, rb2 = rotate(q[ib], anchor_b[j, 0], anchor_b[j, 1], anchor_b[j, 2])
+        ra0, ra1, ra2 = rotate(qa[j, 0], qa[j, 1], qa[j, 2], qa[j, 3],
+                               anchor_a[j, 0], anchor_a[j, 1], anchor_a[j, 2])
+        rb0, rb1, rb2 = rotate(q[ib, 0], q[ib, 1], q[ib, 2], q[ib, 3],
+                               anchor_b[j, 0], anchor_b[j, 1], anchor_b[j, 2])
         pb0, pb1, pb2 = x[ib, 0] + rb0, x[ib, 1] + rb1, x[ib, 2] + rb2
         d0, d1, d2 = pb0 - ra0 - xa0, pb1 - ra1 - xa1, pb2 - ra2 - xa2
         s[j, 0], s[j, 1], s[j, 2] = pb0 - xa0, pb1 - xa1, pb2 - xa2
@@ -109,59 +82,57 @@ def point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, 
                 k[r, c] = 0.0
             k[r, r] = msum[j]
         for e in range(2):
-            # G's angular block S (e = 0: [s]x, 1: -[r_b]x); ang = I S^T; K += S ang
+            # G's angular block S = [v]x (e = 0: v = s, 1: v = -r_b); ang = I S^T, whose row
+            # r is v x I[r] (I symmetric); K += S ang, whose column c is v x ang[:, c]
             if e == 0:
-                skew(s[j, 0], s[j, 1], s[j, 2], 1.0, sk)
+                v0, v1, v2 = s[j, 0], s[j, 1], s[j, 2]
             else:
-                skew(rb0, rb1, rb2, -1.0, sk)
-            inert = inertia[j, e]
-            out = ang[j, e]
+                v0, v1, v2 = -rb0, -rb1, -rb2
             for r in range(3):
-                for c in range(3):
-                    out[r, c] = (inert[r, 0] * sk[c, 0] + inert[r, 1] * sk[c, 1]
-                                 + inert[r, 2] * sk[c, 2])
-            for r in range(3):
-                for c in range(3):
-                    k[r, c] += sk[r, 0] * out[0, c] + sk[r, 1] * out[1, c] + sk[r, 2] * out[2, c]
-        ki = kinv[j]
-        inverse3(k, ki)
+                ang[j, e, r, 0], ang[j, e, r, 1], ang[j, e, r, 2] = _cross(
+                    v0, v1, v2, inertia[j, e, r, 0], inertia[j, e, r, 1], inertia[j, e, r, 2])
+            for c in range(3):
+                c0, c1, c2 = _cross(v0, v1, v2, ang[j, e, 0, c], ang[j, e, 1, c], ang[j, e, 2, c])
+                k[0, c] += c0
+                k[1, c] += c1
+                k[2, c] += c2
+        # K^-1 = adj(K) / det: cofactor row i = K[i + 1] x K[i + 2], stored transposed
+        for i in range(3):
+            i1, i2 = (i + 1) % 3, (i + 2) % 3
+            for c in range(3):
+                c1, c2 = (c + 1) % 3, (c + 2) % 3
+                kinv[j, c, i] = k[i1, c1] * k[i2, c2] - k[i1, c2] * k[i2, c1]
+        det = k[0, 0] * kinv[j, 0, 0] + k[0, 1] * kinv[j, 1, 0] + k[0, 2] * kinv[j, 2, 0]
+        inv = 1.0 / det if det > 0.0 and np.isfinite(det) else 0.0
+        for r in range(3):
+            for c in range(3):
+                kinv[j, r, c] *= inv
         gap = np.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         f = min(1.0, reach / max(gap, 1e-300))
-        d0, d1, d2 = d0 * f, d1 * f, d2 * f
-        for r in range(3):
-            err[j, r] = err_scale * (ki[r, 0] * d0 + ki[r, 1] * d1 + ki[r, 2] * d2)
+        e0, e1, e2 = _block_vec(kinv, j, d0 * f, d1 * f, d2 * f)
+        err[j, 0], err[j, 1], err[j, 2] = err_scale * e0, err_scale * e1, err_scale * e2
 
 
 @kernel
-def _apply(vel, j, ia, ib, world, ima, imb, ang, l0, l1, l2):
-    """The bodies' velocities moved by the impulse lam = (l0, l1, l2) on joint j's rows
-    (M^-1 G^T lam)."""
-    for r in range(3):
-        vel[ib, 3 + r] += ang[j, 1, r, 0] * l0 + ang[j, 1, r, 1] * l1 + ang[j, 1, r, 2] * l2
-    vel[ib, 0] += imb[j] * l0
-    vel[ib, 1] += imb[j] * l1
-    vel[ib, 2] += imb[j] * l2
-    if not world[j]:
-        for r in range(3):
-            vel[ia, 3 + r] += ang[j, 0, r, 0] * l0 + ang[j, 0, r, 1] * l1 + ang[j, 0, r, 2] * l2
-        vel[ia, 0] -= ima[j] * l0
-        vel[ia, 1] -= ima[j] * l1
-        vel[ia, 2] -= ima[j] * l2
+def _cross(a0, a1, a2, b0, b1, b2):
+    """a x b of two 3-vectors given by components."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
 @kernel
-def _row_velocity(vel, j, ia, ib, world, s, rb):
-    """G v of joint j: v_b + w_b x r_b - v_a - w_a x s."""
-    wb0, wb1, wb2 = vel[ib, 3], vel[ib, 4], vel[ib, 5]
-    g0 = vel[ib, 0] + (wb1 * rb[j, 2] - wb2 * rb[j, 1])
-    g1 = vel[ib, 1] + (wb2 * rb[j, 0] - wb0 * rb[j, 2])
-    g2 = vel[ib, 2] + (wb0 * rb[j, 1] - wb1 * rb[j, 0])
-    if not world[j]:
-        wa0, wa1, wa2 = vel[ia, 3], vel[ia, 4], vel[ia, 5]
-        g0 -= vel[ia, 0] + (wa1 * s[j, 2] - wa2 * s[j, 1])
-        g1 -= vel[ia, 1] + (wa2 * s[j, 0] - wa0 * s[j, 2])
-        g2 -= vel[ia, 2] + (wa0 * s[j, 1] - wa1 * s[j, 0])
-    return g0, g1, g2
+def _block_vec(m, j, v0, v1, v2):
+    """m[j] (3, 3) times the vector v."""
+    return (m[j, 0, 0] * v0 + m[j, 0, 1] * v1 + m[j, 0, 2] * v2,
+            m[j, 1, 0] * v0 + m[j, 1, 1] * v1 + m[j, 1, 2] * v2,
+            m[j, 2, 0] * v0 + m[j, 2, 1] * v1 + m[j, 2, 2] * v2)
+
+
+@kernel
+def _side_vec(ang, j, e, v0, v1, v2):
+    """ang[j, e] (3, 3) times the vector v."""
+    return (ang[j, e, 0, 0] * v0 + ang[j, e, 0, 1] * v1 + ang[j, e, 0, 2] * v2,
+            ang[j, e, 1, 0] * v0 + ang[j, e, 1, 1] * v1 + ang[j, e, 1, 2] * v2,
+            ang[j, e, 2, 0] * v0 + ang[j, e, 2, 1] * v1 + ang[j, e, 2, 2] * v2)
 
 
 @kernel
@@ -173,11 +144,15 @@ def point_sweep(vel, a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, 
         if broken[j]:
             continue
         ia, ib = a[j], b[j]
-        g0, g1, g2 = _row_velocity(vel, j, ia, ib, world, s, rb)
-        ki = kinv[j]
-        t0 = ki[0, 0] * g0 + ki[0, 1] * g1 + ki[0, 2] * g2
-        t1 = ki[1, 0] * g0 + ki[1, 1] * g1 + ki[1, 2] * g2
-        t2 = ki[2, 0] * g0 + ki[2, 1] * g1 + ki[2, 2] * g2
+        # G v = v_b + w_b x r_b - v_a - w_a x s
+        c0, c1, c2 = _cross(vel[ib, 3], vel[ib, 4], vel[ib, 5], rb[j, 0], rb[j, 1], rb[j, 2])
+        g0, g1, g2 = vel[ib, 0] + c0, vel[ib, 1] + c1, vel[ib, 2] + c2
+        if not world[j]:
+            c0, c1, c2 = _cross(vel[ia, 3], vel[ia, 4], vel[ia, 5], s[j, 0], s[j, 1], s[j, 2])
+            g0 -= vel[ia, 0] + c0
+            g1 -= vel[ia, 1] + c1
+            g2 -= vel[ia, 2] + c2
+        t0, t1, t2 = _block_vec(kinv, j, g0, g1, g2)
         if use_bias:
             t0 = mscale * t0 + err[j, 0] + iscale * imp[j, 0]
             t1 = mscale * t1 + err[j, 1] + iscale * imp[j, 1]
@@ -185,68 +160,102 @@ def point_sweep(vel, a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, 
         imp[j, 0] -= t0
         imp[j, 1] -= t1
         imp[j, 2] -= t2
-        _apply(vel, j, ia, ib, world, ima, imb, ang, -t0, -t1, -t2)
-
-
-@kernel
-def _warm_terms(vel, j, ia, ib, world, ima, imb, s, rb, ang, imp):
-    """(lam K lam, lam . G v) of joint j's carried impulse lam at the velocities vel."""
-    l0, l1, l2 = imp[j, 0], imp[j, 1], imp[j, 2]
-    g0, g1, g2 = _row_velocity(vel, j, ia, ib, world, s, rb)
-    # K lam = G M^-1 G^T lam: lam . K lam = sum of p . dv over the blocks, p = G^T lam
-    q = imb[j] * (l0 * l0 + l1 * l1 + l2 * l2)
-    # p_wb = r_b x lam; dv_wb = ang[j, 1] lam
-    p0 = rb[j, 1] * l2 - rb[j, 2] * l1
-    p1 = rb[j, 2] * l0 - rb[j, 0] * l2
-    p2 = rb[j, 0] * l1 - rb[j, 1] * l0
-    for r in range(3):
-        dv = ang[j, 1, r, 0] * l0 + ang[j, 1, r, 1] * l1 + ang[j, 1, r, 2] * l2
-        q += (p0 if r == 0 else p1 if r == 1 else p2) * dv
-    if not world[j]:
-        q += ima[j] * (l0 * l0 + l1 * l1 + l2 * l2)
-        # p_wa = lam x s; dv_wa = ang[j, 0] lam
-        p0 = l1 * s[j, 2] - l2 * s[j, 1]
-        p1 = l2 * s[j, 0] - l0 * s[j, 2]
-        p2 = l0 * s[j, 1] - l1 * s[j, 0]
-        for r in range(3):
-            dv = ang[j, 0, r, 0] * l0 + ang[j, 0, r, 1] * l1 + ang[j, 0, r, 2] * l2
-            q += (p0 if r == 0 else p1 if r == 1 else p2) * dv
-    return q, l0 * g0 + l1 * g1 + l2 * g2
+        # the impulse -t: M^-1 G^T (-t)
+        d0, d1, d2 = _side_vec(ang, j, 1, t0, t1, t2)
+        vel[ib, 0] -= imb[j] * t0
+        vel[ib, 1] -= imb[j] * t1
+        vel[ib, 2] -= imb[j] * t2
+        vel[ib, 3] -= d0
+        vel[ib, 4] -= d1
+        vel[ib, 5] -= d2
+        if not world[j]:
+            d0, d1, d2 = _side_vec(ang, j, 0, t0, t1, t2)
+            vel[ia, 0] += ima[j] * t0
+            vel[ia, 1] += ima[j] * t1
+            vel[ia, 2] += ima[j] * t2
+            vel[ia, 3] -= d0
+            vel[ia, 4] -= d1
+            vel[ia, 5] -= d2
 
 
 @kernel
 def point_warm_start(vel, a, b, world, broken, ima, imb, s, rb, ang, imp, terms, vel0):
     """The carried impulses imp applied to the bodies, each cut by engine.joint_warm's
-    kept_fraction (impacts are not carried over), judged after all of them are applied.
-    terms (m, 2) and vel0 (like vel) are scratch."""
+    kept_fraction (impacts are not carried over), judged after all of them are applied
+    (q = lam K lam and w0 = lam . G v before, into terms (m, 2); w1 = lam . G v after).
+    vel0 (like vel) is scratch."""
     m = len(a)
     vel0[:] = vel
-    for j in range(m):
-        if broken[j]:
-            continue
-        q, w0 = _warm_terms(vel, j, a[j], b[j], world, ima, imb, s, rb, ang, imp)
-        terms[j, 0] = q
-        terms[j, 1] = w0
-    for j in range(m):
-        if not broken[j]:
-            _apply(vel, j, a[j], b[j], world, ima, imb, ang, imp[j, 0], imp[j, 1], imp[j, 2])
     cut = False
-    for j in range(m):
-        if broken[j]:
-            continue
-        w1 = _warm_terms(vel, j, a[j], b[j], world, ima, imb, s, rb, ang, imp)[1]
-        keep = kept_fraction(terms[j, 0], terms[j, 1], w1)
-        if keep != 1.0:
-            cut = True
-            for c in range(3):
-                imp[j, c] *= keep
+    for rnd in range(2):     # 0: before the warm starts, 1: after
+        for j in range(m):
+            if broken[j]:
+                continue
+            ia, ib = a[j], b[j]
+            l0, l1, l2 = imp[j, 0], imp[j, 1], imp[j, 2]
+            # lam . G v, G v = v_b + w_b x r_b - v_a - w_a x s
+            c0, c1, c2 = _cross(vel[ib, 3], vel[ib, 4], vel[ib, 5], rb[j, 0], rb[j, 1],
+                                rb[j, 2])
+            g0, g1, g2 = vel[ib, 0] + c0, vel[ib, 1] + c1, vel[ib, 2] + c2
+            if not world[j]:
+                c0, c1, c2 = _cross(vel[ia, 3], vel[ia, 4], vel[ia, 5], s[j, 0], s[j, 1],
+                                    s[j, 2])
+                g0 -= vel[ia, 0] + c0
+                g1 -= vel[ia, 1] + c1
+                g2 -= vel[ia, 2] + c2
+            w = l0 * g0 + l1 * g1 + l2 * g2
+            if rnd == 1:
+                keep = kept_fraction(terms[j, 0], terms[j, 1], w)
+                if keep != 1.0:
+                    cut = True
+                    imp[j, 0] *= keep
+                    imp[j, 1] *= keep
+                    imp[j, 2] *= keep
+                continue
+            # lam K lam: the sum over the blocks of p . dv, p = G^T lam, dv = M^-1 G^T lam
+            ll = l0 * l0 + l1 * l1 + l2 * l2
+            qk = imb[j] * ll
+            p0, p1, p2 = _cross(rb[j, 0], rb[j, 1], rb[j, 2], l0, l1, l2)   # p_wb = r_b x lam
+            d0, d1, d2 = _side_vec(ang, j, 1, l0, l1, l2)
+            qk += p0 * d0 + p1 * d1 + p2 * d2
+            if not world[j]:
+                qk += ima[j] * ll
+                p0, p1, p2 = _cross(l0, l1, l2, s[j, 0], s[j, 1], s[j, 2])  # p_wa = lam x s
+                d0, d1, d2 = _side_vec(ang, j, 0, l0, l1, l2)
+                qk += p0 * d0 + p1 * d1 + p2 * d2
+            terms[j, 0] = qk
+            terms[j, 1] = w
+        if rnd == 0:
+            point_warm_start_apply(vel, a, b, world, broken, ima, imb, ang, imp)
     if cut:   # again from the start, with the impulses kept
         vel[:] = vel0
-        for j in range(m):
-            if not broken[j]:
-                _apply(vel, j, a[j], b[j], world, ima, imb, ang, imp[j, 0], imp[j, 1],
-                       imp[j, 2])
+        point_warm_start_apply(vel, a, b, world, broken, ima, imb, ang, imp)
     return cut
+
+
+@kernel
+def point_warm_start_apply(vel, a, b, world, broken, ima, imb, ang, imp):
+    """vel += M^-1 G^T lam of every joint's impulse imp."""
+    for j in range(len(a)):
+        if broken[j]:
+            continue
+        ia, ib = a[j], b[j]
+        l0, l1, l2 = imp[j, 0], imp[j, 1], imp[j, 2]
+        d0, d1, d2 = _side_vec(ang, j, 1, l0, l1, l2)
+        vel[ib, 0] += imb[j] * l0
+        vel[ib, 1] += imb[j] * l1
+        vel[ib, 2] += imb[j] * l2
+        vel[ib, 3] += d0
+        vel[ib, 4] += d1
+        vel[ib, 5] += d2
+        if not world[j]:
+            d0, d1, d2 = _side_vec(ang, j, 0, l0, l1, l2)
+            vel[ia, 0] -= ima[j] * l0
+            vel[ia, 1] -= ima[j] * l1
+            vel[ia, 2] -= ima[j] * l2
+            vel[ia, 3] += d0
+            vel[ia, 4] += d1
+            vel[ia, 5] += d2
 
 
 @kernel

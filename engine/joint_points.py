@@ -91,7 +91,7 @@ class PointLocks:
         self.kinv = np.zeros((m, 3, 3))
         self.ang = np.zeros((m, 2, 3, 3))
         self.qa = np.zeros((m, 4))
-        self.work = np.zeros((3, 3, 3))
+        self.work = np.zeros((1, 3, 3))
         self.terms = np.zeros((m, 2))
         self.vel0 = None
         self.imp = np.zeros((m, 3))         # world impulses, read at the first warm start
