@@ -35,9 +35,10 @@ def rotate(w, x, y, z, v0, v1, v2):
 
 
 # The kernels spell out their small matrix products in the joint loop instead of calling
-# helpers that take arrays: numba keeps a reference count on every array passed to a call it
-# does not inline, and such calls cost 5-10x the arithmetic (measured: 150 us against 18 us
-# a sweep at 762 joints). Helpers of scalars (and tiny reads) are inlined and free.
+# helpers that take several arrays: such calls, per joint, cost 5-10x the arithmetic
+# (measured at 762 joints: a sweep 150 us with them, 15-20 us without; numba's reference
+# counting of the arrays passed, most likely, as inline="always" did not help). Helpers of
+# scalars, or tiny reads of one array, are inlined and free.
 
 @kernel
 def point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, inv_body,
