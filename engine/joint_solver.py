@@ -371,8 +371,8 @@ class JointSolver:
 
     def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
                      inv_body, max_push):
-        """A large system of pure point locks goes to engine.joint_points (same block Gauss-
-        Seidel, a fraction of the numpy calls); returns whether it did."""
+        """A large system of pure point locks goes to engine.joint_points (the same block
+        Gauss-Seidel in compiled kernels, joints in colour order); returns whether it did."""
         m = self.m
         pg = {name: joints.v(name)[sel] for name in ("lock", "limited", "spring", "motor",
                                                        "target")}
@@ -382,7 +382,7 @@ class JointSolver:
         if _direct_mode(joints, sel, a, b, world, awake, 3 * m)[0]:
             return False   # small or a chain, loop-free: the exact direct solve
         self.points = PointLocks(
-            a, b, self.offsets, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
+            a, b, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
             joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
             h, soft_params(lock_hertz(hertz, h, swept=True), damping_ratio, h),
             joints.v("break_force")[sel],
