@@ -7,14 +7,6 @@ that overhead is most of its cost. ``cross`` does the same products in the same 
 """
 import numpy as np
 
-# np.einsum without its Python wrapper: the same C routine (the same bits), a few microseconds
-# a call saved where a hot path makes many small products.
-try:
-    from numpy._core import multiarray as _multiarray
-    einsum = getattr(_multiarray, "c_einsum", np.einsum)
-except ImportError:  # pragma: no cover - a numpy without the private module: the wrapper
-    einsum = np.einsum
-
 
 def cross(a, b):
     """a x b over the last axis (3) of two arrays of the same shape (or broadcastable)."""
