@@ -481,7 +481,9 @@ def test_round_and_polytope_distances_match_oracle():
 
 
 def test_per_pair_margins_equal_scalar_calls():
-    """collide() takes one margin per pair: same answers as calls with each scalar margin."""
+    """collide() takes one margin per pair: same answers as calls with each scalar margin
+    (the same contacts and feature ids; positions to round-off: numpy's products of a batch
+    of 600 and of its quarter can round the last bit differently on some CPUs)."""
     rng = np.random.default_rng(23)
     shapes = [Sphere(0.3), Capsule(0.2, 0.4), Box([0.5, 0.3, 0.4]), make_hull(rng.normal(size=(12, 3)) * 0.5)]
     table = ShapeTable(shapes)
@@ -498,8 +500,11 @@ def test_per_pair_margins_equal_scalar_calls():
     for lv in levels:
         sel = margin == lv
         one = collide(table, ia[sel], pa[sel], qa[sel], ib[sel], pb[sel], qb[sel], margin=lv)
-        for name in ("count", "normal", "points", "separation", "ids"):
+        for name in ("count", "ids"):
             assert np.array_equal(getattr(mixed, name)[sel], getattr(one, name)), name
+        for name in ("normal", "points", "separation"):
+            np.testing.assert_allclose(getattr(mixed, name)[sel], getattr(one, name),
+                                       rtol=0.0, atol=1e-12, err_msg=name)
     # Every reported point is within its own pair's margin.
     assert np.all(mixed.separation[mixed.count > 0, 0] <= margin[mixed.count > 0])
     with pytest.raises(Exception, match="NaN"):
