@@ -18,9 +18,10 @@ edges keep their ids when jitter moves a corner from one side of a plane to the 
 
 Points are kept if their separation along the contact normal is <= margin (speculative
 contacts), stored midway between the two surfaces, and reduced to at most 4 by the usual rule
-(Box2D, Bullet, Jolt): deepest, farthest from it, largest triangle, largest quad, the last three
-taken among the touching points (in the other surface or within TOUCH_SLACK of it) whenever
-they span enough: a speculative point in the air never displaces one bearing weight.
+(Box2D, Bullet, Jolt): deepest, farthest from it, largest triangle, largest quad. reduce4 can
+take the last three among the touching points first (in the other surface or within
+TOUCH_SLACK of it; engine.mesh_contacts does): a speculative point in the air then never
+displaces one bearing weight.
 
 Edge contact (the SAT chose an edge-edge axis). Crossing edges touch at one point, but when the
 faces beside the edges are within EDGE_CLIP_DEG of the axis (two crossed beams a few degrees
@@ -385,7 +386,9 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
         ok = np.concatenate((ok, fmask & (edist.max(axis=2) <= tol[:, None])), axis=1)
     sep = h_inc - h_ref
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
-    pick, good = reduce4(cand_x, cand_y, sep, ok, snap, touch=touch_limit(sep, ok, scale))
+    # (No touch here yet: a struck box's speculative corners, closing at metres per second,
+    # matter more than its touching ones; tests/test_struck.py. See tests/test_mesh_rest.py.)
+    pick, good = reduce4(cand_x, cand_y, sep, ok, snap)
     px = cand_x[r2, pick]
     py = cand_y[r2, pick]
     psep = sep[r2, pick]

