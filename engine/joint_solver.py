@@ -98,18 +98,20 @@ STIFF_SPRING_SWEEPS = 16
 # rate 1 / h. Solved exactly (the direct and chain paths) the soft step is stable at any
 # h omega, and half the substep rate (h omega = pi) is the cap. Solved by Gauss-Seidel (joint
 # systems with loops, or too many rows), a sweep meets a joint's neighbours' impulses one
-# sweep late: the coupling between joints that share a body is explicit, the coupled net's
-# stiffest modes are faster than a lone joint's, and the warm start carries the lagged
-# impulse into the next substep. Past some h omega that feedback grows: a 2 x 12 ladder of
-# point joints hanging at rest reached 150 m/s at the default 180 Hz and 360 Hz substeps
-# (h omega = pi; issue 25, tests/test_joint_nets.py). Measured limits, hanging from a static
-# top row, 2 s: the ladder is stable at h omega = 2.6 and not at 2.9; a 30 x 30 net at 2.2
-# (rate 0.35), creeping at 2.5, unstable at 2.8; a 7 x 7 x 7 lattice at 2.2. Box2D v3 caps
-# its joints at a quarter of the substep rate (h omega = pi / 2); that is 4x softer than
-# h omega = pi where ours are, 2x softer than 0.35, and softness is stretch under load (a
-# lock is a spring of stiffness m_eff omega^2): at 0.25 the 50-capsule rope pinned taut at
-# both ends snapped back at 7.2 m/s when released (tests/test_joints_physics.py; 3.4 m/s at
-# 0.35), and a net hung by two corners stretched 11 mm instead of 6.4.
+# sweep late: the coupling between joints that share a body is explicit, the coupled
+# system's stiffest modes are faster than a lone joint's, and the warm start carries the
+# lagged impulse into the next substep. Past some h omega that feedback grows: a 2 x 12
+# ladder of point joints hanging at rest reached 150 m/s at the default 180 Hz and 360 Hz
+# substeps (h omega = pi; issue 25, tests/test_joint_nets.py). Measured at rest from a static
+# top row, 2 s, relaxed in every sweep (below): a 30 x 30 grid stable at a rate of 0.35,
+# creeping at 0.4, blowing up at 0.45; the ladder ringing at 2 mm/s at 0.41, calm at 0.35; a
+# 7 x 7 x 7 lattice stable at 0.35; a loop of six hinged boxes (the fuzzer's net seed 16)
+# gaining energy at 0.42, not at 0.38; loops of point joints (net seeds 107, 292, 293)
+# gaining energy at 0.5. Box2D v3 caps every joint at a quarter of the substep rate
+# (joint.c), 2x softer again: softness is stretch under load (a lock is a spring of
+# m_eff omega^2), which a rope held at both ends gives back as speed when released (the
+# 50-capsule Connect rope of tests/addon/test_joints_rope.py: 7.4 m/s at 0.5, 10.6 at 0.35;
+# Blender 6.3). An exact solve of such looped systems would lift the cap.
 EXACT_HERTZ_RATE = 0.5
 SWEPT_HERTZ_RATE = 0.35
 # Locks solved by Gauss-Seidel relax in every relax sweep, not only the last.
