@@ -18,10 +18,7 @@ edges keep their ids when jitter moves a corner from one side of a plane to the 
 
 Points are kept if their separation along the contact normal is <= margin (speculative
 contacts), stored midway between the two surfaces, and reduced to at most 4 by the usual rule
-(Box2D, Bullet, Jolt): deepest, farthest from it, largest triangle, largest quad. reduce4 can
-take the last three among the touching points first (in the other surface or within
-TOUCH_SLACK of it; engine.mesh_contacts does): a speculative point in the air then never
-displaces one bearing weight.
+(Box2D, Bullet, Jolt): deepest, farthest from it, largest triangle, largest quad.
 
 Edge contact (the SAT chose an edge-edge axis). Crossing edges touch at one point, but when the
 faces beside the edges are within EDGE_CLIP_DEG of the axis (two crossed beams a few degrees
@@ -49,10 +46,6 @@ ID_FACE, ID_EDGE, ID_ROUND, ID_FALLBACK = 1, 2, 3, 4
 SNAP = 1e-4
 # Inclusion tolerance of the inside tests, relative to shape size.
 INSIDE_TOL = 1e-9
-# Points less than this (times the shape size) above the other surface, or in it, count as
-# touching when a manifold is reduced to 4 (reduce4's touch): the points bearing a resting body
-# are kept before speculative ones hovering above it.
-TOUCH_SLACK = 2e-3
 
 
 def _face_ids(flip, ref_face, inc_face, code):
@@ -89,32 +82,25 @@ def _pick(score, valid, tol):
     return np.argmax(near, axis=1), best
 
 
-def reduce4(x, y, sep, valid, eps, touch=None):
+def reduce4(x, y, sep, valid, eps):
     """Pick at most 4 of C candidate points per pair: deepest, farthest, max triangle, max quad.
 
     x, y (M, C): coordinates in the contact plane; sep (M, C); valid (M, C); eps (M,) length
     below which a point adds nothing (also the tie tolerance; ties go to the lower index).
-    touch (M,) or None: candidates with sep <= touch are *touching*; the farthest, triangle
-    and quad picks then take a touching candidate whenever one adds more than eps, and a
-    speculative one (above the surface) only when none does. Without it a rock resting on five
-    vertices of a slightly bent side kept a vertex 2.7 mm in the air (the farthest from the
-    deepest) and dropped one bearing its weight, which then sank and took the lead, round and
-    round (tests/test_mesh_rest.py).
     Returns (idx (M, 4), ok (M, 4)); ok is monotone (ok[:, j] implies
     ok[:, j-1]) so the chosen points are a prefix.
     """
     rows = np.arange(len(x))
-    pick = _pick if touch is None else _tiered_pick(valid & (sep <= np.reshape(touch, (-1, 1))))
     i1, _ = _pick(-sep, valid, eps)
     ok1 = valid.any(axis=1)
     x1, y1 = x[rows, i1][:, None], y[rows, i1][:, None]
     dx, dy = x - x1, y - y1
-    i2, d12 = pick(np.sqrt(dx * dx + dy * dy), valid, eps)
+    i2, d12 = _pick(np.sqrt(dx * dx + dy * dy), valid, eps)
     ok2 = ok1 & (d12 > eps)
     ex, ey = dx[rows, i2][:, None], dy[rows, i2][:, None]
     area = ex * dy - ey * dx  # twice the signed area of (p1, p2, p)
     tol = eps * d12
-    i3, a3 = pick(np.abs(area), valid, tol)
+    i3, a3 = _pick(np.abs(area), valid, tol)
     ok3 = ok2 & (a3 > tol)
     # Orient the triangle counter-clockwise, then the 4th point is the one farthest outside
     # any of its edges (the largest area added to the quad).
@@ -127,28 +113,9 @@ def reduce4(x, y, sep, valid, eps, touch=None):
     s2 = (qx3 - qx2) * (y - qy2) - (qy3 - qy2) * (x - qx2)
     s3 = (x1 - qx3) * (y - qy3) - (y1 - qy3) * (x - qx3)
     outside = -np.minimum(np.minimum(s1, s2), s3)
-    i4, a4 = pick(outside, valid, tol)
+    i4, a4 = _pick(outside, valid, tol)
     ok4 = ok3 & (a4 > tol)
     return columns(i1, i2, i3, i4), columns(ok1, ok2, ok3, ok4)
-
-
-def touch_limit(sep, valid, scale):
-    """reduce4's touch per row: TOUCH_SLACK * scale above the deepest valid point, or above
-    the surface when the deepest point is in it (a bearing point is never crowded out by a
-    deeper one)."""
-    deepest = np.min(np.where(valid, sep, np.inf), axis=1)
-    return np.maximum(np.where(np.isfinite(deepest), deepest, 0.0), 0.0) + TOUCH_SLACK * scale
-
-
-def _tiered_pick(touching):
-    """A _pick that prefers the touching candidates: their best, if it beats tol, else the
-    best of all valid ones (reduce4's touch)."""
-    def pick(score, valid, tol):
-        i_t, best_t = _pick(score, touching, tol)
-        i_a, best_a = _pick(score, valid, tol)
-        near = touching.any(axis=1) & (best_t > tol)
-        return np.where(near, i_t, i_a), np.where(near, best_t, best_a)
-    return pick
 
 
 def _loop(table, ids, face, plain=None):
@@ -386,8 +353,6 @@ def face_contact(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip, in
         ok = np.concatenate((ok, fmask & (edist.max(axis=2) <= tol[:, None])), axis=1)
     sep = h_inc - h_ref
     ok &= sep <= np.broadcast_to(margin, (m,))[:, None]
-    # (No touch here yet: a struck box's speculative corners, closing at metres per second,
-    # matter more than its touching ones; tests/test_struck.py. See tests/test_mesh_rest.py.)
     pick, good = reduce4(cand_x, cand_y, sep, ok, snap)
     px = cand_x[r2, pick]
     py = cand_y[r2, pick]

@@ -33,7 +33,7 @@ Output: ``narrowphase.Manifolds`` rows, normal from the convex shape (A) to the 
 import numpy as np
 
 from . import detmath, mesh_sat
-from .clip import SNAP, reduce4, segment_closest, tangent_basis, touch_limit
+from .clip import SNAP, reduce4, segment_closest, tangent_basis
 from .curved import is_curved
 from .curved_contacts import curved_triangles
 from .kinds import ShapeKind
@@ -42,8 +42,7 @@ from .narrowphase import WIDTH, Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
 # Contact-id layout for mesh contacts (int64): triangle index in bits 28-58, bit 27 reference
-# face on the convex shape, bits 16-26 the convex face used (its patch's first face), bits
-# 12-15 route, bits 0-11 code.
+# face on the convex shape, bits 16-26 the convex face used, bits 12-15 route, bits 0-11 code.
 ROUTE_INC, ROUTE_REF, ROUTE_CROSS, ROUTE_EDGE, ROUTE_ROUND_FACE, ROUTE_ROUND_EDGE = range(1, 7)
 AXIS_TRI_FACE, AXIS_CONVEX_FACE, AXIS_EDGE = 0, 1, 2
 # Normals of contacts within this angle (cosine) merge into one manifold when reducing.
@@ -325,12 +324,8 @@ def _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face, sel
     n = np.where(is_t, n_sel, fn)
     x, y, z, valid, route, code, (o, uu, vv) = _clip(
         ref, rmask, inc, kmask, n, np.where(is_t, fn, n_sel), margin[sel], eps[sel])
-    # The ids name the patch (its first face), not the face: a resting rock's most
-    # anti-parallel face flips between the faces of one flat side as it settles, and the
-    # points, clipped on the side's one outline, are the same (their warm starts must stay).
     _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, n, eps[sel],
-                 _ids(tri_index[sel], ~is_t[:, 0], table.patch_face[ids[sel], faces], 0, 0),
-                 np.where(is_t, -n_sel, fn))
+                 _ids(tri_index[sel], ~is_t[:, 0], faces, 0, 0), np.where(is_t, -n_sel, fn))
 
 
 def _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps, tri_index):
@@ -375,7 +370,7 @@ def _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et, sel):
 
 def _finish_clip(out, sel, x, y, z, valid, route, code, o, u, v, n, eps, base, normal):
     """Reduce clipped candidates to 4 and store them midway between the surfaces."""
-    idx, ok = reduce4(x, y, z, valid, eps, touch=touch_limit(z, valid, eps / SNAP))
+    idx, ok = reduce4(x, y, z, valid, eps)
     rr = np.arange(len(sel))[:, None]
     px, py, pz = x[rr, idx], y[rr, idx], z[rr, idx]
     pts = (o[:, None] + px[..., None] * u[:, None] + py[..., None] * v[:, None]
@@ -511,16 +506,15 @@ def _round_triangle(table, ids, t, N, active, margin, tri_index):
     return out
 
 
-def reduce_manifolds(man, group, n_groups=None, scale=None):
+def reduce_manifolds(man, group, n_groups=None):
     """Merge per-triangle manifolds into at most a few manifolds per group (body pair).
 
     man: Manifolds of M rows; group (M,) int group of each row. Contacts are clustered by
     normal (greedy: the deepest remaining contact seeds a cluster, contacts within CLUSTER_COS
     of its normal join; up to MAX_CLUSTERS per group, the rest join the closest cluster), and
     each cluster keeps 4 points (deepest, farthest, largest triangle, largest quad) with the
-    seed's normal (touching points first, see clip.reduce4: scale (n_groups,) is the convex
-    shape's size per group; None: by area alone). Returns (Manifolds of K rows, group (K,),
-    cluster rank (K,)), ordered by group then rank.
+    seed's normal. Returns (Manifolds of K rows, group (K,), cluster rank (K,)), ordered by
+    group then rank.
     """
     group = np.asarray(group, dtype=np.int64)
     slot = np.arange(WIDTH)
@@ -594,9 +588,7 @@ def reduce_manifolds(man, group, n_groups=None, scale=None):
     y = _dot(P, v[:, None])
     extent = (np.max(np.where(vmask, x, -np.inf), axis=1) - np.min(np.where(vmask, x, np.inf), axis=1)
               + np.max(np.where(vmask, y, -np.inf), axis=1) - np.min(np.where(vmask, y, np.inf), axis=1))
-    touch = None if scale is None else touch_limit(S, vmask, np.asarray(scale)[seed_group])
-    idx, ok = reduce4(x, y, np.where(vmask, S, 0.0), vmask, SNAP * np.maximum(extent, 1e-9),
-                      touch=touch)
+    idx, ok = reduce4(x, y, np.where(vmask, S, 0.0), vmask, SNAP * np.maximum(extent, 1e-9))
     rr = np.arange(k)[:, None]
     out = Manifolds(k)
     out.normal[:] = seeds

@@ -180,8 +180,7 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
         q_c = np.where(f, qb[mesh_rows], qa[mesh_rows])
         q_m = np.where(f, qa[mesh_rows], qb[mesh_rows])
         man, group = _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, marg[mesh_rows])
-        red, grp, rank = reduce_manifolds(man, group, n_groups=len(mesh_rows),
-                                          scale=table.bound_radius[s_c])
+        red, grp, rank = reduce_manifolds(man, group, n_groups=len(mesh_rows))
         red.normal[flip[grp]] *= -1.0
         outs.append(red)
         pairs.append(pair[mesh_rows][grp])

@@ -103,9 +103,6 @@ class ShapeTable:
         out.patch_loops = np.full((s, fmax, qmax), -1, dtype=np.int64)
         out.patch_has_point = np.zeros((s, fmax, vmax), dtype=bool)
         out.patched = np.zeros((s, fmax), dtype=bool)     # the patch is more than the face
-        # The first face of each face's patch: one name for the side whichever of its faces is
-        # the most anti-parallel this step (mesh_contacts' feature ids, for warm starting).
-        out.patch_face = np.zeros((s, fmax), dtype=np.int64)
         # Boxes get the analytic 15-axis SAT fast path.
         out.is_box = np.array([isinstance(sh, Box) for sh in shapes], dtype=bool).reshape(s)
         out.box_half = np.array([sh.half_extents if isinstance(sh, Box) else np.zeros(3)
@@ -133,10 +130,7 @@ class ShapeTable:
                 out.face_loops[i, fi, :len(loop)] = loop
                 out.face_has_point[i, fi, loop] = True
             out.face_has_point[i, nf:] = out.face_has_point[i, 0]   # padding repeats face 0
-            first = {}
             for fi, loop in enumerate(self._patches(sh)):
-                # Faces of one patch share one outline array (engine.patches).
-                out.patch_face[i, fi] = first.setdefault(id(loop), fi)
                 out.patch_sizes[i, fi] = len(loop)
                 out.patch_loops[i, fi, :len(loop)] = loop
                 out.patch_has_point[i, fi, loop] = True
