@@ -120,6 +120,26 @@ def _joints_glue_fields():
     w.set_fields(FieldTable([ForceField(kind=FieldKind.WIND, strength=2.0,
                                         axis=(1.0, 0.0, 0.0))]))
     _run(w)
+    _point_net()
+
+
+def _point_net():
+    """A loop of point joints on boxes (anisotropic) lying on the ground, pinned by two
+    breakable world joints: the point-lock path (engine.joint_points), which a world of
+    mixed joints never takes."""
+    from .shapes import Box
+    from .world import World
+    w = World()
+    _ground(w)
+    at = [(0.0, 0.0, 0.0295), (0.3, 0.0, 0.0295), (0.3, 0.3, 0.0295), (0.0, 0.3, 0.0295)]
+    ring = [w.add_body(Box([0.1, 0.05, 0.03]), position=p) for p in at]
+    for k in range(4):
+        a, b = at[k], at[(k + 1) % 4]
+        w.add_joint("point", ring[k], ring[(k + 1) % 4],
+                    position=tuple(0.5 * (np.array(a) + np.array(b))))
+    for k in (0, 1):
+        w.add_joint("point", ring[k], None, position=at[k], break_force=1e6)
+    _run(w)
 
 
 STAGES = (
