@@ -375,11 +375,11 @@ def build_rows(ra, rb, dirs, valid, ima, imb, iia, iib, axa, axb, jr, mjr, kmat,
             for s in range(12):
                 q = s if s < 4 else (s - 4) // 2
                 ds = 0 if s < 4 else 1 + (s - 4) % 2
-                k = 0.0
+                acc = 0.0
                 for j in range(6):
-                    k += ang[r, j] * ang_m[s, j]
+                    acc += ang[r, j] * ang_m[s, j]
                 if di == ds and valid[i, p] and valid[i, q]:
-                    k += lin
-                kmat[i, r, s] = k
+                    acc += lin
+                kmat[i, r, s] = acc
             kr = kmat[i, r, r]
             eff[i, r] = 1.0 / kr if kr > 1e-12 else 0.0
