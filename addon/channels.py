@@ -11,7 +11,7 @@ shear), D (N, 3, 3) its delta rotation, total_scale (N, 3) scale * delta scale.
 """
 import numpy as np
 
-from ..engine import quat
+from ..engine.core import quat
 from . import transforms
 
 

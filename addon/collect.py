@@ -24,8 +24,8 @@ import bpy
 import numpy as np
 
 from .. import engine
-from ..engine import glue as engine_glue
-from ..engine import quat
+from ..engine.core import quat
+from ..engine.features import glue as engine_glue
 from . import transforms
 
 MAX_SIZE = 1.0e5   # metres: beyond this the engine's tolerances (~mm) are meaningless
@@ -243,14 +243,14 @@ def geometry_key(points, triangles):
 
 
 def decompose_cached(points, triangles, max_parts=16, tolerance=0.0, progress=None):
-    """engine.decompose through the session cache. tolerance 0 means automatic. Returns a
+    """engine.shapes.decompose through the session cache. tolerance 0 means automatic. Returns a
     tuple of (P_i, 3) read-only point arrays."""
     key = (geometry_key(points, triangles), int(max_parts), float(tolerance))
     parts = DECOMPOSE_CACHE.get(key)
     if parts is not None:
         DECOMPOSE_CACHE.move_to_end(key)
         return parts
-    parts = engine.decompose(points, triangles, max_parts=int(max_parts),
+    parts = engine.shapes.decompose(points, triangles, max_parts=int(max_parts),
                              tolerance=float(tolerance) if tolerance > 0 else None,
                              progress=progress)
     parts = tuple(np.array(p, dtype=np.float64) for p in parts)
@@ -588,7 +588,7 @@ class SceneReader:
         tris = mesh_triangles(obj, dg)
         if "hb_piece" in obj and is_closed(tris):
             # A fractured piece (addon.fracture): cut into its own Voronoi parts, exact and
-            # fast (engine.glue.convex_parts), instead of the general decomposition.
+            # fast (engine.features.glue.convex_parts), instead of the general decomposition.
             try:
                 return engine_glue.convex_parts(pts, tris, s.decompose_max_parts)
             except engine.EngineError:

@@ -2,13 +2,13 @@
 warm-up ("preparing the physics engine"), and what the bake says about it.
 
 - numba is never imported here nor at register (``import numba`` costs 0.5-1 s inside
-  Blender); the engine imports it at its first kernel call (engine/jit.py).
+  Blender); the engine imports it at its first kernel call (engine/core/jit.py).
 - register() only hands the engine a function that names the cache folder; it is called at
   that first kernel call, whichever path gets there first (bake, preview, the command line,
   an operator using the engine), so compiled code always lands in the extension's user
   directory (``bpy.utils.extension_path_user``), which survives updates, and never in the
   add-on's own folder, which an update deletes and which may be read-only. A folder that
-  cannot be written means compiling without a cache (engine/jit.py), not an error.
+  cannot be written means compiling without a cache (engine/core/jit.py), not an error.
 - The interactive bake warms the engine up in a thread of its own (start / progress) while
   its modal timer shows the stage and the seconds in the status bar: compiling the whole
   engine from scratch takes tens of seconds, and Blender stays responsive (Esc cancels the
@@ -31,7 +31,8 @@ import time
 
 import bpy
 
-from ..engine import jit, warmup
+from ..engine.core import jit
+from ..engine.world import warmup
 
 CACHE_FOLDER = "numba_cache"
 PREPARING = "Preparing the physics engine"

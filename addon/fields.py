@@ -18,7 +18,7 @@ approximates or ignores are reported too (see ``_check``). The bake goes on.
 """
 import numpy as np
 
-from ..engine import fields as efields
+from ..engine.features import fields as efields
 from . import transforms
 
 SUPPORTED = {"FORCE", "WIND", "VORTEX", "MAGNET", "HARMONIC", "LENNARDJ", "TURBULENCE", "DRAG"}

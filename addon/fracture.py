@@ -1,5 +1,5 @@
 """Fracture in the add-on: ``hullabaloo.fracture`` cuts the selected mesh objects into Voronoi
-pieces (engine.fracture), glue bonds between pieces sharing a face, and the bake's glue.
+pieces (engine.features.fracture), glue bonds between pieces sharing a face, and the bake's glue.
 
 - Pieces are new mesh objects in a collection ``<object>_pieces`` (replaced when fractured
   again), origins at their centres of mass, world-space geometry (the original's rotation and
@@ -15,7 +15,7 @@ pieces (engine.fracture), glue bonds between pieces sharing a face, and the bake
   scale (``Object["hb_glue_scale"]``, 1 by default) is what ``hullabaloo.glue_scale`` changes
   on selected pieces to weaken or strengthen a region.
 - At bake time ``add_scene_glue`` turns the bonds into breakable fixed joints (one batch per
-  collection, engine.glue) and puts pieces of a collection with Start Deactivated to sleep.
+  collection, engine.features.glue) and puts pieces of a collection with Start Deactivated to sleep.
 """
 import bpy
 import numpy as np
@@ -29,8 +29,8 @@ from bpy.props import (
 )
 
 from .. import engine
-from ..engine import fracture as efr
-from ..engine import glue as eglue
+from ..engine.features import fracture as efr
+from ..engine.features import glue as eglue
 
 SOURCES = [
     ('VOLUME', "Volume", "Points uniform in the object's volume"),

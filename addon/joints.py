@@ -167,7 +167,7 @@ def frame_of(obj):
     r = u @ vt
     if np.linalg.det(r) < 0:
         r = u @ np.diag([1.0, 1.0, -1.0]) @ vt
-    return mw[:3, 3].copy(), engine.quat.from_matrix(r)
+    return mw[:3, 3].copy(), engine.core.quat.from_matrix(r)
 
 
 def add_scene_joints(world, scene, bodies, problem, depsgraph=None):

@@ -37,7 +37,8 @@ import bpy
 import numpy as np
 from mathutils import Matrix
 
-from ..engine import EngineError, quat
+from ..engine import EngineError
+from ..engine.core import quat
 from . import cache as bake_cache
 from . import compiler
 from .fields import effector_weights

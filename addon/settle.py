@@ -34,7 +34,7 @@ import numpy as np
 from bpy.props import BoolProperty, EnumProperty, FloatProperty, IntProperty
 
 from .. import engine
-from ..engine import quat
+from ..engine.core import quat
 from . import channels, compiler, jitter, simulate
 from .collect import (
     Problem,

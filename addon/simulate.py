@@ -15,8 +15,8 @@ import time
 import numpy as np
 
 from .. import engine
-from ..engine import quat
-from ..engine.guard import SpeedWatch
+from ..engine.core import quat
+from ..engine.world.guard import SpeedWatch
 from . import animation, cache, channels, fields, fracture, handoff, joints, rb_import, transforms
 from .collect import Problem, SceneReader, mesh_points, world_matrices
 

@@ -17,7 +17,7 @@ matrix" applied to the mesh vertices.
 """
 import numpy as np
 
-from ..engine import quat
+from ..engine.core import quat
 
 EULER_ORDERS = ("XYZ", "XZY", "YXZ", "YZX", "ZXY", "ZYX")
 _AXIS = {"X": 0, "Y": 1, "Z": 2}

@@ -1,5 +1,5 @@
 """Broadphase timings: grid hash (find_pairs) vs sweep-and-prune (sweep_pairs); then the
-constraint graph: colour count vs the lower bound D and timings (engine.graph).
+constraint graph: colour count vs the lower bound D and timings (engine.dynamics.graph).
 
     python bench/bench_broadphase.py            # everything, ~30 s
     python bench/bench_broadphase.py --quick    # fewer sizes, no pybullet
@@ -17,8 +17,8 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from engine.broadphase import Broadphase, find_pairs, sweep_pairs
-from engine.graph import colour_constraints, islands
+from engine.collision.broadphase import Broadphase, find_pairs, sweep_pairs
+from engine.dynamics.graph import colour_constraints, islands
 
 MARGIN = 0.05
 

@@ -20,9 +20,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 import test_cylinder_cone as T
 
 import engine
-from engine import quat
-from engine.queries import pair_distance
-from engine.shape_table import ShapeTable
+from engine.collision.queries import pair_distance
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
 
 
 def rolling(dt, ground):

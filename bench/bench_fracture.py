@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/bench_fracture.py [--plot docs/fracture_wall.png]
 
-1. engine.fracture: a box into 40 and 1000 pieces, a torus (32 x 16 quads) into 40; best of
+1. engine.features.fracture: a box into 40 and 1000 pieces, a torus (32 x 16 quads) into 40; best of
    3 wall-clock times (seed points included), the pieces' total volume against the mesh's.
 2. The issue's wall (2 x 0.25 x 1.5 m, 2000 kg/m^3, 60 pieces, seed 7) glued on a ground:
    sag under gravity over 2 s (awake), then a 1000 kg ball at 15 m/s into the Start
@@ -23,8 +23,8 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 from scenes_meshes import box_mesh, torus_mesh  # the meshes of tests/test_fracture.py
 
 from engine import Box, EngineError, Sphere, World
-from engine.fracture import fracture, mesh_volume, volume_points
-from engine.glue import add_glue, add_pieces
+from engine.features.fracture import fracture, mesh_volume, volume_points
+from engine.features.glue import add_glue, add_pieces
 
 WALL = (2.0, 0.25, 1.5)
 
@@ -79,7 +79,7 @@ def plot(res, path):
     import matplotlib.pyplot as plt
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    from engine import quat
+    from engine.core import quat
     w, fr, bodies = res["world"], res["fracture"], res["bodies"]
     fig = plt.figure(figsize=(9, 6))
     ax = fig.add_subplot(projection="3d")
@@ -111,7 +111,7 @@ def main():
     ap.add_argument("--plot", default=None)
     ap.add_argument("--quick", action="store_true", help="skip the 1000-piece cut")
     args = ap.parse_args()
-    print("== fracture (engine.fracture, wall-clock, best of 3)")
+    print("== fracture (engine.features.fracture, wall-clock, best of 3)")
     v, f = box_mesh(WALL, centred=True)
     time_cut("box", v, f, 40)
     if not args.quick:

@@ -4,7 +4,7 @@
 
 Part 1 times ConvexHull on 1k / 10k / 100k points of three clouds: a Gaussian blob (few hull
 vertices), a noisy sphere (a sculpt: ~1k hull vertices) and exact sphere samples (the worst case:
-every point is a hull vertex). "core" is the hull itself (engine.hull.build_hull); "total" adds
+every point is a hull vertex). "core" is the hull itself (engine.shapes.hull.build_hull); "total" adds
 Polytope._finish (shapes.polytope_topology: planes, edges, neighbours). Qhull (scipy, C) is shown
 for scale only. Times are CPU seconds of this process (time.process_time), best of a few runs:
 on a shared machine wall-clock times swing by several times; the last column is wall clock.
@@ -22,7 +22,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.hull import ConvexHull, build_hull
+from engine.shapes.hull import ConvexHull, build_hull
 
 try:
     from scipy.spatial import ConvexHull as QhullHull

@@ -5,7 +5,7 @@ the cap the add-on passes for Convex Hull shapes (addon/collect.py HULL_VERTEX_C
 
 Two contact depths: "deep" (centres 1.9 apart for rock-like hulls of radius ~1: ~0.3 deep, the
 historical figure) and "resting" (signed distance -5..0 mm: a settled pile). Each is timed with
-the pruning of engine/sat.py on (the default) and off (sat.PRUNE_GAUSS = False: the previous
+the pruning of engine/collision/sat.py on (the default) and off (sat.PRUNE_GAUSS = False: the previous
 exhaustive route), and the two routes' distances are compared. Best of REPEAT runs (the machine
 is shared).
 
@@ -19,7 +19,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 import engine
-from engine import quat, sat
+from engine.collision import sat
+from engine.core import quat
 
 M = 500
 REPEAT = 5
@@ -39,7 +40,7 @@ def resting_offsets(h, rng, qa, qb):
     """B's centres so each pair's signed distance is -5..0 mm (a settled pile): B starts at the
     support gap along a random direction u (apart or overlapping), then moves along the GJK
     normal by the distance still to go (a few rounds settle the pairs that overlapped)."""
-    from engine.gjk import gjk
+    from engine.collision.gjk import gjk
     u = rng.normal(size=(M, 3))
     u /= np.linalg.norm(u, axis=1, keepdims=True)
     ra, rb = quat.to_matrix(qa), quat.to_matrix(qb)

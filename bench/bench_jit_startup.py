@@ -7,7 +7,7 @@ Every figure comes from a fresh process (the compiler is set up once per process
 
 - ``import numba`` in plain Python and inside Blender (after ``import bpy``: Blender runs
   with ``sys.dont_write_bytecode``, so numba's modules are compiled from source every time);
-- the warm-up (engine/warmup.py: loading numba, then every kernel on the step's path) on a
+- the warm-up (engine/world/warmup.py: loading numba, then every kernel on the step's path) on a
   cold cache (a new NUMBA_CACHE_DIR: everything compiled) and on a warm one (loaded);
 - the first bake of a fresh Blender session with the extension installed (tests/addon/
   fresh_blender.py, a 24-frame scene of 5 bodies) against the second bake of the same
@@ -44,7 +44,8 @@ print(json.dumps({{"seconds": time.perf_counter() - t, "nobytecode": sys.dont_wr
 WARM = r'''
 import json, sys, time
 sys.path.insert(0, {root!r})
-from engine import jit, warmup
+from engine.core import jit
+from engine.world import warmup
 times = {{}}
 t = time.perf_counter()
 for label, run in warmup.stages():

@@ -32,7 +32,8 @@ import numpy as np
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.environ.get("HB_ENGINE_ROOT", ROOT))  # the engine measured
 
-from engine import Sphere, World, quat
+from engine import Sphere, World
+from engine.core import quat
 
 RADIUS, SPACING, DENSITY, G = 0.4, 1.0, 1000.0, 10.0
 MASS = DENSITY * 4.0 / 3.0 * np.pi * RADIUS ** 3
@@ -147,7 +148,7 @@ def bullet(scene, fps, seconds, anchored=False):
 
 
 def warm_up():
-    """Step a small ladder once, untimed: the engine's compiled kernels (engine.jit) are
+    """Step a small ladder once, untimed: the engine's compiled kernels (engine.core.jit) are
     compiled, or loaded from their cache, at their first call, not inside the timed frames.
     Returns the seconds it took."""
     t0 = time.perf_counter()

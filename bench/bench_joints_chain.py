@@ -1,4 +1,4 @@
-"""Chains in the direct lock solve: block cyclic reduction (engine/joint_chain.py) against the
+"""Chains in the direct lock solve: block cyclic reduction (engine/dynamics/joint_chain.py) against the
 dense Gauss-Jordan inverse it replaces, engine only, 1/24 s frames, default settings.
 
 Scenes (built by tests/scenes_chains.py, as the tests build them): the 100:1 chain of
@@ -7,7 +7,7 @@ horizontally) with 10, 40 and 100 links, and the 50-capsule rope of tests/test_j
 pinned at one end swinging down onto a table. Per scene and path: CPU ms per frame, worst
 joint gap, and the largest position difference between the two paths at the end. (*) Above 160
 lock rows the system without the chain solve is not solved directly but by block Gauss-Seidel
-(engine/joint_points.py), which is what such a chain got before.
+(engine/dynamics/joint_points.py), which is what such a chain got before.
 
     python bench/bench_joints_chain.py
 """
@@ -23,7 +23,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 from scenes_chains import capsule_rope, heavy_end_chain, worst_gap
 
-import engine.joint_solver as joint_solver
+import engine.dynamics.joint_solver as joint_solver
 
 
 def chain(n):

@@ -156,7 +156,8 @@ def split_timers():
     """Wrap the engine's per-pass / per-substep calls with CPU timers; returns the totals."""
     import collections
 
-    from engine import joint_solver, solver, world
+    from engine.dynamics import joint_solver, solver
+    from engine.world import world
     acc = collections.defaultdict(float)
 
     def wrap(owner, name, label):
@@ -205,7 +206,7 @@ def _loop(step, poses, links, pins, pos0, frames):
 
 
 def warm_up():
-    """Step a small grid once, untimed: the engine's compiled kernels (engine.jit) are
+    """Step a small grid once, untimed: the engine's compiled kernels (engine.core.jit) are
     compiled, or loaded from their cache, at their first call, not inside the timed frames.
     Returns the seconds it took."""
     t0 = time.perf_counter()

@@ -24,7 +24,7 @@ Engines, same process, CPU time (process_time) of the simulation only:
 - pybullet: same shapes (a static GEOM_MESH triangle mesh, hulls as GEOM_MESH vertices),
   240 Hz, 10 iterations, sleeping disabled.
 
-The narrowphase column is our CPU time inside engine.world.collide_bodies (the BVH query,
+The narrowphase column is our CPU time inside engine.world.world.collide_bodies (the BVH query,
 the convex-triangle contacts and their reduction per body), to tell it from the solver's.
 ``--profile`` prints a cProfile of our run (24 warm-up frames first).
 
@@ -60,11 +60,11 @@ for p in (ROOT, BENCH):
     if p not in sys.path:
         sys.path.insert(0, p)
 
-from engine import quat
-from engine.hull import ConvexHull
-from engine.shapes import Box
-from engine.trimesh import TriangleMesh
-from engine.world import World
+from engine.core import quat
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box
+from engine.shapes.trimesh import TriangleMesh
+from engine.world.world import World
 
 FPS = 24
 CELLS = 60          # 60 x 60 quads = 7,200 triangles
@@ -158,11 +158,11 @@ def build_ours(bl, sleeping=False):
 
 
 class NarrowphaseClock:
-    """CPU time spent in the world's narrowphase (engine.world.collide_bodies: the BVH query,
+    """CPU time spent in the world's narrowphase (engine.world.world.collide_bodies: the BVH query,
     the mesh contacts and their reduction), to tell it from the solver's share."""
 
     def __init__(self):
-        import engine.world as world_module
+        import engine.world.world as world_module
         self.module = world_module
         self.inner = world_module.collide_bodies
         self.cpu = 0.0
@@ -405,7 +405,7 @@ def main():
         nar = f"{1000 * narrow:11.2f}" if narrow is not None else f"{'-':>11}"
         print(f"{name:>22} {1000 * ms:12.2f} {ratio} {nar} {1000 * d:9.2f} {1000 * rest:8.2f} "
               f"{1000 * gap:7.2f}", flush=True)
-    print("narrowphase: CPU ms/frame inside engine.world.collide_bodies (BVH query, mesh "
+    print("narrowphase: CPU ms/frame inside engine.world.world.collide_bodies (BVH query, mesh "
           "contacts, reduction); the rest of ours is the solver and integration")
 
 

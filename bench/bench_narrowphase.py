@@ -1,4 +1,4 @@
-"""Narrowphase throughput: pairs/s of engine.narrowphase.collide for box-box and hull-hull pairs.
+"""Narrowphase throughput: pairs/s of engine.collision.narrowphase.collide for box-box and hull-hull pairs.
 
 Run:  .venv/bin/python bench/bench_narrowphase.py [--pybullet]
 
@@ -23,10 +23,10 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine import quat
-from engine.narrowphase import collide
-from engine.shape_table import ShapeTable
-from engine.shapes import Box, Capsule, Polytope, Sphere
+from engine.collision.narrowphase import collide
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.shapes.primitives import Box, Capsule, Polytope, Sphere
 
 
 def hull_shape(rng, n):

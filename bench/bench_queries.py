@@ -17,8 +17,8 @@ sys.path[:0] = [ROOT, os.path.join(ROOT, "tests")]
 
 from oracle import box_points, random_hull_points, random_rotations
 
-from engine.epa import epa
-from engine.gjk import gjk, gjk_intersect
+from engine.collision.epa import epa
+from engine.collision.gjk import gjk, gjk_intersect
 
 
 def make_pairs(rng, m, kind):
@@ -88,7 +88,7 @@ class Reference:
             for i in range(m):
                 ids = []
                 for pts, pos, rot in ((pts_a[i], pos_a[i], rot_a[i]), (pts_b[i], pos_b[i], rot_b[i])):
-                    from engine.quat import from_matrix
+                    from engine.core.quat import from_matrix
                     w, x, y, z = from_matrix(rot)
                     shape = pb.createCollisionShape(pb.GEOM_MESH, vertices=pts.tolist(),
                                                     physicsClientId=self.client)

@@ -1,4 +1,4 @@
-"""Round bodies rolling: our time per frame and collision passes (engine/round_bodies.py).
+"""Round bodies rolling: our time per frame and collision passes (engine/dynamics/round_bodies.py).
 
     .venv/bin/python bench/bench_rolling.py [--shape cylinder|capsule] [--frames 72]
     HB_ENGINE_ROOT=/path/to/an/exported/commit .venv/bin/python bench/bench_rolling.py ...

@@ -52,7 +52,7 @@ from bench_mesh_ground import (
 )
 from bpy_scene import add_rigid_bodies, bake_rigid_world, rigid_body_world, start_bpy
 
-from engine import quat
+from engine.core import quat
 
 FPS = 24
 

@@ -9,7 +9,7 @@ runs of two engine versions diverge.
 The first run captures, for each scene, the arguments the world gave ContactSolver in the
 collision pass after frame 14 (pickled under --capture), and later runs (of any engine version)
 reuse them, so every version solves the same manifolds (versions whose ContactSolver takes
-the same arguments: before engine/contact_kernels.py it took the colour offsets, so give the two
+the same arguments: before engine/dynamics/contact_kernels.py it took the colour offsets, so give the two
 sides different --capture folders). Printed per scene: manifolds,
 C-level calls and CPU ms of ContactSolver(...) (prepare) and of one substep (warm start, one
 biased sweep, two relax sweeps: the defaults), the fastest of --repeat runs.
@@ -26,7 +26,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 import bench_speed  # puts the engine measured first on sys.path
 
-from engine import solver
+from engine.dynamics import solver
 
 
 def capture(name, folder, frame=14):

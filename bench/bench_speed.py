@@ -40,8 +40,8 @@ sys.path.insert(0, ENGINE_ROOT)  # the engine measured (scenes.py imports it too
 import scenes
 from scenes import STATIC, Scene, ShapeSpec, grid_positions, random_tilts
 
-from engine import quat
-from engine.world import World
+from engine.core import quat
+from engine.world.world import World
 
 
 def tumbling_cubes(n, frames=72, seed=7, kind="cubes"):
@@ -131,7 +131,7 @@ def run_ours(s, frames, poses):
 
 def warm_up():
     """CPU s of a few frames of a small scene, run before any timing: an engine with compiled
-    kernels (engine/jit.py) compiles them at their first call (seconds), which is no part of
+    kernels (engine/core/jit.py) compiles them at their first call (seconds), which is no part of
     the time per frame."""
     t0 = time.process_time()
     s = SCENES["cubes27"](6)
@@ -189,7 +189,7 @@ def fcl_geoms(s):
         elif spec.kind == "sphere":
             out.append(lambda spec=spec: fcl.Sphere(float(spec.radius)))
         else:
-            from engine.hull import ConvexHull
+            from engine.shapes.hull import ConvexHull
             h = ConvexHull(spec.points)
             faces = []
             for f in h.faces:

@@ -22,8 +22,8 @@ import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.shapes import Box
-from engine.world import World
+from engine.shapes.primitives import Box
+from engine.world.world import World
 
 
 def number(text):
@@ -71,9 +71,9 @@ def build(n_side=10, spacing=1.2, height0=1.0, sleeping=True, **opts):
 def quality(world):
     """Deepest penetration over every touching pair of the final poses (fresh broadphase and
     narrowphase, independent of the solver's own contact list), and how many cubes move."""
-    from engine import quat
-    from engine.broadphase import find_pairs
-    from engine.narrowphase import collide
+    from engine.collision.broadphase import find_pairs
+    from engine.collision.narrowphase import collide
+    from engine.core import quat
     t = world.table
     sid = world._v("shape")
     rot = quat.to_matrix(world.orientations)
@@ -135,7 +135,7 @@ def main():
 
 def dominoes(args):
     """100 dominoes 0.1 x 0.5 x 1 m, 0.5 m apart, the first one tipped; 480 frames at 24 fps."""
-    from engine import quat
+    from engine.core import quat
     world = World(**world_options(args))
     world.add_body(Box([40.0, 40.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static")
     d = Box([0.05, 0.25, 0.5])
@@ -202,7 +202,7 @@ def small(args):
 def bounce(args):
     """A 0.1 m ball with e = 1 dropped from 1 m onto static ground (tests/test_world_contacts.py
     scene) for ten bounces at --dt; prints the apex heights (1 m each with no energy error)."""
-    from engine.shapes import Sphere
+    from engine.shapes.primitives import Sphere
     world = World(sleeping=False, **world_options(args))
     world.add_body(Box([20.0, 20.0, 0.5]), position=(0.0, 0.0, -0.5), kind="static",
                    restitution=1.0)

@@ -88,7 +88,7 @@ def read_poses(bpy, scene, frames, rows, out=None):
     """World poses of the objects at the given frames (frame_set, then one foreach_get of
     every object's matrix_world): positions (F, R, 3), quaternions (F, R, 4) (w, x, y, z),
     for rows = indices into bpy.data.objects (name order = scene order)."""
-    from engine import quat
+    from engine.core import quat
     n = len(bpy.data.objects)
     buf = np.empty(n * 16, dtype=np.float32)
     pos, q = out if out is not None else pose_buffers(len(frames), len(rows))

@@ -12,23 +12,23 @@ Plain scenes, seeds 1000-1399 (2026-11-25): 2 of 400 failed, both fixed with a t
 before its fix (tests/test_fuzz_world.py REGRESSIONS, tests/test_struck.py, tests/test_trimesh.py):
 - 1134: a 2 kg box struck mid-pass by a 300 kg ball at 40 m/s crossed 0.6 m into its neighbour
   (its pairs' margins were for its speed at the pass's start) and wedged it 0.33 m into the
-  ground: a struck body now ends the pass (engine.struck);
+  ground: a struck body now ends the pass (engine.dynamics.struck);
 - 1197: a capsule 2.4 m beside a small closed mesh, its far end behind one triangle's plane,
-  read 3 m deep across an inactive seam and was thrown (engine.mesh_contacts' flat route).
+  read 3 m deep across an inactive seam and was thrown (engine.collision.mesh_contacts' flat route).
 
 Jointed scenes (--joints), issue 11. Fixed, each with a test that fails before its fix:
 - stiff generic_spring rows on a long lever arm, solved row by row, gained energy (seeds 2 and 4:
-  engine.joint_springs solves a joint's three spring rows as one coupled block);
+  engine.dynamics.joint_springs solves a joint's three spring rows as one coupled block);
 - the glued wall's energy gain at 1 iteration (joints relax in every sweep when they share a body
-  with a contact: engine.world_joints);
+  with a contact: engine.world.world_joints);
 - warm-started impacts: a joint re-applied last substep's impulse where it had stopped a relative
   velocity, putting the energy back every substep (seeds 23, 27, 37, 51, 57, 63, 77, 98 blew up
-  to 1e2-1e39 m/s in their first steps; engine.joint_warm.impact_scale);
+  to 1e2-1e39 m/s in their first steps; engine.dynamics.joint_warm.impact_scale);
 - Euler angles jumping by pi at gimbal lock, so a limit on x corrected a rotation that never
-  happened (seed 34; engine.joint_solver.continuous_euler);
+  happened (seed 34; engine.dynamics.joint_solver.continuous_euler);
 - joint rows weighted by the pass's stale tensors while the contacts' were retaken: a needle of
   axial inertia 2.5e-9 fixed to a 45 g compound went to 1e17 m/s (seeds 313, 320, 327, 336, 352;
-  engine.joint_inertia).
+  engine.dynamics.joint_inertia).
 The invariants for joints (tests/fuzzworld.py): bodies in joints are levers and slings, bounded
 by the energy check (springs' potential counted, with the symplectic allowance) or, in scenes
 with kinematic motion, by the speed bound times their lever factor.
@@ -42,7 +42,7 @@ and 1197):
   box. The manifold held the corners of one sliver, so each biased sweep tilted the plate
   instead of lifting it, and once tilted, its vertices under the ground beyond that sliver
   pushed nothing. Incident vertices under the reference plane are clip candidates now
-  (engine.clip._sunk_vertices); tests/test_incident_face.py drops such plates (most sank
+  (engine.collision.clip._sunk_vertices); tests/test_incident_face.py drops such plates (most sank
   20-50 mm before).
 - 1051: a 13 kg needle (axial inertia ~1e-10) between two pistons with 4 cm anchor arms,
   chained to a 9 t box at 45 m/s in a centimetre-sized scene: fails in every variant tried.
@@ -64,7 +64,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests"))
 
 import fuzzworld
 
-from engine.world import World
+from engine.world.world import World
 
 
 def main(argv=None):
@@ -82,7 +82,7 @@ def main(argv=None):
                     help="the same scenes with random joints between their bodies")
     ap.add_argument("--recollide", action="store_true",
                     help="every world takes its polytope manifolds again within the pass "
-                         "(engine.recollide), whatever its size")
+                         "(engine.world.recollide), whatever its size")
     ap.add_argument("--verbose", action="store_true")
     args = ap.parse_args(argv)
     if args.recollide:

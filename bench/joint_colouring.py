@@ -21,7 +21,8 @@ sys.path[:0] = [os.path.dirname(HERE), HERE]
 
 import bench_joints_grid as grid
 
-from engine import graph, joint_solver, world
+from engine.dynamics import graph, joint_solver
+from engine.world import world
 
 
 def main(argv=None):

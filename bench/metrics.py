@@ -15,10 +15,10 @@ quaternions (F, D, 4) w-first; frame 0 is t = 0). Static bodies keep their scene
 """
 import numpy as np
 
-from engine import quat
-from engine.broadphase import find_pairs
-from engine.narrowphase import collide
-from engine.shape_table import ShapeTable
+from engine.collision.broadphase import find_pairs
+from engine.collision.narrowphase import collide
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
 
 GAP_MARGIN = 0.05
 FALLEN_DEG = 45.0

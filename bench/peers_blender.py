@@ -39,7 +39,7 @@ def _pre_roll(bpy, s, objs, first):
     dynamic from first + 1 on."""
     from mathutils import Quaternion
 
-    from engine import quat
+    from engine.core import quat
     dt = 1.0 / s.fps
     for i in s.dynamic:
         o = objs[i]

@@ -5,7 +5,7 @@
 
 Runs the scene for --warm steps (into its active phase; the engine's kernels compile in them),
 then profiles --steps steps and prints the top functions by own time plus the contact
-solver's share (prepare / its per-substep passes, engine/contact_kernels.py).
+solver's share (prepare / its per-substep passes, engine/dynamics/contact_kernels.py).
 """
 import argparse
 import cProfile
@@ -16,8 +16,8 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from engine.shapes import Box
-from engine.world import World
+from engine.shapes.primitives import Box
+from engine.world.world import World
 
 
 def cubes():
@@ -84,7 +84,7 @@ def profile(name, warm, steps, dt):
     total = sum(v[2] for v in stats.stats.values())  # own time of every function
     share = {}
     for (path, _, func), v in stats.stats.items():
-        if path.endswith(os.path.join("engine", "solver.py")) and func in PASSES + ("__init__",):
+        if path.endswith(os.path.join("engine", "dynamics", "solver.py")) and func in PASSES + ("__init__",):
             share[func] = v[3]  # cumulative
     passes = sum(share.get(f, 0) for f in PASSES)
     print(f"{name}: {steps} steps, {1000 * cpu / steps:.1f} ms/step CPU under the profiler; "

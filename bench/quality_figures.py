@@ -33,8 +33,8 @@ from scenes_stacking import ground, run
 
 def engine_from(root):
     sys.path.insert(0, root)
-    from engine.shapes import Box, Sphere
-    from engine.world import World
+    from engine.shapes.primitives import Box, Sphere
+    from engine.world.world import World
     return World, Box, Sphere
 
 

@@ -171,21 +171,21 @@ def fit_exponent(n, t):
 
 PHASES = [  # (phase, [(file suffix, function name)]) - cumulative times, see profile_table
     ("scene read + shapes (prepare)", [("addon/simulate.py", "prepare")]),
-    ("bounds + broadphase + waking", [("engine/world.py", "_aabbs"),
-                                      ("engine/world.py", "_broadphase"),
-                                      ("engine/world.py", "_wake_touched")]),
-    ("narrowphase", [("engine/world.py", "_narrowphase")]),
-    ("warm-start pair table", [("engine/contacts.py", "match"), ("engine/contacts.py", "store")]),
-    ("graph colouring", [("engine/graph.py", "colour_constraints")]),
+    ("bounds + broadphase + waking", [("engine/world/world.py", "_aabbs"),
+                                      ("engine/world/world.py", "_broadphase"),
+                                      ("engine/world/world.py", "_wake_touched")]),
+    ("narrowphase", [("engine/world/world.py", "_narrowphase")]),
+    ("warm-start pair table", [("engine/collision/contacts.py", "match"), ("engine/collision/contacts.py", "store")]),
+    ("graph colouring", [("engine/dynamics/graph.py", "colour_constraints")]),
     ("solver (set-up, warm start, solve, relax, restitution)",
-     [("engine/solver.py", "__init__"), ("engine/solver.py", "warm_start"),
-      ("engine/solver.py", "solve"), ("engine/solver.py", "restitution"),
-      ("engine/solver.py", "impulses")]),
-    ("integration", [("engine/integrate.py", "integrate_velocities"),
-                     ("engine/integrate.py", "integrate_positions")]),
-    ("continuous collision", [("engine/world.py", "_ccd")]),
-    ("sleep + islands", [("engine/world.py", "_update_sleep")]),
-    ("per-frame state cache (get_state)", [("engine/world.py", "get_state")]),
+     [("engine/dynamics/solver.py", "__init__"), ("engine/dynamics/solver.py", "warm_start"),
+      ("engine/dynamics/solver.py", "solve"), ("engine/dynamics/solver.py", "restitution"),
+      ("engine/dynamics/solver.py", "impulses")]),
+    ("integration", [("engine/dynamics/integrate.py", "integrate_velocities"),
+                     ("engine/dynamics/integrate.py", "integrate_positions")]),
+    ("continuous collision", [("engine/world/world.py", "_ccd")]),
+    ("sleep + islands", [("engine/world/world.py", "_update_sleep")]),
+    ("per-frame state cache (get_state)", [("engine/world/world.py", "get_state")]),
     ("keyframes (bulk write)", [("addon/simulate.py", "finish")]),
 ]
 
@@ -209,7 +209,7 @@ def profile_table(path):
     for phase, funcs in PHASES:
         t = sum(cum(*f)[0] for f in funcs)
         rows.append((phase, t))
-    step, nstep = cum("engine/world.py", "step")
+    step, nstep = cum("engine/world/world.py", "step")
     total = cum("bpy/ops.py", "__call__")[0]  # the bake operator call, all of it
     own = sorted(((tt, fn, fname, nc) for (fn, _, fname), (cc, nc, tt, ct, _) in st.items()),
                  reverse=True)[:15]

@@ -27,8 +27,8 @@ import math
 
 import numpy as np
 
-from engine import quat
-from engine.hull import ConvexHull
+from engine.core import quat
+from engine.shapes.hull import ConvexHull
 
 FPS = 24
 G = (0.0, 0.0, -9.81)
@@ -64,7 +64,7 @@ class ShapeSpec:
 
     def engine_shape(self):
         """The engine shape (for mass properties and the quality measurements)."""
-        from engine.shapes import Box, Sphere
+        from engine.shapes.primitives import Box, Sphere
         if self.kind == "box":
             return Box(self.half_extents)
         if self.kind == "sphere":

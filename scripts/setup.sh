@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates the project's environments (idempotent). Nothing else is needed on a fresh machine.
 #   .venv     Python 3.11 + numpy 1.26 + bpy 4.2 LTS (Blender as a module) + numba 0.68 (the
-#             engine's compiler, engine/jit.py) + test oracles
+#             engine's compiler, engine/core/jit.py) + test oracles
 #   .venv313  Python 3.13 + numpy 2.x  + bpy 5.2 LTS + numba  (skipped with HB_ONLY_311=1)
 #   .venv-dev Python 3.11 + ruff, mypy, fake-bpy-module        (skipped with HB_ONLY_311=1;
 #             kept apart: fake-bpy-module must never share an environment with the real bpy)

@@ -1,19 +1,19 @@
 """A plain reference of the contact solver's passes, for tests/test_contact_kernels.py.
 
-Written from the scheme's description (engine/solver.py's docstrings), not from the kernels:
+Written from the scheme's description (engine/dynamics/solver.py's docstrings), not from the kernels:
 rows built point by point with np.cross, Delassus blocks as J M^-1 J^T products, the
 pseudo-inverse by np.linalg.pinv, and every pass in velocity space (each row reads J v of the
 pair's current velocities and adds M^-1 J^T d), where the kernels work in impulse space (row
 velocities updated through K). The two agree to round-off.
 
 Manifolds are swept in the order given; arrays are manifold first, in the kernels' layout
-(engine/contact_kernels.py), so a test can hand this reference's rows to the kernels.
+(engine/dynamics/contact_kernels.py), so a test can hand this reference's rows to the kernels.
 """
 import math
 
 import numpy as np
 
-from engine.solver import RELAX_SLOP, UNUSED_SEPARATION, soft_params, tangent_basis
+from engine.dynamics.solver import RELAX_SLOP, UNUSED_SEPARATION, soft_params, tangent_basis
 
 # Row r of a manifold: point slot ROW_POINT[r], direction ROW_DIR[r] (0 normal, 1-2 tangents).
 ROW_POINT = [0, 1, 2, 3, 0, 0, 1, 1, 2, 2, 3, 3]

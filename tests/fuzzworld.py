@@ -19,7 +19,7 @@ speed at the start or of any kinematic path, plus 50 m/s, plus what gravity adds
 kinematic body moving, total mechanical energy (kinetic, gravity's and the joint springs')
 bounded by the start's plus what contact push-out can add and what limits that exclude the
 start pose force into their springs (and, in scenes with springs, that budget again:
-symplectic Euler (engine.joint_springs) keeps a slightly tilted ellipse, so a stiff spring's
+symplectic Euler (engine.dynamics.joint_springs) keeps a slightly tilted ellipse, so a stiff spring's
 measured energy swings by up to h omega / 2 < 1 of its share while the true orbit keeps it); at the
 end no dynamic body deeper in a static one than a bounded depth, the world's guard never fired,
 and a replay from a mid-run state is bit-identical.
@@ -41,7 +41,8 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from engine import Box, Capsule, Compound, ConvexHull, EngineError, Sphere, TriangleMesh, World, quat
+from engine import Box, Capsule, Compound, ConvexHull, EngineError, Sphere, TriangleMesh, World
+from engine.core import quat
 
 FAMILIES = ("violent", "crush")
 # Families run only when named (bench/fuzz_world.py --family net): adding them to FAMILIES
@@ -502,7 +503,7 @@ class Limits:
             # Symplectic Euler keeps a spring's shadow energy, not its energy: the two differ
             # by up to h omega / 2 of what the springs hold, omega the fastest mode the
             # explicit part carries. A row goes implicit from h omega = 1
-            # (engine.joint_springs), but springs sharing bodies have faster modes (a chain's
+            # (engine.dynamics.joint_springs), but springs sharing bodies have faster modes (a chain's
             # is twice a link's), and only h omega < 2 is stable: so the energy may read up to
             # the scene's whole budget high while the true orbit keeps it, and no more unless
             # it grows.

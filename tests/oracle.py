@@ -249,7 +249,7 @@ def random_hull_points(rng, n, size=1.0, stretch=(1.0, 1.0, 1.0), kind="sphere")
 
 
 def box_points(half_extents):
-    """The 8 corners of a box about the origin (same order as engine.shapes.Box)."""
+    """The 8 corners of a box about the origin (same order as engine.shapes.primitives.Box)."""
     h = np.asarray(half_extents, dtype=np.float64) * np.ones(3)
     signs = np.array([[1 if i & 1 else -1, 1 if i & 2 else -1, 1 if i & 4 else -1] for i in range(8)],
                      dtype=np.float64)

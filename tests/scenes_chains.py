@@ -9,7 +9,8 @@ import math
 
 import numpy as np
 
-from engine import Box, Capsule, Sphere, World, quat
+from engine import Box, Capsule, Sphere, World
+from engine.core import quat
 
 
 def anchor(w, body, local):

@@ -2,9 +2,9 @@
 import numpy as np
 import pytest
 
-from engine import broadphase
-from engine.broadphase import find_pairs, sweep_pairs
-from engine.errors import EngineError
+from engine.collision import broadphase
+from engine.collision.broadphase import find_pairs, sweep_pairs
+from engine.core.errors import EngineError
 
 METHODS = [find_pairs, sweep_pairs]
 

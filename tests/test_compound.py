@@ -4,15 +4,15 @@ import numpy as np
 import pytest
 from oracle import random_hull_points, signed_distance
 
-from engine import quat
-from engine.compound import Compound
-from engine.errors import EngineError
-from engine.hull import ConvexHull
-from engine.mass import mass_properties
-from engine.nonconvex import CLUSTER_STRIDE, body_mass_properties, collide_bodies
-from engine.shape_table import ShapeTable
-from engine.shapes import Box, Capsule, Sphere
-from engine.trimesh import TriangleMesh
+from engine.collision.nonconvex import CLUSTER_STRIDE, body_mass_properties, collide_bodies
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.core.errors import EngineError
+from engine.shapes.compound import Compound
+from engine.shapes.hull import ConvexHull
+from engine.shapes.mass import mass_properties
+from engine.shapes.primitives import Box, Capsule, Sphere
+from engine.shapes.trimesh import TriangleMesh
 
 trimesh = pytest.importorskip("trimesh")  # test-only oracle (mass, torus mesh)
 

@@ -1,4 +1,4 @@
-"""engine/contact_kernels.py against the plain reference of tests/contact_reference.py (rows
+"""engine/dynamics/contact_kernels.py against the plain reference of tests/contact_reference.py (rows
 built point by point, every pass in velocity space) on random manifolds built to clamp and on
 resting stacks, driven as World._solve drives them: gravity, warm start, a biased pass, motion,
 two relax passes per substep, restitution at the end. The physics itself is checked against
@@ -8,8 +8,8 @@ import pytest
 from contact_reference import Reference
 from test_solver import GRAVITY, SETTINGS, assert_close, build, random_scene, stacked_scene
 
-from engine import contact_kernels as kern
-from engine.integrate import integrate_velocities
+from engine.dynamics import contact_kernels as kern
+from engine.dynamics.integrate import integrate_velocities
 
 
 def _bouncy(scene):

@@ -11,11 +11,11 @@ import pytest
 from scipy.optimize import minimize
 
 import engine
-from engine import quat
-from engine.curved import CAP_N, curved_aabb
-from engine.errors import DegenerateShapeError
-from engine.queries import pair_distance
-from engine.shape_table import ShapeTable
+from engine.collision.queries import pair_distance
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.core.errors import DegenerateShapeError
+from engine.shapes.curved import CAP_N, curved_aabb
 
 G = 9.81
 
@@ -212,7 +212,7 @@ def test_mass_properties_match_fine_hulls(cls):
 
 @pytest.mark.parametrize("cls", [engine.Cylinder, engine.Cone])
 def test_support_matches_dense_surface_samples(cls):
-    from engine.curved import SupportSet
+    from engine.shapes.curved import SupportSet
     rng = np.random.default_rng(5)
     shape = cls(0.35, 0.8)
     k = 500
@@ -561,7 +561,7 @@ def test_overlay_wireframes_and_boxes_of_curved_shapes():
     rng = np.random.default_rng(1)
     q = rng.normal(size=(5, 4))
     q /= np.linalg.norm(q, axis=1, keepdims=True)
-    rot = eng.quat.to_matrix(q)
+    rot = quat.to_matrix(q)
     pos = rng.normal(size=(5, 3))
     lo, hi = geo.world_aabbs([cyl, cone], np.array([0, 1, 0, 1, 0]), pos, rot)
     phi = np.linspace(0, 2 * np.pi, 4001)

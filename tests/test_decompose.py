@@ -8,11 +8,11 @@ import pytest
 from oracle import closest_point_triangle as oracle_cpt
 from scipy.spatial import ConvexHull as QHull
 
-from engine.compound import Compound
-from engine.decompose import clip_solid_to_box, closest_point_triangle, decompose, inside_mesh
-from engine.errors import EngineError
-from engine.hull import ConvexHull
-from engine.trimesh import TriangleMesh
+from engine.core.errors import EngineError
+from engine.shapes.compound import Compound
+from engine.shapes.decompose import clip_solid_to_box, closest_point_triangle, decompose, inside_mesh
+from engine.shapes.hull import ConvexHull
+from engine.shapes.trimesh import TriangleMesh
 
 trimesh = pytest.importorskip("trimesh")  # test-only oracle (mass, torus mesh)
 
@@ -191,8 +191,8 @@ def test_closest_point_triangle_matches_oracle():
 def test_ring_from_decomposed_torus_stays_on_a_peg(torus_parts):
     """Issue 6 evidence: the decomposed torus, scaled to a 30 cm ring, dropped tilted and off
     centre over a peg, slides down and stays threaded on it."""
-    from engine.shapes import Box, Capsule
-    from engine.world import World
+    from engine.shapes.primitives import Box, Capsule
+    from engine.world.world import World
     parts, _ = torus_parts
     scale = 0.3
     hulls = [ConvexHull(p * scale, max_vertices=24) for p in parts]
@@ -201,7 +201,7 @@ def test_ring_from_decomposed_torus_stays_on_a_peg(torus_parts):
     w.add_body(Box([2, 2, 0.5]), position=(0, 0, -0.5), kind="static")
     peg_r = 0.08
     w.add_body(Capsule(peg_r, 0.4), position=(0, 0, 0.48), kind="static")
-    from engine import quat
+    from engine.core import quat
     q0 = quat.from_axis_angle([1.0, 0.3, 0], 0.25)
     b = w.add_body(ring, position=(0.06, -0.04, 1.3), orientation=q0, mass=0.3)
     for _ in range(120):

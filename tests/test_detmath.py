@@ -1,9 +1,9 @@
-"""Determinism (issue 11): transcendental functions go through engine.detmath.
+"""Determinism (issue 11): transcendental functions go through engine.core.detmath.
 
 numpy evaluates arctan2, sin, ... with either a SIMD kernel or the C library's scalar
 function, and chooses per call: a strided input whose address range seems to overlap the
 output takes the scalar loop. Results differ by an ulp, so the same scene stepped twice in
-one process came out different (a hinge angle in engine.joint_solver, then millimetres after a
+one process came out different (a hinge angle in engine.dynamics.joint_solver, then millimetres after a
 1-iteration impact). These tests show numpy's behaviour, detmath's answer to it, and keep the
 engine on detmath."""
 import ast
@@ -13,7 +13,7 @@ import pathlib
 import numpy as np
 import pytest
 
-from engine import detmath
+from engine.core import detmath
 
 ENGINE = pathlib.Path(__file__).resolve().parent.parent / "engine"
 # np.hypot is not here: numpy has one kernel for it (test_numpy_has_one_hypot below).
@@ -112,9 +112,9 @@ def numpy_transcendentals(path):
 
 
 def test_the_engine_calls_transcendentals_through_detmath():
-    found = [f"{p.name}:{line}: np.{f}" for p in sorted(ENGINE.glob("*.py"))
+    found = [f"{p.name}:{line}: np.{f}" for p in sorted(ENGINE.rglob("*.py"))
              if p.name != "detmath.py" for line, f in numpy_transcendentals(p)]
-    assert not found, "use engine.detmath instead:\n" + "\n".join(found)
+    assert not found, "use engine.core.detmath instead:\n" + "\n".join(found)
 
 
 def test_the_scan_finds_what_it_forbids(tmp_path):

@@ -13,7 +13,7 @@ from oracle import (
 )
 from scipy.spatial import ConvexHull
 
-from engine.epa import epa
+from engine.collision.epa import epa
 
 I3 = np.eye(3)
 
@@ -199,7 +199,7 @@ def test_start_from_one_two_three_point_simplices():
     """EPA must grow GJK simplices of 1, 2 and 3 points (origin on a vertex/edge/triangle) into a
     full polytope. Concentric, centrally symmetric boxes give D points p and -p (opposite
     vertices), so crafted simplices {0}, {p, -p} and {p, -p, q} contain the origin."""
-    from engine.epa import _run_epa
+    from engine.collision.epa import _run_epa
     rng = np.random.default_rng(29)
     m = 120
     ha, hb = rng.uniform(0.2, 1.0, (m, 3)), rng.uniform(0.2, 1.0, (m, 3))

@@ -1,4 +1,4 @@
-"""Force fields (engine.fields) against closed forms: Blender's effector laws applied to single
+"""Force fields (engine.features.fields) against closed forms: Blender's effector laws applied to single
 bodies in an otherwise empty world (no gravity, no damping, no contacts) give ordinary
 differential equations with known solutions (constant push, spring, exponential and
 hyperbolic drag, cyclotron circles, terminal velocity), plus the falloff law, direction
@@ -9,10 +9,10 @@ import math
 import numpy as np
 import pytest
 
-from engine.errors import EngineError
-from engine.fields import FieldKind, FieldTable, ForceField, field_forces, gradient_noise
-from engine.shapes import Box, Sphere
-from engine.world import World
+from engine.core.errors import EngineError
+from engine.features.fields import FieldKind, FieldTable, ForceField, field_forces, gradient_noise
+from engine.shapes.primitives import Box, Sphere
+from engine.world.world import World
 
 RATE = 24.0   # Blender divides field forces by the scene's frames per second
 

@@ -7,7 +7,7 @@ import pytest
 
 import engine
 from engine import BodyKind, EngineError, ShapeKind, StepRecord, World, WorldSettings
-from engine.solver import ContactSolver
+from engine.dynamics.solver import ContactSolver
 
 
 # -- WorldSettings --------------------------------------------------------------------------

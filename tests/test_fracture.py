@@ -1,4 +1,4 @@
-"""engine.fracture: Voronoi pieces of convex and non-convex closed meshes, checked against
+"""engine.features.fracture: Voronoi pieces of convex and non-convex closed meshes, checked against
 brute force (nearest seed of sampled points) and trimesh (volumes, watertightness,
 containment) as an independent oracle."""
 import numpy as np
@@ -7,7 +7,7 @@ import trimesh
 from scenes_meshes import box_mesh, torus_mesh
 
 from engine import EngineError
-from engine.fracture import (
+from engine.features.fracture import (
     MAX_PIECES,
     check_closed,
     cluster_points,
@@ -27,7 +27,7 @@ def tri(piece):
 
 def contains(tm, pts):
     """Points inside a watertight trimesh: parity of Moller-Trumbore hits along a skew ray
-    (an oracle independent of engine.fracture's winding-number test)."""
+    (an oracle independent of engine.features.fracture's winding-number test)."""
     d = np.array([0.5773, 0.6123, 0.5401])
     a, b, c = (tm.triangles[:, k][None] for k in range(3))
     e1, e2 = b - a, c - a

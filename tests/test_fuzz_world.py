@@ -12,10 +12,10 @@ import pytest
 # spinner), 119 (block restitution on a degenerate manifold), 137 (a 27 g needle deep in a
 # big ball: lever arms far outside the needle; its first frames, where it blew up).
 # 320, 327 and 549 (thin bodies hit into fast spins: the solver's inertia tensor going stale
-# within a pass, engine.inertia_refresh; contact arms outside a needle, engine.arm_box).
+# within a pass, engine.dynamics.inertia_refresh; contact arms outside a needle, engine.dynamics.arm_box).
 # 1134 (a box struck mid-pass by a ball at 40 m/s crossed 0.6 m into its neighbour and wedged
-# it into the ground: engine.struck) and 1197 (a capsule beside a small closed mesh read 3 m
-# deep across an inactive seam: engine.mesh_contacts), found in seeds 1000-1399.
+# it into the ground: engine.dynamics.struck) and 1197 (a capsule beside a small closed mesh read 3 m
+# deep across an inactive seam: engine.collision.mesh_contacts), found in seeds 1000-1399.
 # (seed, family, steps); family None is the fuzzer's random pick (bench/fuzz_world.py
 # without --family), where they were found.
 VIOLENT = [1, 12, 31, 34, 39]
@@ -24,15 +24,15 @@ REGRESSIONS = [(119, None, 10), (137, None, 6), (320, None, 5), (327, None, 3),
 CRUSH = [0, 7, 15, 16]
 # Jointed scenes (random_scene(..., joints=True), bench/fuzz_world.py --joints): 2 and 4 are
 # stiff generic_spring joints whose rows, solved one by one, gained energy (issue 11; now one
-# coupled block, engine.joint_springs; they failed at steps 3 and 19), 1 and 6 quick violent
+# coupled block, engine.dynamics.joint_springs; they failed at steps 3 and 19), 1 and 6 quick violent
 # ones; 23, a warm-started impact impulse on a 200 kg box of inertia 7e-5 fixed to a tonne
-# (1e14 m/s in step 0; engine.joint_warm), and 34, a limit on ang_x seeing the Euler angles
+# (1e14 m/s in step 0; engine.dynamics.joint_warm), and 34, a limit on ang_x seeing the Euler angles
 # jump by pi as ang_y passed -90 degrees (energy x14 at step 36; joint_solver.continuous_euler).
 # 2 runs to step 3: from step 4 its springs (a 2 kg box on a 5.4 m arm from a 1 t ball) still
 # gain energy now that the check counts the springs' own (the arc drift of bench/fuzz_world.py,
 # open). 313, 320, 327 and 352:
 # anisotropic bodies (a needle of axial inertia 2.5e-9) whose joint rows were weighted by the
-# pass's stale tensors while the contacts' were retaken (1e17 m/s; engine.joint_inertia).
+# pass's stale tensors while the contacts' were retaken (1e17 m/s; engine.dynamics.joint_inertia).
 # 335: a 1 mm plate of random points, its flat bottom many sliver faces, wobbled 39 mm deep in
 # the ground on one sliver's corners (clip._sunk_vertices).
 # (seed, steps)
@@ -87,7 +87,7 @@ def test_a_body_in_contacts_and_stiff_springs_keeps_one_tensor(monkeypatch):
     from functools import partial
 
     from engine import World
-    from engine import world as world_module
+    from engine.world import world as world_module
     monkeypatch.setattr(fuzzworld, "World", partial(World, relax_iterations=3))
     monkeypatch.setattr(world_module, "MAX_EARLY_ENDS", 0)   # the passes it was found with
     _check(320, None, 6, joints=True)
@@ -158,7 +158,7 @@ def test_a_jointed_scene_steps_the_same_every_time_in_one_process():
     """Seed 311 (a capsule, a box and a kinematic compound in joints): numpy's arcsin and
     arctan2 answered an ulp apart depending on where the allocator put their output, an Euler
     triple was picked by a near tie, and the first run of the scene in a process differed from
-    the next from step 9 (its replay check failed). engine.detmath pads its outputs."""
+    the next from step 9 (its replay check failed). engine.core.detmath pads its outputs."""
     def run():
         scene = fuzzworld.random_scene(311, None, joints=True)
         world, ids, _ = fuzzworld.build_world(scene)

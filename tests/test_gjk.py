@@ -14,7 +14,7 @@ from oracle import (
 )
 from scipy.spatial import ConvexHull
 
-from engine.gjk import closest_on_simplex, gjk, gjk_intersect
+from engine.collision.gjk import closest_on_simplex, gjk, gjk_intersect
 
 I3 = np.eye(3)
 

@@ -1,4 +1,4 @@
-"""engine.glue: fractured pieces as bodies glued by breakable fixed joints; Start Deactivated.
+"""engine.features.glue: fractured pieces as bodies glued by breakable fixed joints; Start Deactivated.
 
 Closed forms (a hanging piece breaks exactly when its weight exceeds strength x area) and the
 issue's wall scenarios: 60 glued pieces hold under gravity, a weak glue breaks under a
@@ -12,9 +12,9 @@ import pytest
 from scenes_meshes import box_mesh, torus_mesh
 
 from engine import Box, Compound, ConvexHull, EngineError, Sphere, World
-from engine.fracture import fracture, volume_points
-from engine.glue import add_glue, add_pieces, piece_shape, start_asleep
-from engine.joints import _FIELDS
+from engine.dynamics.joints import _FIELDS
+from engine.features.fracture import fracture, volume_points
+from engine.features.glue import add_glue, add_pieces, piece_shape, start_asleep
 
 WALL = (2.0, 0.25, 1.5)
 DENSITY = 2000.0

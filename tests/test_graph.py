@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from engine.errors import EngineError
-from engine.graph import colour_constraints, islands
+from engine.core.errors import EngineError
+from engine.dynamics.graph import colour_constraints, islands
 
 # ----------------------------------------------------------------------------- references
 
@@ -152,7 +152,7 @@ def test_colouring_is_sequential_first_fit(seed):
     # The parallel rounds must reproduce sequential first fit exactly, in one of the two
     # orders the library tries (a hash of the index, or the input order), and never be
     # worse than the hash order. First fit is re-implemented here one constraint at a time.
-    from engine.graph import _priority_rank
+    from engine.dynamics.graph import _priority_rank
     rng = np.random.default_rng(200 + seed)
     n = 60
     m = 150

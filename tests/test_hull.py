@@ -7,9 +7,9 @@ import pytest
 from scipy.spatial import ConvexHull as QhullHull
 from scipy.spatial.transform import Rotation
 
-from engine.errors import DegenerateShapeError, EngineError
-from engine.hull import ConvexHull
-from engine.shape_table import ShapeTable
+from engine.collision.shape_table import ShapeTable
+from engine.core.errors import DegenerateShapeError, EngineError
+from engine.shapes.hull import ConvexHull
 
 CORNERS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
 

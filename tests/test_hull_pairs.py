@@ -1,16 +1,17 @@
 """Big convex hulls (64 and 128 vertices, the add-on's cap and twice it): the pruned SAT
-(Gauss-map caps + pruned face query, engine/sat.py) against the Qhull oracle, against the
+(Gauss-map caps + pruned face query, engine/collision/sat.py) against the Qhull oracle, against the
 exhaustive route, and the manifolds it feeds (4-point face contacts, stable ids)."""
 import numpy as np
 import oracle
 import pytest
 
-from engine import quat, sat
-from engine.clip import ID_FALLBACK
-from engine.hull import ConvexHull
-from engine.narrowphase import collide
-from engine.sat import ABS_TOL, REL_TOL, polytope_sat
-from engine.shape_table import ShapeTable
+from engine.collision import sat
+from engine.collision.clip import ID_FALLBACK
+from engine.collision.narrowphase import collide
+from engine.collision.sat import ABS_TOL, REL_TOL, polytope_sat
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.shapes.hull import ConvexHull
 
 
 def rock(rng, nv, stretch=(1.0, 1.0, 1.0)):

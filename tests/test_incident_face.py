@@ -3,12 +3,12 @@ incident shape's deepest vertex (clip.incident_face), checked against brute forc
 vertices, on rocks where the globally most anti-parallel face misses that vertex."""
 import numpy as np
 
-from engine import quat
-from engine.hull import ConvexHull
-from engine.narrowphase import collide
-from engine.shape_table import ShapeTable
-from engine.shapes import Box
-from engine.world import World
+from engine.collision.narrowphase import collide
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box
+from engine.world.world import World
 
 
 def _rock(rng, size=0.3):

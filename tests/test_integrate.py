@@ -1,4 +1,4 @@
-"""engine/integrate.py against closed forms of the discrete schemes and of rigid-body motion.
+"""engine/dynamics/integrate.py against closed forms of the discrete schemes and of rigid-body motion.
 
 Semi-implicit Euler under constant gravity g with substep h: v_k = v0 + k g h and
 x_k = x0 + h sum_{j=1..k} v_j = x0 + v0 t + g t^2 / 2 + g h t / 2 (t = k h), exactly.
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation
 
-from engine import quat
-from engine.integrate import (
+from engine.core import quat
+from engine.dynamics.integrate import (
     cross,
     damping_factor,
     gyroscopic,

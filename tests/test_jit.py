@@ -1,4 +1,4 @@
-"""The compiler's one home (engine/jit.py) and the warm-up (engine/warmup.py).
+"""The compiler's one home (engine/core/jit.py) and the warm-up (engine/world/warmup.py).
 
 Compiled or plain Python is decided once per process, so every case runs in a process of its
 own: compiled (numba, as installed in the test environments) against HB_NO_JIT=1 (the
@@ -21,7 +21,7 @@ pytest.importorskip("numba")
 # file): a loop, and a kernel calling a kernel (one native call once compiled).
 PROBE = '''
 import math
-from engine.jit import kernel
+from engine.core.jit import kernel
 
 
 @kernel
@@ -74,7 +74,7 @@ def test_kernels_compile_lazily_and_the_fallback_gives_the_same_numbers(tmp_path
     code = '''
     import json, sys
     import numpy as np
-    from engine import jit
+    from engine.core import jit
     import hb_probe_kernels as k
     lazy = "numba" not in sys.modules and jit.status() == (None, "")
     v, w = np.linspace(-1.0, 2.0, 7), np.linspace(0.5, 1.5, 7)
@@ -104,7 +104,7 @@ def test_cache_is_written_then_loaded_in_the_next_process(tmp_path):
     code = '''
     import json, os
     import numpy as np
-    from engine import jit
+    from engine.core import jit
     where = os.environ["HB_TEST_CACHE"]
     jit.set_cache_dir(lambda: where)      # the add-on passes a function: called once, lazily
     import hb_probe_kernels as k
@@ -129,7 +129,7 @@ def test_a_cache_location_that_cannot_be_written_means_no_cache_and_no_error(tmp
     code = '''
     import json, os
     import numpy as np
-    from engine import jit
+    from engine.core import jit
     where = os.environ["HB_TEST_CACHE"]
     jit.set_cache_dir(where)
     import hb_probe_kernels as k
@@ -149,7 +149,8 @@ def test_warm_up_compiles_every_engine_kernel_and_steps_real_contacts(tmp_path, 
     code = '''
     import json
     import numpy as np
-    from engine import jit, warmup, world
+    from engine.core import jit
+    from engine.world import warmup, world
     import hb_probe_kernels     # kernels of the test's own: the stages run even with none
     done_before = warmup.done()
     contacts = []
@@ -181,7 +182,8 @@ def test_warm_up_compiles_every_engine_kernel_and_steps_real_contacts(tmp_path, 
 def test_warm_up_does_nothing_uncompiled(tmp_path):
     code = '''
     import json
-    from engine import jit, warmup, world
+    from engine.core import jit
+    from engine.world import warmup, world
     import hb_probe_kernels     # there are kernels, but nothing to compile them with
     stepped = []
     world.World.step = lambda self, dt, record=None: stepped.append(1)
@@ -196,7 +198,8 @@ def test_a_kernel_numba_cannot_compile_means_plain_python_not_a_failure(tmp_path
     code = '''
     import json
     import numpy as np
-    from engine import jit, warmup
+    from engine.core import jit
+    from engine.world import warmup
     import hb_probe_kernels as k
     v, w = np.linspace(-1.0, 2.0, 7), np.linspace(0.5, 1.5, 7)
     before = k.spread(v, w)                 # compiled
@@ -221,10 +224,11 @@ def test_a_kernel_numba_cannot_compile_means_plain_python_not_a_failure(tmp_path
 SCENE = '''
 import json
 import numpy as np
-from engine import jit, warmup
-from engine.hull import ConvexHull
-from engine.shapes import Box, Capsule, Sphere
-from engine.world import World
+from engine.core import jit
+from engine.world import warmup
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box, Capsule, Sphere
+from engine.world.world import World
 
 warmup.warm_up()
 rng = np.random.default_rng(3)

@@ -2,7 +2,8 @@
 import numpy as np
 import pytest
 
-from engine import Box, World, quat
+from engine import Box, World
+from engine.core import quat
 
 
 def _rot(axis, angle):

@@ -1,4 +1,4 @@
-"""Joint angles through gimbal lock (engine.joint_solver.continuous_euler; issue 11).
+"""Joint angles through gimbal lock (engine.dynamics.joint_solver.continuous_euler; issue 11).
 
 A relative rotation has two XYZ Euler triples; measuring only the one with |y| <= pi/2 made
 x and z jump by pi whenever y passed +-90 degrees, and the joint's locks and limits on x and
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from engine import Box, World
-from engine.joint_solver import continuous_euler
+from engine.dynamics.joint_solver import continuous_euler
 
 
 def _rx(a):

@@ -1,9 +1,9 @@
-"""Joint rows of bodies whose tensors turn within a collision pass (engine.joint_inertia;
+"""Joint rows of bodies whose tensors turn within a collision pass (engine.dynamics.joint_inertia;
 issue 11)."""
 import numpy as np
 
-from engine import quat
-from engine.joint_inertia import CurrentInertia, isotropic
+from engine.core import quat
+from engine.dynamics.joint_inertia import CurrentInertia, isotropic
 
 
 def test_current_inertia_is_r_inverse_inertia_r_transposed_now():

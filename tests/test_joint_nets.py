@@ -12,7 +12,8 @@ corners gained 3.5e6 J (bench/bench_joint_nets.py with HB_ENGINE_ROOT on the old
 import numpy as np
 import pytest
 
-from engine import Sphere, World, quat
+from engine import Sphere, World
+from engine.core import quat
 
 RADIUS, SPACING, G = 0.4, 1.0, 10.0
 # pybullet at Blender's settings (240 Hz, 10 iterations) on the net hung by two corners, as
@@ -20,7 +21,7 @@ RADIUS, SPACING, G = 0.4, 1.0, 10.0
 # of this layout read otherwise: with the corners as static spheres it lets the net fall
 # away (11 m); with dynamic corners pinned to static anchors, 3.3 mm, where ours stretches
 # 6.4 mm at 1/24 and 7.3 mm at 1/60 (the soft locks' give under 54 t: see
-# engine.joint_solver.SWEPT_HERTZ_RATE).
+# engine.dynamics.joint_solver.SWEPT_HERTZ_RATE).
 PYBULLET_CORNERS_STRETCH = 0.0235
 
 

@@ -1,4 +1,4 @@
-"""engine.joint_points' kernels (engine.joint_point_kernels) against independent truth: the
+"""engine.dynamics.joint_points' kernels (engine.dynamics.joint_point_kernels) against independent truth: the
 rows' Jacobian by finite differences of the joint's A-frame separation, K = G M^-1 G^T and its
 inverse by numpy, a lone joint made rigid by one relax sweep with momentum conserved,
 Gauss-Seidel converging on a grid with loops, the warm start keeping a steady load and
@@ -7,8 +7,9 @@ import threading
 
 import numpy as np
 
-from engine import Sphere, World, quat
-from engine.joint_points import PointLocks
+from engine import Sphere, World
+from engine.core import quat
+from engine.dynamics.joint_points import PointLocks
 
 H = 1.0 / 360.0
 SOFT = (30.0, 0.8, 0.1)     # bias rate, mass scale, impulse scale

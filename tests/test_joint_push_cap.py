@@ -57,7 +57,7 @@ def test_without_the_cap_it_closes_at_the_bias_rate():
 
 
 def test_a_torn_point_grid_closes_at_the_capped_speed():
-    """The same on engine.joint_points' path (large point-lock systems with loops): an 8 x 8
+    """The same on engine.dynamics.joint_points' path (large point-lock systems with loops): an 8 x 8
     sheet of linked spheres with its corner sphere torn 5 m out of the sheet."""
     w = World(gravity=(0, 0, 0), sleeping=False)
     n, s = 8, 0.5

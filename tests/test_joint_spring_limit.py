@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from engine import Box, World
-from engine.joint_springs import limit_as_spring
+from engine.dynamics.joint_springs import limit_as_spring
 
 C, KY = 2324.0, 3e4
 LO, HI = -0.8, -0.65

@@ -1,8 +1,8 @@
-"""Warm starting joints without carrying impacts over (engine.joint_warm; issue 11)."""
+"""Warm starting joints without carrying impacts over (engine.dynamics.joint_warm; issue 11)."""
 import numpy as np
 
 from engine import Box, Sphere, World
-from engine.joint_warm import impact_scale
+from engine.dynamics.joint_warm import impact_scale
 
 
 def _rows(rng, m):
@@ -52,7 +52,7 @@ def test_an_impact_is_cut_to_what_adds_no_energy():
 
 def _scales(build, steps=48, dt=1.0 / 24.0):
     """The scales impact_scale returned while the world build() made was stepped."""
-    import engine.joint_solver as js
+    import engine.dynamics.joint_solver as js
     calls = []
     orig = js.impact_scale
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from engine import Box, Sphere, World
-from engine.errors import EngineError
+from engine.core.errors import EngineError
 
 
 def _two_boxes(**kw):

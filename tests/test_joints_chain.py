@@ -1,4 +1,4 @@
-"""The chain path of the direct lock solve (engine.joint_chain) against independent truth:
+"""The chain path of the direct lock solve (engine.dynamics.joint_chain) against independent truth:
 block cyclic reduction against numpy's dense solve on random block tridiagonal SPD systems,
 chain_order against the chain it was built from, and a 50-link rope stepped with the chain
 path against the dense Gauss-Jordan path (same answer to rounding, bit-exact replays; the rope is
@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scenes_chains import capsule_rope
 
-import engine.joint_solver as joint_solver
-from engine.joint_chain import ChainSystem, chain_order
+import engine.dynamics.joint_solver as joint_solver
+from engine.dynamics.joint_chain import ChainSystem, chain_order
 
 
 @pytest.mark.parametrize("d", [3, 6])

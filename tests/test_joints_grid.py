@@ -1,10 +1,10 @@
-"""Large systems of point joints (engine.joint_points): the lean world-frame block path agrees
+"""Large systems of point joints (engine.dynamics.joint_points): the lean world-frame block path agrees
 with the general six-axis block Gauss-Seidel it replaces, carries a hanging net's weight to its
 pins (closed form), breaks and holds by its thresholds, and replays bit for bit."""
 import numpy as np
 import pytest
 
-import engine.joint_solver as joint_solver
+import engine.dynamics.joint_solver as joint_solver
 from engine import Box, Sphere, World, WorldSettings
 
 SPACING = 0.1
@@ -176,7 +176,7 @@ def test_point_path_replays_bit_for_bit():
 def test_singular_joint_blocks_get_a_zero_inverse_not_nan():
     """joint_math's 3 x 3 inverses: exact against numpy for regular SPD blocks; a block
     whose bodies cannot move (zero or rank-deficient K) inverts to zeros, never inf/NaN."""
-    from engine.joint_math import inv3, inv3_soa
+    from engine.dynamics.joint_math import inv3, inv3_soa
     rng = np.random.default_rng(4)
     a = rng.normal(size=(6, 3, 3))
     k = a @ np.swapaxes(a, 1, 2) + 0.1 * np.eye(3)

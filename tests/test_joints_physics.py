@@ -13,7 +13,8 @@ import pytest
 from scenes_chains import anchor, capsule_rope, heavy_end_chain, local_point
 from scipy.special import ellipk
 
-from engine import Box, Sphere, World, quat
+from engine import Box, Sphere, World
+from engine.core import quat
 
 G = 9.81
 STEPS = [pytest.param(1 / 24, id="24fps"), pytest.param(1 / 60, id="60fps")]

@@ -14,7 +14,7 @@ import pytest
 from scipy.optimize import curve_fit
 
 from engine import Box, World
-from engine.joint_springs import spring_beta
+from engine.dynamics.joint_springs import spring_beta
 
 G = 9.81
 STEPS = [pytest.param(1 / 24, id="24fps"), pytest.param(1 / 60, id="60fps")]

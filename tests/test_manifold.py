@@ -1,17 +1,17 @@
 """Contact manifolds from narrowphase.collide, checked against analytic geometry and a scalar
-Sutherland-Hodgman reference clipper written here independently of engine/clip.py."""
+Sutherland-Hodgman reference clipper written here independently of engine/collision/clip.py."""
 import numpy as np
 import oracle
 import pytest
 from test_sat import make_hull, random_batch
 
-from engine import quat
-from engine.clip import ID_FALLBACK, SNAP
-from engine.narrowphase import collide
-from engine.patches import face_patches
-from engine.sat import ABS_TOL, EDGE, REL_TOL
-from engine.shape_table import ShapeTable
-from engine.shapes import Box
+from engine.collision.clip import ID_FALLBACK, SNAP
+from engine.collision.narrowphase import collide
+from engine.collision.patches import face_patches
+from engine.collision.sat import ABS_TOL, EDGE, REL_TOL
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.shapes.primitives import Box
 
 EYE_Q = np.array([1.0, 0.0, 0.0, 0.0])
 
@@ -222,7 +222,7 @@ def test_random_face_contacts_against_reference_clipper():
         arounds = [[f for f, lp in enumerate(inc.faces) if v in lp] for v in deepest]
         assert any(fi in around and dots[fi] == pytest.approx(dots[around].min(), abs=1e-12)
                    for around in arounds)
-        # The faces clip as their patches (engine.patches, tested in tests/test_patches.py):
+        # The faces clip as their patches (engine.collision.patches, tested in tests/test_patches.py):
         # the face itself unless it is part of a flat side of faces within PATCH_DEG.
         inc_loop, ref_loop = face_patches(inc)[fi], face_patches(ref)[fr]
         if not (np.array_equal(inc_loop, inc.faces[fi]) and np.array_equal(ref_loop, ref.faces[fr])):
@@ -290,8 +290,8 @@ def _collinear(pts, n):
 
 # --------------------------------------------------------------------------- spheres, capsules
 
-from engine.narrowphase import AXIS_CORE_EDGE, AXIS_CORE_FACE  # noqa: E402
-from engine.shapes import Capsule, Sphere  # noqa: E402
+from engine.collision.narrowphase import AXIS_CORE_EDGE, AXIS_CORE_FACE  # noqa: E402
+from engine.shapes.primitives import Capsule, Sphere  # noqa: E402
 
 
 def test_sphere_sphere_and_sphere_capsule_analytic():
@@ -515,7 +515,7 @@ def test_degenerate_batch_invariants():
     """A mixed batch with nasty poses (coincident centres, identical orientations, 10 km from the
     origin, 1 mm boxes next to 100 m slabs, a flat-sided tetrahedron, zero-length capsule cores):
     outputs stay finite and well-formed, and no overlapping pair loses its contact."""
-    from engine.hull import ConvexHull
+    from engine.shapes.hull import ConvexHull
     rng = np.random.default_rng(5)
     shapes = [Box([0.5, 0.5, 0.5]), Box([1e-3, 1e-3, 1e-3]), Box([100, 100, 1]), Sphere(0.3),
               Capsule(0.2, 0.5), Capsule(0.2, 0.0), ConvexHull(rng.normal(size=(30, 3))),
@@ -554,7 +554,7 @@ def test_degenerate_batch_invariants():
 def test_last_resort_point_when_clipping_finds_nothing(monkeypatch):
     """If face clipping ever returned nothing for an overlapping pair, the pair still gets one
     point at B's deepest vertex with the support gap along the normal as its separation."""
-    import engine.narrowphase as nph
+    import engine.collision.narrowphase as nph
 
     def empty(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
         m = len(ref_ids)
@@ -569,7 +569,7 @@ def test_last_resort_point_when_clipping_finds_nothing(monkeypatch):
     assert man.count[0] == 1
     assert man.separation[0, 0] == pytest.approx(-0.05)
     assert np.allclose(man.points[0, 0], [0.2, 0.1, 0.475])
-    from engine.clip import ID_EDGE, ID_FALLBACK
+    from engine.collision.clip import ID_EDGE, ID_FALLBACK
     assert man.ids[0, 0] >> 59 in (ID_EDGE, ID_FALLBACK)
     # Without any edge axis either (monkeypatched SAT edge result), the vertex fallback answers.
     real_sat = nph.polytope_sat
@@ -754,8 +754,8 @@ def test_ids_survive_sat_axis_switches():
 def test_face_ids_name_a_and_b_features_whichever_face_is_reference():
     """Parallel faces (an octagon of two squares): clipping with A's face as reference or with
     B's gives the same points, and the same ids (they name A's and B's features)."""
-    from engine.clip import face_contact
-    from engine.sat import relative_pose
+    from engine.collision.clip import face_contact
+    from engine.collision.sat import relative_pose
     table = ShapeTable([Box([0.5, 0.5, 0.5]), Box([0.5, 0.5, 0.4])])
     for angle in (0.3, np.pi / 4, 0.0):
         ra = np.eye(3)[None]

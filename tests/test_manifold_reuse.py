@@ -1,16 +1,17 @@
-"""Persistent manifolds (engine.manifold_cache): a reused manifold equals the narrowphase's for
+"""Persistent manifolds (engine.collision.manifold_cache): a reused manifold equals the narrowphase's for
 the same features at the moved poses, reuse stops at the tolerances, a resting pile skips the
 narrowphase, and get_state / set_state replay bit for bit with reused manifolds in the state."""
 import numpy as np
 import pytest
 
-from engine import manifold_cache, quat
-from engine.clip import T_INC_VERTEX
-from engine.hull import ConvexHull
-from engine.narrowphase import collide
-from engine.shape_table import ShapeTable
-from engine.shapes import Box
-from engine.world import World
+from engine.collision import manifold_cache
+from engine.collision.clip import T_INC_VERTEX
+from engine.collision.narrowphase import collide
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box
+from engine.world.world import World
 
 
 def _rock(rng, size=0.3):
@@ -111,7 +112,7 @@ class _Counting(World):
         self.asked = []
 
         def counted(*args, **kwargs):
-            from engine.narrowphase import collide as real
+            from engine.collision.narrowphase import collide as real
             self.asked.append(len(args[1]))
             return real(*args, **kwargs)
         self._collide = counted

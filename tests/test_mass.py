@@ -6,11 +6,11 @@ import pytest
 import trimesh
 from scipy.spatial.transform import Rotation
 
-from engine import quat
-from engine.errors import EngineError
-from engine.hull import ConvexHull
-from engine.mass import MassProperties, combine, mass_properties, mass_properties_from_mass
-from engine.shapes import Box, Capsule, Sphere
+from engine.core import quat
+from engine.core.errors import EngineError
+from engine.shapes.hull import ConvexHull
+from engine.shapes.mass import MassProperties, combine, mass_properties, mass_properties_from_mass
+from engine.shapes.primitives import Box, Capsule, Sphere
 
 CORNERS = np.array(list(itertools.product((-1.0, 1.0), repeat=3)))
 

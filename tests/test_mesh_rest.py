@@ -11,7 +11,8 @@ so that the fix turns it into a pass that must be acknowledged here.
 import numpy as np
 import pytest
 
-from engine import Box, ConvexHull, TriangleMesh, World, quat
+from engine import Box, ConvexHull, TriangleMesh, World
+from engine.core import quat
 
 # The rock (a 16-point hull of bench_mesh_ground.rock, through Blender's float32), centred,
 # and its resting orientation, rounded to 4 decimals: the cycle does not hang on the digits.

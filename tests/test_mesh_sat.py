@@ -1,16 +1,16 @@
-"""engine/mesh_sat.py (polytope vs one-sided triangle SAT) and the face-axis cull of
-engine/mesh_contacts.py, against brute force: the exhaustive edge query (every edge pair,
+"""engine/collision/mesh_sat.py (polytope vs one-sided triangle SAT) and the face-axis cull of
+engine/collision/mesh_contacts.py, against brute force: the exhaustive edge query (every edge pair,
 full projections), the exact signed distance of the Minkowski difference (tests/oracle.py),
 and the uncut contact routine."""
 import numpy as np
 import pytest
 from oracle import random_hull_points, random_rotations, signed_distance
 
-from engine import mesh_contacts, mesh_sat
-from engine.hull import ConvexHull
-from engine.shape_table import ShapeTable
-from engine.shapes import Box
-from engine.trimesh import TriangleMesh
+from engine.collision import mesh_contacts, mesh_sat
+from engine.collision.shape_table import ShapeTable
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box
+from engine.shapes.trimesh import TriangleMesh
 
 SHAPES = [Box([0.5, 0.3, 0.2]), Box([0.2, 0.2, 0.2]),
           ConvexHull(random_hull_points(np.random.default_rng(11), 20, 0.5)),
@@ -148,7 +148,7 @@ def test_face_cull_changes_nothing(monkeypatch):
 def test_polytope_triangle_closest_matches_exact_distance():
     """Rows apart: the brute-force closest pair gives the exact distance of the Minkowski
     difference, its points lie on the two shapes and the normal joins them."""
-    from engine.mesh_distance import polytope_triangle_closest
+    from engine.collision.mesh_distance import polytope_triangle_closest
     rng = np.random.default_rng(9)
     table, ids, t, N = _local_rows(rng, 500)
     sep_t, sep_f = _queries(table, ids, t, N)

@@ -1,4 +1,4 @@
-"""Compound bodies and static/kinematic triangle meshes in the real engine.world.World.
+"""Compound bodies and static/kinematic triangle meshes in the real engine.world.world.World.
 
 Issue 6 evidence (a cube on a zero-thickness Plane, a slide over many triangles, a bowl, a
 cup, a ring on a peg, an animated mesh, the dynamic-mesh refusal) plus the plumbing that makes
@@ -9,14 +9,14 @@ import numpy as np
 import pytest
 from oracle import closest_point_triangle
 
-from engine import quat
-from engine.compound import Compound
-from engine.contacts import PairTable, check_body_count, pair_keys
-from engine.errors import EngineError
-from engine.hull import ConvexHull
-from engine.shapes import Box, Capsule, Sphere
-from engine.trimesh import TriangleMesh
-from engine.world import World
+from engine.collision.contacts import PairTable, check_body_count, pair_keys
+from engine.core import quat
+from engine.core.errors import EngineError
+from engine.shapes.compound import Compound
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box, Capsule, Sphere
+from engine.shapes.trimesh import TriangleMesh
+from engine.world.world import World
 
 G = 9.81
 
@@ -162,7 +162,7 @@ def test_cube_dropped_into_a_cup_compound_stays_in():
 @pytest.fixture(scope="module")
 def ring_parts():
     trimesh = pytest.importorskip("trimesh")     # test-only: the torus mesh
-    from engine.decompose import decompose
+    from engine.shapes.decompose import decompose
     t = trimesh.creation.torus(1.0, 0.3, major_sections=24, minor_sections=10)
     return decompose(np.asarray(t.vertices), np.asarray(t.faces), max_parts=12, tolerance=0.05,
                      resolution=20)

@@ -6,9 +6,10 @@ import pytest
 from scipy.spatial import ConvexHull as QHull
 from scipy.spatial.transform import Rotation
 
-from engine import BodyKind, StepRecord, quat
-from engine.shapes import Box, Capsule, Sphere
-from engine.world import World
+from engine import BodyKind, StepRecord
+from engine.core import quat
+from engine.shapes.primitives import Box, Capsule, Sphere
+from engine.world.world import World
 from hullabaloo.addon.overlay import geometry as G
 
 
@@ -116,7 +117,7 @@ def test_cube_wireframe_has_twelve_edges_box_and_hull():
 
 def _cube_hulls():
     try:
-        from engine.hull import ConvexHull
+        from engine.shapes.hull import ConvexHull
     except ImportError:
         return []
     rng = np.random.default_rng(3)

@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from engine import Box, World, quat
+from engine import Box, World
+from engine.core import quat
 from hullabaloo.addon.overlay import geometry as G
 from hullabaloo.addon.overlay import joint_geometry as JG
 

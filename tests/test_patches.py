@@ -1,14 +1,14 @@
-"""Flat sides made of many faces (engine.patches): a face clips with the outline of the faces
+"""Flat sides made of many faces (engine.collision.patches): a face clips with the outline of the faces
 around it within PATCH_DEG, so rough bricks stack like boxes."""
 import numpy as np
 import pytest
 from test_incident_face import _brick  # a rough brick: 200 points on its sides, 0.2 % noise
 
-from engine import quat
-from engine.hull import ConvexHull
-from engine.patches import PATCH_DEG, PATCH_MAX, face_patches
-from engine.shapes import Box
-from engine.world import World
+from engine.collision.patches import PATCH_DEG, PATCH_MAX, face_patches
+from engine.core import quat
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box
+from engine.world.world import World
 
 HALF = np.array([0.1, 0.06, 0.03])   # test_incident_face._brick's half extents
 
@@ -77,7 +77,7 @@ def test_rough_bricks_stack(dt):
 
 
 def _grid_ground(n=8, size=1.0):
-    from engine.trimesh import TriangleMesh
+    from engine.shapes.trimesh import TriangleMesh
     g = np.linspace(-size, size, n + 1)
     x, y = np.meshgrid(g, g)
     verts = np.stack([x.ravel(), y.ravel(), np.zeros(x.size)], axis=1)

@@ -1,4 +1,4 @@
-"""engine/quat.py against closed forms and scipy's Rotation (test-only oracle).
+"""engine/core/quat.py against closed forms and scipy's Rotation (test-only oracle).
 
 scipy stores quaternions scalar-last (x, y, z, w); the engine stores them (w, x, y, z).
 A quaternion and its negative are the same rotation, so quaternions from two routes are compared
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.spatial.transform import Rotation, Slerp
 
-from engine import quat
+from engine.core import quat
 
 RNG_SEED = 1234
 

@@ -4,11 +4,11 @@ import oracle
 import pytest
 from test_sat import make_hull
 
-from engine import quat
-from engine.errors import EngineError
-from engine.hull import ConvexHull
-from engine.queries import contact_manifold, distance, intersect
-from engine.shapes import Box, Capsule, Sphere
+from engine.collision.queries import contact_manifold, distance, intersect
+from engine.core import quat
+from engine.core.errors import EngineError
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box, Capsule, Sphere
 
 EYE = np.array([1.0, 0.0, 0.0, 0.0])
 

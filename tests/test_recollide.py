@@ -1,4 +1,4 @@
-"""engine/recollide.py and ContactSolver.replace: polytope manifolds taken again between
+"""engine/world/recollide.py and ContactSolver.replace: polytope manifolds taken again between
 substeps, in place of the collision passes a turning body used to call for.
 
 - replace with the manifold the solver already holds changes nothing; with its points in
@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 from test_solver import build
 
-from engine import Box, World, quat
+from engine import Box, World
+from engine.core import quat
 
 
 def _resting_solver():
@@ -80,7 +81,7 @@ def _spinning_plates(mode, seed, dt=1 / 24, frames=48):
     (deepest vertex below the ground over the frames (m), passes a frame, manifolds taken
     again)."""
     w = World(sleeping=False)
-    if mode == "passes":            # the spin passes, as before engine.recollide
+    if mode == "passes":            # the spin passes, as before engine.world.recollide
         w.recollide_in_pass = False
     elif mode == "neither":
         w.recollide_in_pass = False

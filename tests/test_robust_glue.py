@@ -31,7 +31,7 @@ def test_a_glued_wall_asleep_at_start_moves_as_the_same_wall_awake(iterations):
 
 
 def test_joints_wake_a_sleeping_chain_with_the_world_sleeping_off():
-    """Start Deactivated works with sleeping off (engine.glue.start_asleep): a moving body
+    """Start Deactivated works with sleeping off (engine.features.glue.start_asleep): a moving body
     touching one glued piece wakes every piece glued to it, however long the chain."""
     w, fr, bodies, joints = glue.wall_world(1e10, asleep=True, ball=True)
     w.settings = w.settings.replace(sleeping=False)

@@ -8,16 +8,17 @@ import fuzzworld
 import numpy as np
 import pytest
 
-from engine import Box, World, quat
-from engine.arm_box import ArmBoxes, clamp_to_box
-from engine.inertia_refresh import InertiaRefresh
+from engine import Box, World
+from engine.core import quat
+from engine.dynamics.arm_box import ArmBoxes, clamp_to_box
+from engine.dynamics.inertia_refresh import InertiaRefresh
 
 # (seed, kept bodies, steps). 549: a 0.27 m x 2 cm, 0.78 kg plate hit at a corner by a 74 kg
 # ball at 100 m/s: the plate spun to 8.7e3 rad/s with a stale inertia tensor, 5.3e5 J from
-# 3.7e5 J in the first step (fixed by engine.inertia_refresh). 327: a 1.8 mm, 7 um thick,
+# 3.7e5 J in the first step (fixed by engine.dynamics.inertia_refresh). 327: a 1.8 mm, 7 um thick,
 # 438 kg needle hull squeezed by a capsule and a 46 g compound: contact arms 40x its
 # thickness off its long axis spun it to 1.8e4 rad/s and flung the compound at 180 m/s
-# (fixed by engine.arm_box). 320: a 17.9 m, 0.27 kg needle falling at 424 m/s onto the
+# (fixed by engine.dynamics.arm_box). 320: a 17.9 m, 0.27 kg needle falling at 424 m/s onto the
 # ground (ccd): 2.3e5 J from 2.4e4 J (either fix alone holds it; both were needed for the
 # whole scene).
 SCENES = [(549, [2, 3], 6), (327, [2, 3, 8], 6), (320, [0, 5], 6)]
@@ -35,9 +36,9 @@ def test_inertia_refresh_retakes_the_tensor_and_turns_the_arms_with_the_body():
     """After a body turned by more than REFRESH_ANGLE, the solver's rows for it are those a
     fresh solver built at the present orientation would have (arms turned with the body,
     R I^-1 R^T of now), and each point's separation is unchanged."""
-    from engine.inertia_refresh import REFRESH_ANGLE
-    from engine.settings import WorldSettings
-    from engine.solver import ContactSolver
+    from engine.dynamics.inertia_refresh import REFRESH_ANGLE
+    from engine.dynamics.solver import ContactSolver
+    from engine.world.settings import WorldSettings
     rng = np.random.default_rng(3)
     inv_body = np.array([np.diag([50.0, 2.0, 1.0]), np.diag([3.0, 1.0, 1.5])])
     q0 = quat.normalize(rng.normal(size=(2, 4)))

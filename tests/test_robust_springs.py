@@ -2,11 +2,12 @@
 
 A joint's three linear spring rows share the bodies' turning when the anchor is off a body's
 centre of mass; solved one row at a time in a single Gauss-Seidel sweep, a stiff spring
-(h omega >> 1) gained energy every substep. engine.joint_springs solves them as one block."""
+(h omega >> 1) gained energy every substep. engine.dynamics.joint_springs solves them as one block."""
 import numpy as np
 import pytest
 
-from engine import Box, Sphere, World, quat
+from engine import Box, Sphere, World
+from engine.core import quat
 
 
 def _kinetic(w):

@@ -2,7 +2,8 @@
 fuzzer (tests/fuzzworld.py), each with the closed-form truth it breaks."""
 import numpy as np
 
-from engine import Box, World, quat
+from engine import Box, World
+from engine.core import quat
 
 
 def _rot_energy_and_momentum(world):
@@ -37,12 +38,12 @@ def test_an_absurd_spin_neither_stalls_the_step_nor_gains_energy():
     """A body spun to 1e12 rad/s (what a solver blow-up elsewhere leaves behind) used to make
     the gyroscopic update loop ceil(h |w|) ~ 3e9 times: the step never returned. The split is
     capped (integrate.MAX_GYRO_SPLIT) and the energy clamp bounds the rest."""
-    from engine.integrate import MAX_GYRO_SPLIT, gyroscopic
+    from engine.dynamics.integrate import MAX_GYRO_SPLIT, gyroscopic
     inertia = np.diag([1e-4, 2e-3, 3e-3])[None]
     w0 = np.array([[1e12, 3e11, -2e11]])
     q = np.array([[1.0, 0.0, 0.0, 0.0]])
     calls = []
-    import engine.integrate as integ
+    import engine.dynamics.integrate as integ
     real = integ._midpoint
 
     def counting(*args):
@@ -74,7 +75,7 @@ def test_guard_keeps_a_poisoned_body_at_its_last_good_pose_and_lets_the_others_g
     vanishing mass would). The step must not raise nor spread it: body 2 is back at its
     pose before the step, asleep, named in world.guard_events; the other boxes (apart from
     it) move exactly as in a world where nothing went wrong."""
-    from engine import world as world_mod
+    from engine.world import world as world_mod
 
     reference = _three_boxes()
     world = _three_boxes()
@@ -123,7 +124,7 @@ def test_zero_quaternion_in_set_pose_or_a_target_is_refused_not_a_nan_pose():
 
 
 def test_sound_manifolds_drops_zero_normals_and_non_finite_points_only():
-    from engine.guard import sound_manifolds
+    from engine.world.guard import sound_manifolds
 
     rng = np.random.default_rng(3)
     m = 64
@@ -144,7 +145,7 @@ def test_sound_manifolds_drops_zero_normals_and_non_finite_points_only():
 
 
 def test_speed_watch_flags_a_body_launched_from_nowhere_once_and_respects_kinematics():
-    from engine.guard import SpeedWatch
+    from engine.world.guard import SpeedWatch
 
     world = _three_boxes()
     watch = SpeedWatch(world)

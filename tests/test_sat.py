@@ -4,10 +4,10 @@ import oracle
 import pytest
 from scipy.spatial import ConvexHull
 
-from engine import quat
-from engine.sat import EDGE, FACE_A, FACE_B, polytope_sat
-from engine.shape_table import ShapeTable
-from engine.shapes import Box, Polytope
+from engine.collision.sat import EDGE, FACE_A, FACE_B, polytope_sat
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.shapes.primitives import Box, Polytope
 
 
 def make_hull(points):
@@ -201,7 +201,7 @@ def test_identical_shapes_same_pose():
 
 def test_box_fast_path_matches_general_path_and_oracle():
     """The analytic 15-axis box test gives the general path's answers (and the oracle's)."""
-    from engine.sat import _box_queries, _general_queries, relative_pose
+    from engine.collision.sat import _box_queries, _general_queries, relative_pose
     rng = np.random.default_rng(21)
     boxes = [Box(rng.uniform(0.1, 1.0, 3)) for _ in range(5)]
     table = ShapeTable(boxes)

@@ -1,4 +1,4 @@
-"""engine/solver.py: the one-product sweeps against the sequential sweeps on random manifolds,
+"""engine/dynamics/solver.py: the one-product sweeps against the sequential sweeps on random manifolds,
 and every pass on hand-built contacts whose answer is known in closed form.
 
 Conventions (engine/README.md): the normal points from body a to body b; a row's velocity
@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from engine import WorldSettings
-from engine.graph import colour_constraints
-from engine.solver import ContactSolver, soft_params, tangent_basis
+from engine.dynamics.graph import colour_constraints
+from engine.dynamics.solver import ContactSolver, soft_params, tangent_basis
 
 SETTINGS = WorldSettings()
 G = 9.81

@@ -1,7 +1,7 @@
 """Collision passes for spin (World.collision_steps_for) are paid only where a turn changes a
 row: not for a ball centred on its centre of mass (its contact normal runs through its centre,
 so a contact's normal row has no angular part), not for a wheel's roll about its own axis
-(engine.round_bodies), not for a body held only by point joints (their rows are rebuilt from
+(engine.dynamics.round_bodies), not for a body held only by point joints (their rows are rebuilt from
 the poses at every substep). Balls and wheels rolling on those fewer passes still come out
 right against the closed forms."""
 import math
@@ -62,7 +62,7 @@ def test_a_wheel_spinning_on_frictionless_ground_keeps_its_spin(dt, name, shape)
     """A wheel lying on its side, its axis along X, spinning at 60 rad/s about it on
     frictionless ground for 2 s: nothing acts about the axis, so the spin (and the energy)
     stays and the wheel stays where it is. Before the solver's normal rows left out round
-    bodies' axes and their rows followed the axis (engine.round_bodies) the capsule lost a
+    bodies' axes and their rows followed the axis (engine.dynamics.round_bodies) the capsule lost a
     fifth of its spin at 1/24 s and wobbled at 2.1 rad/s at 1/60 s (26 rad/s after 3 s)."""
     w0 = 60.0
     w = World(sleeping=False)
@@ -134,7 +134,7 @@ def test_round_bodies_roll_down_a_slope_at_the_closed_form(dt, name, shape, radi
     """Rolling without slipping down a 20 degree slope: a = g sin(theta) / (1 + I / (m R^2))
     (I about the roll axis: 1/2 m R^2 for a cylinder, 2/5 for a ball, the capsule's own from
     its mass properties), on the passes a frame needs however fast it rolls: the roll moves
-    none of their surface (engine.round_bodies)."""
+    none of their surface (engine.dynamics.round_bodies)."""
     theta = math.radians(20.0)
     w, b = incline(theta, shape, radius, ACROSS)
     if k_inertia is None:

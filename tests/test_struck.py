@@ -1,13 +1,13 @@
-"""A body struck within a collision pass ends the pass (engine.struck), so it cannot cross into
+"""A body struck within a collision pass ends the pass (engine.dynamics.struck), so it cannot cross into
 a neighbour its contacts never saw; bodies that only bounce do not."""
 import numpy as np
 import pytest
 from oracle import box_points, signed_distance
 
-from engine import quat
-from engine import world as world_module
-from engine.shapes import Box, Sphere
-from engine.world import World
+from engine.core import quat
+from engine.shapes.primitives import Box, Sphere
+from engine.world import world as world_module
+from engine.world.world import World
 
 HALF = np.array([0.2, 0.2, 0.2])
 

@@ -10,9 +10,9 @@ from oracle import (
 )
 from scipy.spatial import ConvexHull
 
-from engine import quat
-from engine.gjk import gjk
-from engine.toi import HIT, OVERLAPPED, SEPARATED, toi
+from engine.collision.gjk import gjk
+from engine.collision.toi import HIT, OVERLAPPED, SEPARATED, toi
+from engine.core import quat
 
 Q0 = np.array([1.0, 0.0, 0.0, 0.0])
 Z3 = np.zeros(3)

@@ -5,13 +5,13 @@ import numpy as np
 import pytest
 from oracle import random_hull_points, random_rotations, signed_distance
 
-from engine import quat
-from engine.errors import EngineError
-from engine.hull import ConvexHull
-from engine.mesh_contacts import collide_convex_triangles, reduce_manifolds
-from engine.shape_table import ShapeTable
-from engine.shapes import Box, Capsule, Sphere
-from engine.trimesh import TriangleMesh, check_body_shape
+from engine.collision.mesh_contacts import collide_convex_triangles, reduce_manifolds
+from engine.collision.shape_table import ShapeTable
+from engine.core import quat
+from engine.core.errors import EngineError
+from engine.shapes.hull import ConvexHull
+from engine.shapes.primitives import Box, Capsule, Sphere
+from engine.shapes.trimesh import TriangleMesh, check_body_shape
 
 
 def grid_mesh(n, size=1.0, z=None, jitter=0.0, rng=None):

@@ -6,9 +6,9 @@ import pytest
 from test_trimesh import cube_mesh, grid_mesh
 
 from engine import World
-from engine.errors import EngineError
-from engine.shapes import Box
-from engine.trimesh import TriangleMesh
+from engine.core.errors import EngineError
+from engine.shapes.primitives import Box
+from engine.shapes.trimesh import TriangleMesh
 
 
 def wavy(n, amp, phase=0.0, size=4.0):

@@ -1,12 +1,12 @@
-"""The World's persistent broadphase (fat boxes kept across steps, engine.broadphase.Broadphase)
+"""The World's persistent broadphase (fat boxes kept across steps, engine.collision.broadphase.Broadphase)
 must give exactly the pairs a fresh broadphase.find_pairs gives on the same boxes: the
 trajectories of a tumbling pile are bit-identical with either, including after bodies fall
 asleep, are woken and are teleported."""
 import numpy as np
 
-from engine.broadphase import find_pairs
-from engine.shapes import Box, Capsule, Sphere
-from engine.world import World
+from engine.collision.broadphase import find_pairs
+from engine.shapes.primitives import Box, Capsule, Sphere
+from engine.world.world import World
 
 
 class FreshBroadphaseWorld(World):

@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from engine.shapes import Box, Sphere
-from engine.world import World
+from engine.shapes.primitives import Box, Sphere
+from engine.world.world import World
 
 
 @pytest.mark.parametrize("dt", [1 / 24, 1 / 60])

@@ -4,10 +4,10 @@ import math
 import numpy as np
 import pytest
 
-from engine import quat
-from engine.contacts import PairTable, pair_keys
-from engine.shapes import Box, Sphere
-from engine.world import World
+from engine.collision.contacts import PairTable, pair_keys
+from engine.core import quat
+from engine.shapes.primitives import Box, Sphere
+from engine.world.world import World
 
 G = 9.81
 DTS = [1 / 24, 1 / 60]

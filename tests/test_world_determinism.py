@@ -11,8 +11,8 @@ SCENE = r'''
 import sys, hashlib
 import numpy as np
 sys.path.insert(0, {root!r})
-from engine.shapes import Box, Sphere, Capsule
-from engine.world import World
+from engine.shapes.primitives import Box, Sphere, Capsule
+from engine.world.world import World
 
 def build():
     rng = np.random.default_rng(7)
@@ -93,7 +93,7 @@ for iterations in (4, 4, 4, 1, 1):
 
 def test_a_chaotic_impact_is_bit_identical_across_runs_and_processes():
     """A heavy ball into a glued wall amplifies any round-off difference to millimetres in two
-    frames. Before engine.detmath, about one run in four at 4 iterations came out different
+    frames. Before engine.core.detmath, about one run in four at 4 iterations came out different
     from the others in the same process (numpy's arctan2 took its scalar or its SIMD kernel
     depending on where the arrays lay: tests/test_detmath.py). Every run, in two processes
     with different hash seeds, must agree to the bit per iteration count."""

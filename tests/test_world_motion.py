@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 
-from engine import quat
-from engine.errors import EngineError
-from engine.shapes import Box, Sphere
-from engine.world import World
+from engine.core import quat
+from engine.core.errors import EngineError
+from engine.shapes.primitives import Box, Sphere
+from engine.world.world import World
 
 G = 9.81
 
@@ -87,7 +87,7 @@ def test_spin_about_principal_axis_is_steady_and_exact():
 def test_off_centre_mass_rotates_about_centre_of_mass():
     """Hull-like bodies have their COM off the shape origin: the COM moves in a straight line
     while the origin circles around it."""
-    from engine.hull import ConvexHull
+    from engine.shapes.hull import ConvexHull
     pts = np.array([[0, 0, 0], [2, 0, 0], [0, 1, 0], [0, 0, 1]], dtype=float)  # tetrahedron
     hull = ConvexHull(pts)
     w = World(gravity=(0, 0, 0), sleeping=False)

@@ -1,8 +1,8 @@
 """Sleeping per island and waking."""
 import numpy as np
 
-from engine.shapes import Box, Sphere
-from engine.world import World
+from engine.shapes.primitives import Box, Sphere
+from engine.world.world import World
 
 
 def ground(w):

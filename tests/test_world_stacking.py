@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from scenes_stacking import ground, heavy_on_light, pyramid, run, tower
 
-from engine import quat
-from engine.shapes import Box
-from engine.world import World
+from engine.core import quat
+from engine.shapes.primitives import Box
+from engine.world.world import World
 
 
 @pytest.mark.parametrize("dt", [1 / 24, 1 / 60])

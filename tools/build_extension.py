@@ -37,7 +37,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BUILD = os.path.join(ROOT, "build")
 WHEEL_CACHE = os.path.join(BUILD, "wheels")
 
-# The compiler the engine runs on (engine/jit.py); numba pins llvmlite to one minor version.
+# The compiler the engine runs on (engine/core/jit.py); numba pins llvmlite to one minor version.
 # One numba serves Blender 4.2-4.5 (Python 3.11, numpy 1.26) and 5.x (Python 3.13, numpy 2.x).
 NUMBA = (("numba", "0.68.1"), ("llvmlite", "0.50.0"))
 # Intel Macs: numba stopped publishing macOS x86_64 wheels after these; Blender 4.5 LTS

@@ -13,20 +13,21 @@ the distinct *shapes* (few: 1000 cubes share one Box) and a fixed number of circ
 """
 import numpy as np
 
-from ...engine import narrowphase, quat
-from ...engine.curved import curved_aabb, is_curved
-from ...engine.epa import epa
-from ...engine.gjk import gjk
-from ...engine.kinds import BodyKind, ShapeKind
-from ...engine.narrowphase import AXIS_CORE_EDGE, AXIS_CORE_FACE, AXIS_ROUND  # noqa: F401
-from ...engine.queries import pair_distance
-from ...engine.sat import EDGE, FACE_A, FACE_B
-from ...engine.shape_table import ShapeTable
-from ...engine.solver import tangent_basis
+from ...engine.collision import narrowphase
+from ...engine.collision.epa import epa
+from ...engine.collision.gjk import gjk
+from ...engine.collision.narrowphase import AXIS_CORE_EDGE, AXIS_CORE_FACE, AXIS_ROUND  # noqa: F401
+from ...engine.collision.queries import pair_distance
+from ...engine.collision.sat import EDGE, FACE_A, FACE_B
+from ...engine.collision.shape_table import ShapeTable
+from ...engine.core import quat
+from ...engine.core.kinds import BodyKind, ShapeKind
+from ...engine.dynamics.solver import tangent_basis
+from ...engine.shapes.curved import curved_aabb, is_curved
 
 POINTS, LINES = "POINTS", "LINES"
 
-# 12 edges of a box whose corner i has x = bit 0, y = bit 1, z = bit 2 (as engine.shapes.Box).
+# 12 edges of a box whose corner i has x = bit 0, y = bit 1, z = bit 2 (as engine.shapes.primitives.Box).
 BOX_EDGES = np.array([[0, 1], [2, 3], [4, 5], [6, 7], [0, 2], [1, 3], [4, 6], [5, 7],
                       [0, 4], [1, 5], [2, 6], [3, 7]], dtype=np.int64)
 _CORNER_BITS = np.array([[(i >> k) & 1 for k in range(3)] for i in range(8)], dtype=bool)
@@ -190,7 +191,7 @@ def local_wireframe(shape, segments=24):
 
 def curved_wireframe(kind, r, hh, segments=24):
     """Cylinder: both rims and four side lines. Cone: the base rim and four lines to the apex
-    (base at -hh, apex at +hh on local Z, as engine/curved.py)."""
+    (base at -hh, apex at +hh on local Z, as engine/shapes/curved.py)."""
     ex, ey, ez = np.eye(3)
     bot = -hh * ez
     top = hh * ez
@@ -329,7 +330,7 @@ def contact_layers(record, opts):
 
 def friction_vectors(normals, friction):
     """World friction impulses (K, 3) from the record: as given when (K, 3), else components
-    (K, 2) along the solver's two tangents of each normal (engine.solver.tangent_basis)."""
+    (K, 2) along the solver's two tangents of each normal (engine.dynamics.solver.tangent_basis)."""
     f = np.asarray(friction, dtype=np.float64)
     if f.ndim == 2 and f.shape[1] == 3:
         return f

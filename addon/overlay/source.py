@@ -17,8 +17,9 @@ import dataclasses
 
 import numpy as np
 
-from ...engine import BodyKind, StepRecord, quat
-from ...engine import mass as mass_mod
+from ...engine import BodyKind, StepRecord
+from ...engine.core import quat
+from ...engine.shapes import mass as mass_mod
 from .. import cache, collect, transforms
 from . import geometry
 
@@ -46,7 +47,7 @@ def clear():
 
 def _mass_inertia(bodies):
     """Masses (N,) and inertias about the centre of mass (N, 3, 3) in the shape frame, as the
-    bake computes them (engine.mass); zero for static and kinematic bodies."""
+    bake computes them (engine.shapes.mass); zero for static and kinematic bodies."""
     n = len(bodies)
     masses, inertias = np.zeros(n), np.zeros((n, 3, 3))
     for i, b in enumerate(bodies):  # once per bake, one call per body's shape

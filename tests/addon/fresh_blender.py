@@ -5,7 +5,7 @@ way a user does, bakes a small scene and writes what happened as JSON.
                                          [--bakes N]
 
 The tests that need a process of their own run this: the engine's compiler is decided once
-per process (engine/jit.py), and numba must not have been imported before the extension's
+per process (engine/core/jit.py), and numba must not have been imported before the extension's
 own site-packages is on sys.path. Nothing here is a timed assertion: the seconds are written
 for bench/bench_jit_startup.py and the report.
 """
@@ -77,7 +77,7 @@ def scene():
 
 
 def probe_dot(a, b):
-    """A kernel of this file's own (compiled through the extension's engine/jit.py): shows
+    """A kernel of this file's own (compiled through the extension's engine/core/jit.py): shows
     where the compiled code is cached whatever kernels the engine has."""
     s = 0.0
     for i in range(a.shape[0]):
@@ -104,7 +104,7 @@ def main(argv=None):
     t_install = install(args.zip, args.installed)
     pkg = sys.modules[MODULE]
     from importlib import import_module
-    jit = import_module(MODULE + ".engine.jit")
+    jit = import_module(MODULE + ".engine.core.jit")
     ops = import_module(MODULE + ".addon.ops")
     cache_path = bpy.utils.extension_path_user(MODULE, path="numba_cache")
     if args.read_only_cache:

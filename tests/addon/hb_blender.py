@@ -167,7 +167,7 @@ def engine_world(scene):
     s = scene.hullabaloo
     import importlib
     World = getattr(engine(), "World", None) or \
-        importlib.import_module(MODULE + ".engine.world").World
+        importlib.import_module(MODULE + ".engine.world.world").World
     return World(gravity=tuple(scene.gravity) if scene.use_gravity else (0, 0, 0),
                  substeps=s.substeps or None, iterations=s.iterations,
                  sleeping=s.use_sleeping, ccd=s.use_ccd)

@@ -19,11 +19,11 @@ FRESH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fresh_blender.
 
 
 def jit():
-    return sys.modules[hb.MODULE + ".engine.jit"]
+    return sys.modules[hb.MODULE + ".engine.core.jit"]
 
 
 def warmup():
-    return sys.modules[hb.MODULE + ".engine.warmup"]
+    return sys.modules[hb.MODULE + ".engine.world.warmup"]
 
 
 def small_scene():
@@ -55,7 +55,7 @@ def test_compiled_code_is_cached_in_the_extension_user_folder_not_the_addon():
     assert os.path.isdir(expected) and not _under(expected, hb.addon_dir())
     if hb._USER is not None:
         assert _under(expected, hb.session()["user_dir"])
-    # A kernel compiled through the extension's engine/jit.py lands there.
+    # A kernel compiled through the extension's engine/core/jit.py lands there.
     probe = jit().kernel(probe_sum)
     assert probe(np.arange(5.0)) == 10.0
     ours = [f for _, _, fs in os.walk(expected) for f in fs if f.startswith("test_addon_compiler")]

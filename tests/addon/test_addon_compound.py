@@ -63,7 +63,7 @@ def test_child_parts_make_one_body_with_the_summed_mass():
     rot = np.array(bell.matrix_world, dtype=np.float64)[:3, :3]
     for k, child in enumerate((a, b)):
         q = body.shape.orientations[k]
-        part_rot = hb.pkg().engine.quat.to_matrix_normalized(q)
+        part_rot = hb.pkg().engine.core.quat.to_matrix_normalized(q)
         verts = body.shape.shapes[k].vertices @ part_rot.T + body.shape.positions[k]
         got = verts @ rot.T + body.position
         want = world_vertices(child)

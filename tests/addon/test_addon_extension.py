@@ -19,7 +19,7 @@ def test_zip_is_built_validated_and_minimal():
     assert manifest["id"] == "hullabaloo"
     assert manifest["license"] == ["SPDX:GPL-3.0-or-later"]
     assert manifest["blender_version_min"] == "4.2.0"
-    assert {"addon/__init__.py", "engine/__init__.py", "engine/world.py", "__init__.py"} <= set(names)
+    assert {"addon/__init__.py", "engine/__init__.py", "engine/world/world.py", "__init__.py"} <= set(names)
     top = {n.split("/")[0] for n in names}
     assert not top & {"tests", "bench", "docs", "tools", ".ci", ".git", "scripts", "dist"}
     assert not any(n.startswith(".venv") or "__pycache__" in n or n.endswith(".pyc") for n in names)

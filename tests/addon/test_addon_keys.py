@@ -48,7 +48,7 @@ def test_continuous_euler_is_no_farther_than_blenders_compatible_euler(order):
         for n in range(N):
             dq = Quaternion(w[n] / np.linalg.norm(w[n]), np.linalg.norm(w[n]))
             q[f, n] = tuple(dq @ Quaternion(q[f - 1, n]))
-    m = hb.pkg().engine.quat.to_matrix_normalized(q)
+    m = hb.pkg().engine.core.quat.to_matrix_normalized(q)
     start = np.array([Matrix(m[0, n]).to_euler(order) for n in range(N)])
     e = tr().matrices_to_euler_continuous(m, order, start)
     np.testing.assert_allclose(tr().euler_to_matrix(e, order), m, atol=1e-6)
@@ -85,7 +85,7 @@ def test_quaternion_sign_continuity_and_axis_angle():
 
 def test_polar_decomposition_keeps_scale_and_mirror():
     rng = np.random.default_rng(4)
-    R = hb.pkg().engine.quat.to_matrix_normalized(random_rotations(rng, 20))
+    R = hb.pkg().engine.core.quat.to_matrix_normalized(random_rotations(rng, 20))
     s = rng.uniform(0.2, 3.0, size=(20, 3)) * np.where(rng.random((20, 3)) < 0.3, -1, 1)
     L = R * s[:, None, :]
     Rp, K = tr().polar_decompose(L)

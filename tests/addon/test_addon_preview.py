@@ -260,7 +260,7 @@ def armature_lift(plane, rise, f0, f1):
 @pytest.mark.parametrize("how", ["shape_key", "displace", "armature"])
 def test_rising_deforming_plane_lifts_the_box(how):
     """The surface rises 0.3 m over 24 frames (0.3 m/s). The push is positional (see
-    engine/deform.py): the box rides a little into the rising surface, by about 21 mm per m/s
+    engine/features/deform.py): the box rides a little into the rising surface, by about 21 mm per m/s
     of surface speed, and rests on it once it stops."""
     scene = hb.empty_scene(frame_end=36)
     plane = grid_plane("Floor", use_deform=True,

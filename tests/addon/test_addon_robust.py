@@ -52,7 +52,7 @@ def test_guard_firing_is_reported_by_name_and_the_bake_goes_on(monkeypatch):
     bake finishes, every key is finite, the report names that object (once), and the
     other dynamic object falls as usual."""
     scene, calm, wild = _scene()
-    wmod = __import__(hb.MODULE + ".engine.world", fromlist=["integrate_velocities"])
+    wmod = __import__(hb.MODULE + ".engine.world.world", fromlist=["integrate_velocities"])
     real = wmod.integrate_velocities
     state = {"n": 0, "body": None}
 

@@ -368,7 +368,7 @@ def test_first_settle_of_a_session_shows_the_engine_being_prepared_then_settles(
     ctx.view_layer, ctx.selected_objects = bpy.context.view_layer, [cube]
     ctx.evaluated_depsgraph_get = bpy.context.evaluated_depsgraph_get
     op.onto, op.time_limit, op.jitter, op.seed = 'ALL', 20.0, 0.0, 0
-    warmup = sys.modules[hb.MODULE + ".engine.warmup"]
+    warmup = sys.modules[hb.MODULE + ".engine.world.warmup"]
     compiler = sys.modules[hb.MODULE + ".addon.compiler"]
     warmup._DONE["seconds"] = None          # as in a session that has not compiled yet
     op._preparing = True

@@ -324,7 +324,7 @@ def test_generic_spring_moves_like_blenders():
         assert abs(w - 20.0) < 0.2                         # period 2 pi sqrt(m / k), 1 %
         assert abs(decay) < 0.02     # the amplitude is kept (2 % per second), as Bullet does
     # Both keep the undamped amplitude (decay 0): within a tenth of the sag of the closed form
-    # every frame (the engine's spring rows are symplectic, engine/joint_springs.py; its
+    # every frame (the engine's spring rows are symplectic, engine/dynamics/joint_springs.py; its
     # implicit-Euler rows lost 40 % of the amplitude per second here before).
     assert np.abs(blender - closed).max() < 0.1 * sag
     assert np.abs(ours - closed).max() < 0.1 * sag

@@ -51,7 +51,7 @@ def test_connected_rope_released_onto_a_table_stays_intact_like_blenders():
     assert ours["gap"][-1] < 1e-3
     # Nothing flies: far below the 35 m/s of overlapping capsules without their joints. Held
     # between its two keyed ends the rope is a loop through the ground, solved by Gauss-Seidel
-    # with the softer locks that loops need to stay stable (engine.joint_solver
+    # with the softer locks that loops need to stay stable (engine.dynamics.joint_solver
     # SWEPT_HERTZ_RATE, issue 25): its stretch comes back as speed at the release, 10.6 m/s
     # (7.4 with the old, unstable rate; Blender 6.3). A known cost, until looped systems are
     # solved exactly.

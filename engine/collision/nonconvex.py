@@ -1,0 +1,255 @@
+"""Non-convex body shapes (Compound, TriangleMesh) in the narrowphase.
+
+The convex narrowphase works on pairs of convex shapes. ``collide_bodies`` takes the same
+arguments as ``narrowphase.collide`` (shape ids of a ShapeTable and body poses) but accepts
+compounds and triangle meshes too, and returns *several* manifolds per body pair:
+
+1. Expand: a compound side becomes its parts (shape ids registered in the same table, poses
+   composed with the body pose), all part pairs of a body pair at once (np.repeat arithmetic),
+   culled by bounding spheres.
+2. Convex part pairs go through ``narrowphase.collide`` unchanged (one manifold each).
+3. Pairs with a triangle mesh: the convex side's box in the mesh frame queries the BVH, the
+   (convex, triangle) pairs go through ``mesh_contacts.collide_convex_triangles`` and are reduced
+   to a few manifolds per pair (clustered by normal).
+
+Result: ``BodyContacts`` with ``manifolds`` (R rows), ``pair`` (R,) index of the input pair
+and ``sub`` (R,) which manifold of its pair the row is, sorted by (pair, sub). Normals point
+from the first body of the pair to the second, as in collide(). ``sub`` is exact, not a hash:
+(part of A * parts of B + part of B) * CLUSTER_STRIDE + normal cluster, so the world's pair
+table (engine.collision.contacts, keyed by (body pair, sub)) never confuses two manifolds of a pair.
+
+engine.world.world.World calls ``check_body_shape`` and ``body_mass_properties`` when a body is added
+and ``collide_bodies`` every step; nothing here knows about the world.
+"""
+import numpy as np
+
+from ..core import detmath, quat
+from ..core.kinds import ShapeKind
+from ..shapes.compound import Compound
+from ..shapes.trimesh import TriangleMesh, check_body_shape
+from .mesh_contacts import MAX_CLUSTERS, collide_convex_triangles, reduce_manifolds
+from .narrowphase import Manifolds
+
+__all__ = [
+    "CLUSTER_STRIDE",
+    "BodyContacts",
+    "Compound",
+    "TriangleMesh",
+    "body_mass_properties",
+    "check_body_shape",
+    "collide_bodies",
+]
+
+# sub = part pair * CLUSTER_STRIDE + normal cluster (reduce_manifolds ranks < MAX_CLUSTERS).
+CLUSTER_STRIDE = 1 << 3
+assert MAX_CLUSTERS <= CLUSTER_STRIDE
+
+
+class BodyContacts:
+    __slots__ = ("manifolds", "pair", "sub")
+
+    def __init__(self, manifolds, pair, sub):
+        self.manifolds, self.pair, self.sub = manifolds, pair, sub
+
+
+def body_mass_properties(shape, density=None, mass=None):
+    """Mass properties of any body shape (convex, Compound) from a density (kg/m^3, default
+    1000) or a total mass (kg); a TriangleMesh has none (EngineError saying what to use)."""
+    from ..shapes.mass import mass_properties, mass_properties_from_mass
+    if getattr(shape, "kind", None) == ShapeKind.TRIANGLE_MESH:
+        check_body_shape(shape, "dynamic")
+    if getattr(shape, "kind", None) == ShapeKind.COMPOUND:
+        return (shape.mass_properties_from_mass(mass) if mass is not None
+                else shape.mass_properties(1000.0 if density is None else density))
+    if mass is not None:
+        return mass_properties_from_mass(shape, mass)
+    return mass_properties(shape, 1000.0 if density is None else density)
+
+
+def _parts(table):
+    """Per table shape: first row and count in a flat part list (shape id, position, quat).
+    A convex shape is its own single part. Registers compound parts in the table (the table
+    rebuilds its arrays lazily on the next read). Cached until the table grows."""
+    cached = table.__dict__.get("_nc_parts")
+    if cached is not None and cached[0] == len(table.shapes):
+        return cached[1]
+    for s in list(table.shapes):
+        if s.kind == ShapeKind.COMPOUND:
+            for part in s.shapes:
+                table.add(part)
+    first: list[int] = []
+    count: list[int] = []
+    sid: list[int] = []
+    pos: list[np.ndarray] = []
+    rot: list[np.ndarray] = []
+    for i, s in enumerate(table.shapes):
+        first.append(len(sid))
+        if s.kind == ShapeKind.COMPOUND:
+            count.append(len(s))
+            sid.extend(table.add(p) for p in s.shapes)
+            pos.extend(s.positions)
+            rot.extend(s.orientations)
+        else:
+            count.append(1)
+            sid.append(i)
+            pos.append(np.zeros(3))
+            rot.append(np.array([1.0, 0.0, 0.0, 0.0]))
+    arrays = (np.array(first, np.int64), np.array(count, np.int64), np.array(sid, np.int64),
+              np.array(pos).reshape(-1, 3), np.array(rot).reshape(-1, 4),
+              any(s.kind in (ShapeKind.COMPOUND, ShapeKind.TRIANGLE_MESH) for s in table.shapes))
+    table.__dict__["_nc_parts"] = (len(table.shapes), arrays)
+    return arrays
+
+
+def _any_compound(kinds):
+    return bool(np.any(kinds == ShapeKind.COMPOUND))
+
+
+def _any_nonconvex(kinds):
+    return bool(np.any((kinds == ShapeKind.COMPOUND) | (kinds == ShapeKind.TRIANGLE_MESH)))
+
+
+def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, collide=None):
+    """Manifolds of M body pairs whose shapes may be convex, Compound or TriangleMesh.
+
+    Same inputs as narrowphase.collide (quaternions (w, x, y, z)); ``margin`` a scalar or one
+    per pair (M,). Mesh-mesh pairs give nothing (meshes are never dynamic). ``collide``
+    replaces narrowphase.collide for the convex pairs (tests). Returns a BodyContacts (see
+    the module docstring)."""
+    if collide is None:
+        from .narrowphase import collide
+    sid_a = np.asarray(sid_a, dtype=np.int64).reshape(-1)
+    sid_b = np.asarray(sid_b, dtype=np.int64).reshape(-1)
+    m = len(sid_a)
+    margin = np.array(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    first, count, psid, ppos, pq, nonconvex = _parts(table)
+    kinds = table.kind
+    if not nonconvex or not (_any_nonconvex(kinds[sid_a]) or _any_nonconvex(kinds[sid_b])):
+        # Convex pairs only: one manifold per pair, straight from the narrowphase.
+        man = collide(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=margin)
+        return BodyContacts(man, np.arange(m), np.zeros(m, np.int64))
+    pos_a = np.asarray(pos_a, dtype=np.float64).reshape(m, 3)
+    pos_b = np.asarray(pos_b, dtype=np.float64).reshape(m, 3)
+    q_a = quat.normalize(np.asarray(q_a, dtype=np.float64).reshape(m, 4))
+    q_b = quat.normalize(np.asarray(q_b, dtype=np.float64).reshape(m, 4))
+
+    # 1. Expand compounds into part pairs.
+    ca, cb = count[sid_a], count[sid_b]
+    n_rows = ca * cb
+    pair = np.repeat(np.arange(m), n_rows)
+    local = np.arange(len(pair)) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)
+    ja, jb = local // cb[pair], local % cb[pair]
+    pa_i, pb_i = first[sid_a[pair]] + ja, first[sid_b[pair]] + jb
+    sa, sb = psid[pa_i], psid[pb_i]
+    qa, qb = q_a[pair], q_b[pair]
+    if _any_compound(kinds[sid_a]) or _any_compound(kinds[sid_b]):
+        xa = pos_a[pair] + quat.rotate(qa, ppos[pa_i])
+        xb = pos_b[pair] + quat.rotate(qb, ppos[pb_i])
+        qa, qb = quat.multiply(qa, pq[pa_i]), quat.multiply(qb, pq[pb_i])
+    else:                            # every part is its body's shape at the body's pose
+        xa, xb = pos_a[pair], pos_b[pair]
+    sub = local                      # = ja * cb + jb: the part pair, unique within the pair
+    marg = margin[pair]
+    # Bounding-sphere cull of part pairs (the body pair already passed the broadphase).
+    d = xb - xa
+    reach = table.bound_radius[sa] + table.bound_radius[sb] + marg
+    keep = (n_rows[pair] == 1) | (np.einsum("ij,ij->i", d, d) <= reach * reach)
+    ka, kb = kinds[sa], kinds[sb]
+    keep &= ~((ka == ShapeKind.TRIANGLE_MESH) & (kb == ShapeKind.TRIANGLE_MESH))
+    pair, sa, sb, xa, xb, qa, qb, sub, marg = (
+        v[keep] for v in (pair, sa, sb, xa, xb, qa, qb, sub, marg))
+    ka, kb = ka[keep], kb[keep]
+
+    outs, pairs, subs = [], [], []
+    # 2. Convex pairs: the ordinary narrowphase.
+    conv = np.flatnonzero((ka != ShapeKind.TRIANGLE_MESH) & (kb != ShapeKind.TRIANGLE_MESH))
+    if len(conv):
+        outs.append(collide(table, sa[conv], xa[conv], qa[conv], sb[conv], xb[conv], qb[conv],
+                            margin=marg[conv]))
+        pairs.append(pair[conv])
+        subs.append(sub[conv] * CLUSTER_STRIDE)
+    # 3. Convex vs triangle mesh.
+    mesh_rows = np.flatnonzero((ka == ShapeKind.TRIANGLE_MESH) | (kb == ShapeKind.TRIANGLE_MESH))
+    if len(mesh_rows):
+        flip = ka[mesh_rows] == ShapeKind.TRIANGLE_MESH
+        f = flip[:, None]
+        s_c = np.where(flip, sb[mesh_rows], sa[mesh_rows])
+        s_m = np.where(flip, sa[mesh_rows], sb[mesh_rows])
+        x_c = np.where(f, xb[mesh_rows], xa[mesh_rows])
+        x_m = np.where(f, xa[mesh_rows], xb[mesh_rows])
+        q_c = np.where(f, qb[mesh_rows], qa[mesh_rows])
+        q_m = np.where(f, qa[mesh_rows], qb[mesh_rows])
+        man, group = _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, marg[mesh_rows])
+        red, grp, rank = reduce_manifolds(man, group, n_groups=len(mesh_rows))
+        red.normal[flip[grp]] *= -1.0
+        outs.append(red)
+        pairs.append(pair[mesh_rows][grp])
+        subs.append(sub[mesh_rows][grp] * CLUSTER_STRIDE + rank)
+    if not outs:
+        return BodyContacts(Manifolds(0), np.zeros(0, np.int64), np.zeros(0, np.int64))
+    pair = np.concatenate(pairs)
+    sub = np.concatenate(subs)
+    if len(outs) == 1:
+        total = outs[0]
+    else:
+        total = Manifolds(len(pair))
+        start = 0
+        for o in outs:
+            total._put(slice(start, start + len(o)), o)
+            start += len(o)
+    order = np.lexsort((sub, pair))
+    for name in Manifolds.__slots__:
+        setattr(total, name, getattr(total, name)[order])
+    return BodyContacts(total, pair[order], sub[order])
+
+
+def _margin_buckets(margin):
+    """Rows are grouped by the power of two above their margin and each group uses its largest
+    margin (a speculative margin may only grow, here by less than 2x). Returns the margin each
+    row uses (mesh_contacts takes one per row: one call per mesh)."""
+    m = np.maximum(margin, 1e-9)
+    bucket = np.ceil(detmath.log2(m)).astype(np.int64)
+    _, inv = np.unique(bucket, return_inverse=True)
+    inv = inv.reshape(-1)
+    top = np.full(inv.max() + 1 if len(inv) else 0, -np.inf)
+    np.maximum.at(top, inv, margin)
+    return top[inv]
+
+
+def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
+    """(convex, triangle) manifolds for R (convex, mesh) rows with margins (R,); returns
+    (Manifolds, row)."""
+    rot_c = quat.to_matrix(q_c)
+    rot_m = quat.to_matrix(q_m)
+    vmax = int(table.npoints[s_c].max())
+    pts = np.matmul(table.points[s_c, :vmax], rot_c.transpose(0, 2, 1)) + x_c[:, None]
+    loc = np.matmul(pts - x_m[:, None], rot_m)              # convex points in the mesh frame
+    grow = (table.radius[s_c] + margin)[:, None]
+    lo, hi = loc.min(axis=1) - grow, loc.max(axis=1) + grow
+    used = _margin_buckets(margin)
+    parts, rows = [], []
+    # Loops over distinct meshes only (a few per step).
+    for u in np.unique(s_m):
+        r = np.flatnonzero(s_m == u)
+        mesh = table.shapes[u]
+        qi, tri = mesh.query(lo[r], hi[r])
+        if not len(qi):
+            continue
+        row = r[qi]
+        tv = (np.matmul(mesh.vertices[mesh.triangles[tri]], rot_m[row].transpose(0, 2, 1))
+              + x_m[row][:, None])
+        nrm = np.matmul(rot_m[row], mesh.normals[tri][:, :, None])[:, :, 0]
+        parts.append(collide_convex_triangles(
+            table, s_c[row], x_c[row], rot_c[row], tv, nrm, mesh.active_front[tri],
+            mesh.active_back[tri], np.full(len(row), mesh.two_sided), used[row], tri))
+        rows.append(row)
+    if not parts:
+        return Manifolds(0), np.zeros(0, np.int64)
+    if len(parts) == 1:
+        return parts[0], rows[0]
+    out = Manifolds(sum(len(p) for p in parts))
+    start = 0
+    for p in parts:
+        out._put(slice(start, start + len(p)), p)
+        start += len(p)
+    return out, np.concatenate(rows)

@@ -1,0 +1,249 @@
+"""The one home of the compiler: how the engine's kernels are compiled, and the fallback.
+
+Every kernel in the engine is a plain Python function over flat numpy arrays and scalars,
+decorated with :func:`kernel`. Nothing else in the engine imports numba.
+
+- numba is imported lazily, at the first call of any kernel, never at import: the add-on
+  imports the engine when Blender registers it, and ``import numba`` inside Blender costs
+  0.5-1 s (../shared/numba-in-blender.md).
+- At that first call every kernel registered so far becomes a numba dispatcher, and the
+  module globals that held its stub now hold the dispatcher, so a kernel calling another
+  kernel is compiled as one native call (numba resolves globals when it compiles).
+- Options are fixed here for all kernels: ``nopython``, ``fastmath=False`` (bit-exact IEEE
+  arithmetic: the same scene bakes to the same numbers in any process), ``error_model=
+  "numpy"`` (a division by zero gives inf/nan as numpy does, which the step's guards read;
+  no Python exception from inside a kernel), ``cache=True`` where a cache directory is
+  writable, ``nogil=True``.
+- Where numba cannot be imported (a platform without wheels), or ``HB_NO_JIT=1`` is set,
+  the same functions run as plain Python: correct and slow. :func:`status` says which.
+- The cache: ``NUMBA_CACHE_DIR`` if set, else :func:`set_cache_dir` (the add-on points it at
+  the extension's user directory before the first step). A cache that cannot be written
+  falls back to compiling without one, with no error.
+"""
+import os
+import sys
+import threading
+from typing import Any
+
+_KERNELS: list = []     # every _Stub made by kernel(), in definition order
+_STATE: dict[str, Any] = {"mode": None, "numba": None, "reason": "", "cache_dir": None,
+                          "cache": True}
+# Activation happens once: the add-on may warm the engine up in a thread of its own while
+# Blender's main thread calls a kernel too (addon/compiler.py).
+_LOCK = threading.RLock()
+
+
+def set_cache_dir(path):
+    """Where compiled kernels are cached (call before the first step; process-wide).
+
+    path: a folder, None (numba's default), or a function returning either, called once
+    when the first kernel runs (the add-on passes one at register, so that nothing is created
+    before the engine is used and every path into the engine caches in the same place)."""
+    _STATE["cache_dir"] = path if path is None or callable(path) else str(path)
+
+
+def _writable(path):
+    try:
+        os.makedirs(path, exist_ok=True)
+        probe = os.path.join(path, ".hb_write_probe")
+        with open(probe, "w") as f:
+            f.write("ok")
+        os.remove(probe)
+        return True
+    except OSError:
+        return False
+
+
+def _import_numba():
+    if os.environ.get("HB_NO_JIT", "") not in ("", "0"):
+        return None, "HB_NO_JIT is set"
+    try:
+        import numba  # type: ignore[import-not-found]  # (the dev venv has no numba)
+    except Exception as exc:   # ImportError, or a broken llvmlite (OSError)
+        return None, f"numba could not be imported ({type(exc).__name__}: {exc})"
+    return numba, ""
+
+
+def _configure_cache(numba):
+    """Cache location, falling back to no cache when nothing is writable."""
+    if callable(_STATE["cache_dir"]):
+        found = _STATE["cache_dir"]()
+        _STATE["cache_dir"] = None if found is None else str(found)
+    path = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"]
+    if path:
+        if _writable(path):
+            numba.config.CACHE_DIR = path
+            _STATE["cache"] = True
+        else:
+            _STATE["cache"] = False
+        return
+    # numba's default: __pycache__ beside the module, else the per-user cache
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
+    _STATE["cache"] = _writable(here) or _writable(os.path.join(
+        os.path.expanduser("~"), ".cache", "numba"))
+
+
+def activate():
+    """Compile mode decided once: 'numba' or 'python'. Returns the mode."""
+    if _STATE["mode"] is not None:
+        return _STATE["mode"]
+    with _LOCK:
+        if _STATE["mode"] is None:
+            _activate()
+    return _STATE["mode"]
+
+
+def _activate():
+    numba, reason = _import_numba()
+    if numba is not None:
+        _configure_cache(numba)
+    _STATE.update(numba=numba, reason=reason)
+    for stub in list(_KERNELS):
+        stub._bind()
+    _swap_globals()
+    # Last: another thread reading a mode (without the lock) finds every kernel bound.
+    _STATE["mode"] = "python" if numba is None else "numba"
+
+
+def _swap_globals(replace=None):
+    """Where a module holds a kernel's stub, it now holds the compiled function (engine
+    modules, and any other module that defines kernels). replace: {id(old): new} for
+    fall_back, which swaps compiled functions for the plain ones."""
+    defining = {stub.__module__ for stub in _KERNELS}
+    for name, mod in list(sys.modules.items()):
+        d = getattr(mod, "__dict__", None)
+        if not d or not (_is_engine_module(name) or name in defining):
+            continue
+        for key, value in list(d.items()):
+            if replace is not None:
+                if id(value) in replace:
+                    d[key] = replace[id(value)]
+            elif isinstance(value, _Stub) and value._impl is not None:
+                d[key] = value._impl
+
+
+def numba_version():
+    """The version of the numba in use, or None (uncompiled)."""
+    return None if _STATE["numba"] is None else _STATE["numba"].__version__
+
+
+def is_compile_error(exc):
+    """True for an error raised by numba or llvmlite, not by the engine's own code."""
+    return type(exc).__module__.split(".")[0] in ("numba", "llvmlite")
+
+
+def fall_back(reason):
+    """Run every kernel as plain Python from now on (numba imported but failed to compile
+    one: a numba older than the one the engine was written for, such as the last one for
+    Intel Macs). status() then says 'python' and why."""
+    with _LOCK:
+        if _STATE["mode"] != "numba":
+            return
+        replace = {}
+        for stub in _KERNELS:
+            if stub._impl is not None and stub._impl is not stub.py_func:
+                replace[id(stub._impl)] = stub.py_func
+            stub._impl = stub.py_func
+        _swap_globals(replace)
+        _STATE.update(mode="python", numba=None, reason=reason)
+
+
+def _is_engine_module(name):
+    parts = name.split(".")
+    return "engine" in parts
+
+
+def status():
+    """'numba' (compiled), 'python' (the fallback) or None (no kernel called yet), with the
+    reason for the fallback."""
+    return _STATE["mode"], _STATE["reason"]
+
+
+def is_compiled():
+    return activate() == "numba"
+
+
+def describe():
+    """One line for reports and logs: how the engine runs, and why if uncompiled."""
+    mode, reason = _STATE["mode"], _STATE["reason"]
+    if mode == "numba":
+        where = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"] or "numba's default"
+        cache = where if _STATE["cache"] else "none, compiled in memory"
+        return f"compiled (numba {_STATE['numba'].__version__}; cache: {cache})"
+    if mode == "python":
+        return f"uncompiled, plain Python (slow): {reason}"
+    return "not started yet"
+
+
+def kernel_names():
+    """Qualified names of every kernel defined so far."""
+    return [f"{s.__module__}.{s.__qualname__}" for s in _KERNELS]
+
+
+def uncompiled():
+    """Kernels with no compiled machine code yet (compiled mode only; the warm-up's test:
+    after engine.world.warmup every engine kernel has been compiled or loaded from the cache).
+    ``inline="always"`` kernels are left out: numba compiles them into their callers, never
+    on their own."""
+    if _STATE["mode"] != "numba":
+        return []
+    return [f"{s.__module__}.{s.__qualname__}" for s in _KERNELS
+            if s._options.get("inline") != "always"
+            and (s._impl is None or not s._impl.signatures)]
+
+
+class _Stub:
+    """A kernel before activation: calling it activates the compiler and forwards the call."""
+
+    def __init__(self, fn, options):
+        self.py_func = fn
+        self._options = options
+        self._impl: Any = None
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+
+    def _bind(self):
+        if self._impl is not None:
+            return
+        numba = _STATE["numba"]
+        if numba is None:
+            self._impl = self.py_func
+            return
+        opts = dict(nogil=True, fastmath=False, error_model="numpy", cache=_STATE["cache"])
+        opts.update(self._options)
+        try:
+            self._impl = numba.njit(**opts)(self.py_func)
+        except RuntimeError:   # "cannot cache function ...: no locator available": our
+            if not opts["cache"]:   # probe said writable, numba's own location is not
+                raise
+            _STATE["cache"] = False
+            opts["cache"] = False
+            self._impl = numba.njit(**opts)(self.py_func)
+
+    def __call__(self, *args, **kwargs):
+        if self._impl is None:
+            activate()
+            if self._impl is None:   # a kernel defined after activation
+                self._bind()
+        return self._impl(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<kernel {self.__module__}.{self.__qualname__}>"
+
+
+def kernel(fn=None, **options):
+    """Mark a function as a compiled kernel (``@kernel`` or ``@kernel(inline="always")``).
+
+    The function must be numba-compatible (nopython): numpy arrays, scalars, tuples, and
+    calls of other kernels. It also runs as plain Python, unchanged, in the fallback."""
+    def wrap(f):
+        stub = _Stub(f, options)
+        _KERNELS.append(stub)
+        if _STATE["mode"] is not None:
+            stub._bind()
+            return stub._impl
+        return stub
+    return wrap(fn) if fn is not None else wrap

@@ -1,0 +1,141 @@
+"""Large systems of point joints (nets, cloth, grids of balls) by block Gauss-Seidel.
+
+engine.dynamics.joint_solver solves small systems exactly and larger ones by coloured block Gauss-
+Seidel over its general six-axis rows. When every joint of a large system only locks its three
+linear axes (Blender's Point, a generic joint with the linear axes locked at zero), the three
+lock rows of a joint are one 3 x 3 block, and that block is the same in any basis: the rows
+along frame A's axes (C = A^T d, J = A^T G) give K^-1 J = A^T K_w^-1 G and the applied impulse
+A dl is the world-frame impulse of the world-frame block
+
+    G = [-I, [s]x, I, -[r_b]x],  K_w = G M^-1 G^T,  s = r_a + d = x_b + r_b - x_a,
+    C = d = x_b + r_b - x_a - r_a
+
+(G v = v_b + w_b x r_b - v_a - w_a x s; the s, not r_a, is the "axes turn with A" term of the
+general rows). So this path keeps the impulses as world vectors and never builds the joint
+frames, Euler angles or 12-wide row Jacobians of the six axes. The work per substep is done by
+the compiled kernels of engine.dynamics.joint_point_kernels over flat joint-major arrays: the geometry
+(anchors, K_w^-1, the errors with the joint_max_push reach, the anisotropic ends' tensors),
+the warm start (without carried impacts: engine.dynamics.joint_warm), the biased and relax sweeps
+(sequential Gauss-Seidel in the joints' colour order, as engine.dynamics.joint_solver sorted them) and
+breaking. The stored A-frame impulses of engine.dynamics.joints are read on the first warm start and
+written back by finish, so either path can pick up the other's.
+"""
+import numpy as np
+
+from .joint_inertia import isotropic
+from .joint_math import quat_matrix, quat_mul
+from .joint_point_kernels import point_breaks, point_geometry, point_sweep, point_warm_start
+from .joints import pure_point_locks
+
+
+def point_lock_only(g):
+    """Is every joint (engine.dynamics.joints fields gathered in g) a pure point lock: the three linear
+    axes locked at zero, nothing else locked, limited, sprung or driven?"""
+    return bool(pure_point_locks(g).all())
+
+
+def _frame_a(qa, frame_a):
+    """Frame A's axes as matrix columns (m, 3, 3): body A's rotation qa (the identity for the
+    world) times the joint frame in A."""
+    return quat_matrix(quat_mul(qa, frame_a))
+
+
+def _f64(a):
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
+class PointLocks:
+    """Point-lock rows of one collision pass (see the module docstring).
+
+    a, b: (m,) body indices in solve order (engine.dynamics.joint_solver sorts them by colour); world
+    (m,) bool (A is the world: anchor_a is then a world point); anchor_a, anchor_b (m, 3)
+    relative to the centres of mass in the bodies' frames; frame_a (m, 4) the joint frame in
+    A (to read and write the A-frame impulses); lam0 (m, 3) the carried A-frame lock
+    impulses; inv_mass (N,), inv_inertia (N, 3, 3) world (zero for bodies not moved); soft
+    the biased pass's (bias_rate, mass_scale, impulse_scale); break_force (m,); inv_body
+    (N, 3, 3) body-frame inverse inertias (the anisotropic ends' tensors are retaken at every
+    prepare, engine.dynamics.joint_inertia; None keeps inv_inertia for the pass)."""
+
+    def __init__(self, a, b, world, anchor_a, anchor_b, frame_a, lam0, inv_mass, inv_inertia,
+                 h, soft, break_force, inv_body=None, max_push=np.inf):
+        m = len(a)
+        self.m, self.h = m, h
+        self.frame_a, self.lam0 = frame_a, lam0
+        self.world = np.ascontiguousarray(world, dtype=np.bool_)
+        ext = ~self.world
+        # A world side reads body b's slot (never used): any valid index will do.
+        self.a = np.ascontiguousarray(np.where(ext, a, b), dtype=np.int64)
+        self.b = np.ascontiguousarray(b, dtype=np.int64)
+        self.anchor_a, self.anchor_b = _f64(anchor_a), _f64(anchor_b)
+        self.ima = _f64(np.where(ext, inv_mass[self.a], 0.0))
+        self.imb = _f64(inv_mass[self.b])
+        self.msum = self.ima + self.imb
+        self.inertia = np.zeros((m, 2, 3, 3))
+        self.inertia[:, 0] = np.where(ext[:, None, None], inv_inertia[self.a], 0.0)
+        self.inertia[:, 1] = inv_inertia[self.b]
+        self.inv_body = np.zeros((m, 2, 3, 3))
+        self.aniso = np.zeros((m, 2), dtype=np.bool_)
+        if inv_body is not None:
+            self.inv_body[:, 0] = np.where(ext[:, None, None], inv_body[self.a], 0.0)
+            self.inv_body[:, 1] = inv_body[self.b]
+            self.aniso[:] = ~isotropic(self.inv_body.reshape(2 * m, 3, 3)).reshape(m, 2)
+        self.bias_rate, self.mscale, self.iscale = soft
+        # The gap whose correction reaches max_push (engine.world.settings.joint_max_push): longer
+        # gaps are corrected at that speed.
+        self.reach = max_push / self.bias_rate if self.bias_rate > 0.0 else np.inf
+        self.break_force = _f64(break_force)
+        self.breakable = bool(np.isfinite(break_force).any())
+        self.broken = np.zeros(m, dtype=np.bool_)
+        # Per prepare (engine.dynamics.joint_point_kernels.point_geometry).
+        self.s, self.rb, self.err = np.zeros((m, 3)), np.zeros((m, 3)), np.zeros((m, 3))
+        self.kinv = np.zeros((m, 3, 3))
+        self.ang = np.zeros((m, 2, 3, 3))
+        self.qa = np.zeros((m, 4))
+        self.work = np.zeros((1, 3, 3))
+        self.terms = np.zeros((m, 2))
+        self.vel0 = None
+        self.imp = np.zeros((m, 3))         # world impulses, read at the first warm start
+        self.loaded = False
+
+    def prepare(self, x, q):
+        """The rows' geometry at the poses x (N, 3), q (N, 4)."""
+        point_geometry(_f64(x), _f64(q), self.a, self.b, self.world, self.anchor_a,
+                       self.anchor_b, self.msum, self.inertia, self.aniso, self.inv_body,
+                       self.broken, float(self.reach), float(self.mscale * self.bias_rate),
+                       self.s, self.rb, self.kinv, self.err, self.ang, self.qa, self.work)
+
+    def warm_start(self, vel):
+        """The carried impulses applied to the bodies (after prepare)."""
+        if not self.loaded:
+            self.loaded = True
+            # The carried A-frame impulses as world vectors (frame A's axes at the pose the
+            # last prepare read: this one).
+            fa = _frame_a(self.qa, self.frame_a)
+            self.imp = np.einsum("mij,mj->mi", fa, self.lam0) * ~self.broken[:, None]
+        if self.vel0 is None or self.vel0.shape != vel.shape:
+            self.vel0 = np.empty_like(vel)
+        point_warm_start(vel, self.a, self.b, self.world, self.broken, self.ima, self.imb,
+                         self.s, self.rb, self.ang, self.imp, self.terms, self.vel0)
+
+    def solve(self, vel, use_bias):
+        """One Gauss-Seidel sweep: dl = -ms K^-1 (G v + br C) - is lam (biased), -K^-1 G v
+        (relax)."""
+        point_sweep(vel, self.a, self.b, self.world, self.broken, self.ima, self.imb, self.s,
+                    self.rb, self.kinv, self.err, self.ang, self.imp, bool(use_bias),
+                    float(self.mscale), float(self.iscale))
+
+    def end_substep(self):
+        """Breaking: the substep's reaction |lam| / h against break_force."""
+        if self.breakable:
+            point_breaks(self.imp, float(self.h), self.break_force, self.broken)
+
+    def force(self):
+        """(m, 3) the last substep's force on B (world)."""
+        return self.imp / self.h
+
+    def impulse_a_frame(self):
+        """(m, 3) the lock impulses along frame A's axes at the current pose (engine.dynamics.joints'
+        storage)."""
+        if not self.loaded:
+            return self.lam0
+        return np.einsum("mji,mj->mi", _frame_a(self.qa, self.frame_a), self.imp)

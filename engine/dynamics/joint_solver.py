@@ -1,0 +1,833 @@
+"""Batched joint rows for the soft-step solver (Box2D v3's soft joints, Jolt's row maths).
+
+The world builds one JointSolver per collision pass for the live joints with an awake dynamic
+end and calls it inside the same substep loop as the contact solver::
+
+    for each substep h:
+        integrate velocities
+        contacts.warm_start; joints.warm_start(vel, x, q)
+        contacts.solve(bias); joints.solve(vel, x, q, True)
+        integrate positions
+        for each relax sweep:       # joints in each when they share a body with a contact
+            contacts.solve(relax); joints.solve(vel, x, q, False)
+        joints.end_substep()        # breaking, reaction forces
+
+Joints that share a body with a contact relax in every sweep (engine.world.world_joints: contacts
+relaxed against the joints' bias velocity kept it as motion). Box2D v3 relaxes joints before
+contacts; after them, as here, glued walls break as before (tests/addon/test_addon_fracture.py:
+joints first left a weakly glued wall in one piece) and the 50-link rope on a table keeps its
+links closer (tests/test_joints_physics.py; joints first also in the biased pass: 7.7 mm).
+
+Rows. Every joint has six axes (engine.dynamics.joints: three anchor separations along frame A's axes,
+three XYZ Euler angles of frame B in frame A) and each axis up to five scalar rows (lock,
+lower, upper, spring, motor). A row acts on the 12 velocity components [v_a, w_a, v_b, w_b]
+through a Jacobian J (12,); M^-1 J^T is stored as MJ. For a linear axis a (a unit vector fixed
+in A) with anchors p_a = x_a + r_a, p_b = x_b + r_b and d = p_b - p_a, C = a . d and
+J = [-a, -(r_a + d) x a, a, r_b x a] (the d term because a turns with A). For the Euler angles
+(R = Rx(ax) Ry(ay) Rz(az)) the relative angular velocity is ax' e0 + ay' e1 + az' e2 with
+e0 = A's x, e2 = B's z and e1 = e2 x e0 normalised; the rates are its components on the dual
+basis (e1 x e2, e2 x e0, e0 x e1) / det, which are the angular Jacobians. Of a rotation's two
+Euler triples each joint measures the one continuous with its last angles (continuous_euler:
+through y = +-90 degrees, where the other jumps x and z by pi).
+
+Warm start: each joint's carried impulse is applied at the start of a substep, except the part
+of an impact that would add energy (engine.dynamics.joint_warm.impact_scale).
+
+Geometry (anchors, axes, coordinates, Jacobians, effective masses) is recomputed from the
+current poses at every solve call, so the position error is exact (no linearisation over the
+pass) however far the bodies turn; Box2D v3 does the same with its delta rotations.
+
+Softness (Box2D v3). Lock and limit rows are soft-rigid in the biased pass (joint hertz and
+damping ratio, the hertz capped at half the substep rate) and rigid in relax. The three linear
+locks of a joint are solved as one 3 x 3 block and the three angular locks as another (a point
+joint is then exact per joint whatever the mass ratio). A limit row whose axis is inside its
+range is speculative (bias C / h: it lets the axis reach the limit in this substep and no
+further). Springs (engine.dynamics.joint_springs) apply -h (k C + c u') once per substep, the stiffness
+explicit (symplectic: an undamped spring keeps its energy) and the damper implicit, turning to
+Box2D v3's implicit soft spring only where h omega approaches explicit's stability limit; a
+joint's three linear (three angular) spring rows are solved together as one coupled block.
+Motors are velocity rows clamped to +-max h.
+
+Colouring: engine.dynamics.graph.colour_constraints on the joints' body pairs (a joint to the world is
+an edge with one end); within a colour no dynamic body appears twice, so each colour gathers
+its bodies' velocities, runs its rows and writes them back with plain assignment.
+"""
+import numpy as np
+
+from ..core import detmath, quat
+from ..core.vec import cross
+from .graph import colour_constraints, islands
+from .joint_chain import ChainSystem, chain_order
+from .joint_inertia import CurrentInertia
+from .joint_math import inv3
+from .joint_math import quat_matrix as _quat_matrix
+from .joint_math import quat_mul as _quat_mul
+from .joint_points import PointLocks, point_lock_only
+from .joint_springs import limit_as_spring, spring_block_coefficients
+from .joint_warm import impact_scale
+from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
+from .solver import soft_params
+
+# Joint systems with at most this many lock rows solve their locks together, exactly (see
+# JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
+# The system is refactored at every substep (an inverse kept over a whole collision pass went
+# stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse costs about
+# 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240, hence the cap (a rope of 50
+# links by point joints has 150 rows).
+DIRECT_ROWS = 160
+# Chains of at least this many lock rows use block cyclic reduction (engine.dynamics.joint_chain) for
+# the direct solve; below it the dense inverse is as cheap (33 rows: 1.0 s dense vs 1.15 s
+# for 72 frames of the 100:1 chain; 150 rows: 5.1 s vs 1.2 s for 36 frames of a rope).
+CHAIN_ROWS = 64
+# Chains solve directly up to this many lock rows (a rope of 400 point-joined links): the
+# chain solve's cost grows with log2 of the joints in numpy calls, and Gauss-Seidel lets a
+# long 100:1 chain stretch.
+CHAIN_MAX_ROWS = 1200
+# Biased sweeps (contacts and joints) per substep while a spring is stiffer than
+# STIFF_SPRING_HOMEGA (h omega: its period under 1.6 substeps, 230 Hz at 360 Hz): such a
+# spring is a constraint in all but name, far stiffer than the soft step lets a lock be, and
+# Gauss-Seidel between it and the rows beside it (other joints, contacts) converges slowly; one
+# sweep left a residual that pumped energy into light bodies on long arms (the jointed fuzzer's
+# seeds 122, 197, 340, 358, 359, 385, whose springs reach h omega 32 to 64 and more; 8 sweeps
+# left two of them). Joint-only sweeps cured them too but let the joints overrule contacts: a
+# body pulled by a stiff spring ended 11 cm inside a static box (seed 43). Springs an artist
+# sets (a few Hz) never pay for it.
+STIFF_SPRING_HOMEGA = 4.0
+STIFF_SPRING_SWEEPS = 16
+# Locks and limits are soft (Box2D v3's soft step), their hertz capped against the substep
+# rate 1 / h. Solved exactly (the direct and chain paths) the soft step is stable at any
+# h omega, and half the substep rate (h omega = pi) is the cap. Solved by Gauss-Seidel (joint
+# systems with loops, or too many rows), a sweep meets a joint's neighbours' impulses one
+# sweep late: the coupling between joints that share a body is explicit, the coupled
+# system's stiffest modes are faster than a lone joint's, and the warm start carries the
+# lagged impulse into the next substep. Past some h omega that feedback grows: a 2 x 12
+# ladder of point joints hanging at rest reached 150 m/s at the default 180 Hz and 360 Hz
+# substeps (h omega = pi; issue 25, tests/test_joint_nets.py). Measured at rest from a static
+# top row, 2 s, relaxed in every sweep (below): a 30 x 30 grid stable at a rate of 0.35,
+# creeping at 0.4, blowing up at 0.45; the ladder ringing at 2 mm/s at 0.41, calm at 0.35; a
+# 7 x 7 x 7 lattice stable at 0.35; a loop of six hinged boxes (the fuzzer's net seed 16)
+# gaining energy at 0.42, not at 0.38; loops of point joints (net seeds 107, 292, 293)
+# gaining energy at 0.5. Box2D v3 caps every joint at a quarter of the substep rate
+# (joint.c), 2x softer again: softness is stretch under load (a lock is a spring of
+# m_eff omega^2), which a rope held at both ends gives back as speed when released (the
+# 50-capsule Connect rope of tests/addon/test_joints_rope.py: 7.4 m/s at 0.5, 10.6 at 0.35;
+# Blender 6.3). An exact solve of such looped systems would lift the cap.
+EXACT_HERTZ_RATE = 0.5
+SWEPT_HERTZ_RATE = 0.35
+# Locks solved by Gauss-Seidel relax in every relax sweep, not only the last.
+# One sweep leaves most of a big net's velocity error in it (Gauss-Seidel moves a correction
+# one joint a sweep): a 30 x 30 net of point joints hanging from its top row still moved at
+# 0.14 m/s after 0.5 s and 2.4 mm/s after 2 s; relaxed in both sweeps, 0.026 m/s and
+# 0.08 mm/s, at no measurable cost (bench/bench_joint_nets.py). An exact solve leaves
+# nothing for a second sweep to do.
+
+
+def lock_hertz(hertz, h, swept):
+    """The soft step's hertz for locks and limits at substep h: the world's joint_hertz
+    capped at SWEPT_HERTZ_RATE / h where the pass's locks are solved by Gauss-Seidel (swept),
+    else at EXACT_HERTZ_RATE / h (see SWEPT_HERTZ_RATE)."""
+    return min(hertz, (SWEPT_HERTZ_RATE if swept else EXACT_HERTZ_RATE) / h)
+
+
+def joint_frames(a, b, world, frame_a, frame_b, la_f, lb_f, x, q):
+    """The joints' frames and anchors now: (fa, ra, fb, rb, d), fa / fb (m, 3, 3) whose
+    columns are frame A's / B's axes in the world, ra / rb (m, 3) the anchor arms from the
+    centres of mass, d = p_b - p_a. la_f / lb_f are the anchors in their frame's own axes;
+    a joint to the world (world) has the world as side A."""
+    ext = ~world
+    qa = np.where(ext[:, None], q[a], np.array([1.0, 0.0, 0.0, 0.0]))
+    xa = np.where(ext[:, None], x[a], 0.0)
+    fa = _quat_matrix(_quat_mul(qa, frame_a))
+    ra = np.einsum("mij,mj->mi", fa, la_f)
+    fb = _quat_matrix(_quat_mul(q[b], frame_b))
+    rb = np.einsum("mij,mj->mi", fb, lb_f)
+    return fa, ra, fb, rb, x[b] + rb - xa - ra
+
+
+def joint_coordinates(joints, x, q):
+    """(J, 6) every joint's six coordinates now (engine.dynamics.joints: the anchor separation along
+    frame A's axes, then the XYZ Euler angles, the triple continuous with the joint's last
+    solve). x, q: the bodies' centres of mass and orientations."""
+    if not joints.n:
+        return np.zeros((0, 6))
+    g = {k: joints.v(k) for k in ("body_a", "body_b", "world", "frame_a", "frame_b",
+                                  "anchor_a", "anchor_b")}
+    la_f = quat.rotate_inverse(g["frame_a"], g["anchor_a"])
+    lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
+    fa, _, fb, _, d = joint_frames(g["body_a"], g["body_b"], g["world"], g["frame_a"],
+                                   g["frame_b"], la_f, lb_f, x, q)
+    out = np.empty((joints.n, 6))
+    out[:, :3] = np.einsum("mij,mi->mj", fa, d)
+    out[:, 3:] = continuous_euler(np.einsum("mji,mjk->mik", fa, fb), joints.v("angles"))[0]
+    return out
+
+
+def continuous_euler(rel, prev):
+    """XYZ Euler angles (m, 3) of the relative rotations rel (m, 3, 3), and which used the
+    second triple (m,) bool.
+
+    A rotation has two XYZ triples, (x, y, z) with |y| <= pi/2 and (x + pi, +-pi - y, z + pi)
+    (angles wrapped to (-pi, pi]). The first alone jumps x and z by pi when y passes +-pi/2
+    (gimbal lock), and a limit on x then saw a violation of pi from nowhere and corrected it
+    with a kick: a sphere on a generic_spring with x limited and y free spun up from 7 to 30
+    rad/s in one step, its energy 1e5 -> 1.7e6 J (fuzz seed 34). So each joint keeps the
+    triple nearest its last angles (prev, engine.dynamics.joints "angles"): continuous through the
+    singularity, and the first triple wherever y stays inside +-pi/2 (every joint whose y is
+    locked or limited there, as Blender's generic constraint asks)."""
+    x = detmath.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
+    y = detmath.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
+    z = detmath.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
+    first = np.stack((x, y, z), axis=1)
+    second = np.stack((_wrap(x + np.pi), np.copysign(np.pi, y) - y, _wrap(z + np.pi)), axis=1)
+    far1 = np.abs(_wrap(first - prev)).sum(axis=1)
+    far2 = np.abs(_wrap(second - prev)).sum(axis=1)
+    flip = far2 < far1
+    return np.where(flip[:, None], second, first), flip
+
+
+def _wrap(a):
+    """Angles wrapped to (-pi, pi]."""
+    return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
+
+
+def spd_inverse(k):
+    """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
+    pivoting (a loop over R rank-1 updates; elementwise numpy only, so replays are bit
+    identical, unlike LAPACK/BLAS kernels whose summation order can depend on alignment)."""
+    r = k.shape[0]
+    a = np.concatenate((k, np.eye(r)), axis=1)
+    for i in range(r):
+        a[i] /= a[i, i]
+        col = a[:, i].copy()
+        col[i] = 0.0
+        a -= col[:, None] * a[i][None, :]
+    return np.ascontiguousarray(a[:, r:])
+
+
+def _masked_block(k, mask):
+    """K (m, 3, 3) with the rows and columns of unmasked axes replaced by the identity."""
+    both = mask[:, :, None] & mask[:, None, :]
+    eye = np.broadcast_to(np.eye(3, dtype=bool), k.shape)
+    return np.where(both, k, np.where(eye, 1.0, 0.0))
+
+
+def _has_cycle(a, b, world, awake):
+    """Do the joints (a[k], b[k]) close a loop? Bodies that do not move (the world, asleep or
+    static ones) count as one node, so two bodies fixed to the ground and to each other close
+    one too. A forest has as many edges as nodes minus trees."""
+    n = len(awake)
+    ground = n
+    ea = np.where(world | ~awake[a], ground, a)
+    eb = np.where(~awake[b], ground, b)
+    nodes = np.unique(np.concatenate((ea, eb)))
+    lab = islands(n + 1, ea, eb, np.zeros(n + 1, dtype=bool))
+    trees = len(np.unique(lab[nodes]))
+    return len(a) > len(nodes) - trees
+
+
+def _colouring(joints, sel, awake):
+    """colour_constraints of the selected joints' body pairs, reused while the selection and
+    which of their bodies move stay the same (the common case from pass to pass: colouring
+    760 joints costs more than a substep of the point-lock path)."""
+    a, b = joints.v("body_a")[sel], joints.v("body_b")[sel]
+    static = ~awake
+    key = (sel.tobytes(), static[a].tobytes(), static[b].tobytes())
+    cached = joints.colour_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    col = colour_constraints(a, b, static)
+    joints.colour_cache = (key, col)
+    return col
+
+
+def _chain(joints, sel, a, b, world, awake):
+    """engine.dynamics.joint_chain.chain_order of the pass's joints (None: not chains), reused while
+    the selection and which bodies move stay the same (like _colouring)."""
+    key = (sel.tobytes(), awake[a].tobytes(), awake[b].tobytes())
+    cached = joints.chain_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    out = chain_order(a, b, world, awake)
+    joints.chain_cache = (key, out)
+    return out
+
+
+def _direct_mode(joints, sel, a, b, world, awake, rows):
+    """(direct, chain): whether the pass's lock rows are solved together exactly, and the
+    chain order when block cyclic reduction does it (None: the dense inverse)."""
+    if rows == 0 or rows > CHAIN_MAX_ROWS or _has_cycle(a, b, world, awake):
+        return False, None
+    chain = _chain(joints, sel, a, b, world, awake) if rows >= CHAIN_ROWS else None
+    return rows <= DIRECT_ROWS or chain is not None, chain
+
+
+class JointSolver:
+    """Joint rows of one collision pass (see the module docstring).
+
+    joints: engine.dynamics.joints.JointSet; sel: indices of the joints to solve; awake (N,) awake
+    dynamic bodies; inv_mass (N,), inv_inertia (N, 3, 3) world, zero for bodies not moved;
+    h the substep; hertz, damping_ratio the joints' softness; inv_body (N, 3, 3) the body-frame
+    inverse inertia (zero for bodies not moved), to retake the anisotropic ends' world tensors
+    at every prepare (engine.dynamics.joint_inertia; None keeps inv_inertia for the whole pass)."""
+
+    def __init__(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
+                 inv_body=None, max_push=np.inf):
+        self.joints = joints
+        self.h = h
+        col = _colouring(joints, sel, awake)
+        self.sel = sel = sel[col.order]
+        self.offsets = [int(o) for o in col.offsets]
+        self.m = m = len(sel)
+        # Awake bodies in both these joints and the pass's contacts (set by the world:
+        # engine.world.world_joints; their contact rows follow the joint rows' tensor).
+        self.shared_bodies = np.zeros(0, dtype=np.int64)
+        self.points = None
+        if self._init_points(joints, sel, awake, inv_mass, inv_inertia, h, hertz,
+                             damping_ratio, inv_body, max_push):
+            return
+        g = {name: joints.v(name)[sel] for name in (
+            "body_a", "body_b", "world", "anchor_a", "anchor_b", "frame_a", "frame_b", "lock",
+            "target", "limited", "lower", "upper", "spring", "stiffness", "damping", "motor",
+            "motor_speed", "motor_max", "break_force", "break_torque")}
+        self.g = g
+        self.a, self.b, self.world = g["body_a"], g["body_b"], g["world"]
+        # A joint to the world has the world as side A (engine.dynamics.joints): A's mass is zero.
+        ext = ~self.world
+        self.ima = np.where(ext, inv_mass[self.a], 0.0)
+        self.imb = inv_mass[self.b]
+        self.iia = np.where(ext[:, None, None], inv_inertia[self.a], 0.0)
+        self.iib = inv_inertia[self.b]
+        # The tensors at the present orientation at every prepare (engine.dynamics.joint_inertia).
+        self.inertia = None if inv_body is None else CurrentInertia(
+            np.concatenate((self.a, self.b)),
+            np.concatenate((np.where(ext[:, None, None], inv_body[self.a], 0.0),
+                            inv_body[self.b])),
+            np.concatenate((self.iia, self.iib)))
+        self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
+        self.angles = joints.v("angles")[sel].copy()  # (m, 3) the last Euler angles
+        self.broken = np.zeros(m, dtype=bool)
+        # Row types present anywhere in this pass, with the axes they use: the colour loop
+        # visits only these.
+        self.lin_lock = bool(g["lock"][:, :3].any())
+        self.ang_lock = bool(g["lock"][:, 3:].any())
+        self.rows = [(t, k) for t, name in ((MOTOR, "motor"), (LOWER, "limited"),
+                                            (UPPER, "limited"))
+                     for k in range(6) if g[name][:, k].any()]
+        # Spring rows go by blocks of three (engine.dynamics.joint_springs: coupled, solved together).
+        self.spring_blocks = [blk for blk in (slice(0, 3), slice(3, 6))
+                              if g["spring"][:, blk].any()]
+        self.force = np.zeros((m, 3))
+        self.torque = np.zeros((m, 3))
+        self.substeps = 0
+        self.breakable = bool(np.isfinite(g["break_force"]).any()
+                              or np.isfinite(g["break_torque"]).any())
+        # Lock rows solved exactly need one relax sweep (the world's last); limits, motors
+        # and springs interleave with the locks, and one sweep leaves the limits' bias
+        # velocity in the locks (a door bounced off its limit), so they relax in every
+        # sweep; so do locks solved by Gauss-Seidel (set below, see SWEPT_HERTZ_RATE).
+        self.relax_every = bool(self.rows or self.spring_blocks)
+        # Anchors in the joint frame's own axes (r = F la_f), so one rotation matrix per end
+        # gives both the axes and the anchor arm.
+        self.la_f = quat.rotate_inverse(g["frame_a"], g["anchor_a"])
+        self.lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
+        # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
+        self.nr = 6 if (self.ang_lock or any(k >= 3 for _, k in self.rows)
+                        or slice(3, 6) in self.spring_blocks) else 3
+        # Geometry is measured whenever the positions moved: in relax (right after the
+        # position update) and reused by the next substep's warm start and biased pass, which
+        # see the same positions; the first substep of the pass measures in warm_start.
+        self._stale = True
+        # Direct mode: every lock row of the pass in one system K dl = -(u + bias), solved
+        # exactly; Gauss-Seidel between joints converges like (M / (M + m))^k on a light link
+        # holding a heavy mass (0.99 per sweep at 100:1), which lets such chains stretch and
+        # ring. The rows are few in the scenes that need it (chains, ropes, ragdolls, rigs).
+        lock = g["lock"][:, :self.nr]
+        rows = int(lock.sum())
+        # A cycle of joints (glued fracture pieces: every three mutual neighbours) makes the
+        # lock rows redundant and K singular, which the direct inverse cannot take; those
+        # systems go to Gauss-Seidel, which handles redundant rows.
+        self.direct, self.chain = _direct_mode(joints, sel, self.a, self.b, self.world, awake,
+                                               rows)
+        swept = rows > 0 and not self.direct     # locks solved by Gauss-Seidel
+        self.relax_every = self.relax_every or swept
+        hz = lock_hertz(hertz, h, swept)
+        self.soft = soft_params(hz, damping_ratio, h)
+        self.limit_omega = 2.0 * np.pi * hz     # the limits' soft step, as a
+        self.limit_zeta = damping_ratio         # spring (_limit_folds)
+        # Cap of the position bias velocity of locks and violated limits; locks take it as
+        # a cap on the error each row corrects (reach: the error whose correction reaches it).
+        self.max_push = max_push
+        self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
+        if self.direct:
+            self.rj, self.rk = np.nonzero(lock)
+            ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
+            self.la_loc, self.lb_loc = inv[:m], inv[m:]
+            self.n_loc = len(ub)
+            self.kinv_direct = None
+            # Chains (every moving body in at most two joints): block cyclic reduction
+            # (engine.dynamics.joint_chain) instead of the dense inverse, same answer.
+            self.chain_sys = None
+            if self.chain is not None:
+                self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
+                self.chain_pos[self.chain[0]] = np.arange(m)
+
+    def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
+                     inv_body, max_push):
+        """A large system of pure point locks goes to engine.dynamics.joint_points (the same block
+        Gauss-Seidel in compiled kernels, joints in colour order); returns whether it did."""
+        m = self.m
+        pg = {name: joints.v(name)[sel] for name in ("lock", "limited", "spring", "motor",
+                                                       "target")}
+        if not point_lock_only(pg):
+            return False
+        a, b, world = joints.v("body_a")[sel], joints.v("body_b")[sel], joints.v("world")[sel]
+        if _direct_mode(joints, sel, a, b, world, awake, 3 * m)[0]:
+            return False   # small or a chain, loop-free: the exact direct solve
+        self.points = PointLocks(
+            a, b, world, joints.v("anchor_a")[sel], joints.v("anchor_b")[sel],
+            joints.v("frame_a")[sel], joints.v("impulse")[sel, LOCK, :3], inv_mass, inv_inertia,
+            h, soft_params(lock_hertz(hertz, h, swept=True), damping_ratio, h),
+            joints.v("break_force")[sel],
+            inv_body=inv_body, max_push=max_push)
+        self.relax_every = True    # Gauss-Seidel: relax in every sweep (SWEPT_HERTZ_RATE)
+        self._stale = True
+        return True
+
+    # -- geometry -----------------------------------------------------------------------------
+    def _prepare(self, x, q):
+        """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
+        g, m = self.g, self.m
+        ext = ~self.world
+        if self.inertia is not None:
+            cur = self.inertia.update(q)
+            self.iia, self.iib = cur[:m], cur[m:]
+        fa, ra, fb, rb, d = joint_frames(self.a, self.b, self.world, g["frame_a"],
+                                         g["frame_b"], self.la_f, self.lb_f, x, q)
+        axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
+        nr = self.nr
+        jac = np.zeros((m, nr, 12))
+        jac[:, :3, 0:3] = -axes
+        jac[:, :3, 3:6] = -cross((ra + d)[:, None, :], axes)
+        jac[:, :3, 6:9] = axes
+        jac[:, :3, 9:12] = cross(rb[:, None, :], axes)
+        coord = np.zeros((m, 6))
+        coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
+        if nr == 6:
+            rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
+            coord[:, 3:], flip = continuous_euler(rel, self.angles)
+            self.angles = coord[:, 3:].copy()
+            e0, e2 = fa[:, :, 0], fb[:, :, 2]
+            e1 = cross(e2, e0)
+            e1 /= np.maximum(np.linalg.norm(e1, axis=1), 1e-9)[:, None]
+            dual = np.stack((cross(e1, e2), cross(e2, e0), cross(e0, e1)), axis=1)
+            det = np.einsum("mi,mi->m", e0, dual[:, 0])
+            det = np.where(np.abs(det) < 1e-3, np.copysign(1e-3, det), det)  # gimbal lock
+            dual /= det[:, None, None]
+            dual[:, 1] *= np.where(flip, -1.0, 1.0)[:, None]   # the other triple's y runs back
+            jac[:, 3:, 3:6] = -dual
+            jac[:, 3:, 9:12] = dual
+        jac[:, :, :6] *= ext[:, None, None]
+        mj = np.empty_like(jac)
+        mj[:, :, 0:3] = self.ima[:, None, None] * jac[:, :, 0:3]
+        mj[:, :, 3:6] = np.einsum("mij,mkj->mki", self.iia, jac[:, :, 3:6])
+        mj[:, :, 6:9] = self.imb[:, None, None] * jac[:, :, 6:9]
+        mj[:, :, 9:12] = np.einsum("mij,mkj->mki", self.iib, jac[:, :, 9:12])
+        kdiag = np.einsum("mkc,mkc->mk", jac, mj)
+        self.eff = np.where(kdiag > 1e-12, 1.0 / np.where(kdiag > 1e-12, kdiag, 1.0), 0.0)
+        self.kdiag = kdiag
+        self.jac, self.mj, self.coord = jac, mj, coord
+        lock = g["lock"] & ~self.broken[:, None]
+        self.lock = lock
+        if self.direct:
+            self._factor_direct()
+            self._gather_direct()
+            self.blocks: list = []
+            return
+        # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
+        # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
+        self.blocks = []
+        for blk, on in ((slice(0, 3), self.lin_lock), (slice(3, 6), self.ang_lock)):
+            if not on:
+                continue
+            msk = lock[:, blk]
+            k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
+            kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
+            w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
+            err = np.einsum("mrs,ms->mr", kinv, np.clip(coord[:, blk] - g["target"][:, blk],
+                                                        -self.reach, self.reach))
+            self.blocks.append((blk, w_op, err))
+
+    def _factor_direct(self):
+        """Factor K = J M^-1 J^T of all lock rows: block cyclic reduction for chains, else a
+        dense inverse over the pass's bodies. Broken joints' rows are decoupled (identity) so
+        the others stay exact."""
+        if self.chain is not None:
+            self._factor_chain()
+            return
+        rj, rk = self.rj, self.rk
+        r = len(rj)
+        live = self.lock[rj, rk]
+        jr = self.jac[rj, rk] * live[:, None]
+        mr = self.mj[rj, rk] * live[:, None]
+        cols = np.arange(6)
+        jf = np.zeros((r, self.n_loc * 6))
+        mf = np.zeros((r, self.n_loc * 6))
+        rows = np.arange(r)[:, None]
+        ext = ~self.world[rj]
+        ca = self.la_loc[rj][:, None] * 6 + cols
+        cb = self.lb_loc[rj][:, None] * 6 + cols
+        jf[rows, cb] = jr[:, 6:]
+        mf[rows, cb] = mr[:, 6:]
+        jf[rows[ext], ca[ext]] += jr[ext, :6]   # a world joint's A part is zero anyway
+        mf[rows[ext], ca[ext]] += mr[ext, :6]
+        k = np.einsum("rc,sc->rs", jf, mf)
+        diag = np.einsum("rr->r", k)
+        # A chain pinned at both ends, a closed loop or a fixed joint doubled by a hinge has
+        # redundant rows: K is singular. A relative 1e-9 on the diagonal keeps the inverse
+        # finite; the velocity rows' right-hand sides lie in J's range, so the exact answer
+        # stays the bounded one. (Scaling the diagonal more, as a softness, let a 100:1 chain
+        # stretch 10x more: the heavy load path is K's weak mode.)
+        d = np.where(live, diag, 1.0)
+        off = np.where(live, 0.0, 1.0)
+        idx = rows[:, 0]
+        k[idx, idx] = d * (1.0 + 1e-9) + off
+        self.kinv_direct = spd_inverse(k)
+
+    def _factor_chain(self):
+        """K's blocks along the chains (engine.dynamics.joint_chain): D_i = J_i M^-1 J_i^T over both
+        ends, E_i = J_i M^-1 J_(i+1)^T over their shared body; rows that are not live locks
+        are zero with a unit diagonal (as in the dense factor), the same 1e-9 on the rest."""
+        assert self.chain is not None
+        order, side_prev, side_next, link = self.chain
+        nr = self.nr
+        live = self.lock[order, :nr]
+        jac = self.jac[order] * live[:, :, None]
+        mj = self.mj[order] * live[:, :, None]
+        dblk = np.einsum("mrc,msc->mrs", jac, mj)
+        n = len(order)
+        eye = np.arange(nr)
+        diag = dblk[:, eye, eye]
+        dblk[:, eye, eye] = np.where(live, diag * (1.0 + 1e-9), 1.0)
+        half_j = jac.reshape(n, nr, 2, 6)
+        half_m = mj.reshape(n, nr, 2, 6)
+        i = np.arange(n - 1)
+        e = np.einsum("erc,esc->ers", half_j[i, :, side_prev], half_m[i + 1, :, side_next])
+        e *= link[:, None, None]
+        self.chain_sys = ChainSystem(dblk, e)
+
+    def _gather_direct(self):
+        """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
+        rj, rk = self.rj, self.rk
+        self.d_live = self.lock[rj, rk]
+        self.d_jac = self.jac[rj, rk]
+        self.d_mj = self.mj[rj, rk]
+        self.d_off = np.clip(self.coord[rj, rk] - self.g["target"][rj, rk], -self.reach,
+                             self.reach)
+        if not hasattr(self, "d_flat"):
+            self.d_a, self.d_b = self.a[rj], self.b[rj]
+            idx = np.stack((self.d_a, self.d_b), axis=1)
+            self.d_flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
+
+    def _direct_solve(self, vel, use_bias):
+        """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
+        block row, with the whole system as the block)."""
+        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
+        rj, rk = self.rj, self.rk
+        v = np.concatenate((vel[self.d_a], vel[self.d_b]), axis=1)
+        rhs = np.einsum("rc,rc->r", self.d_jac, v)
+        if use_bias:
+            rhs += bias_rate * self.d_off
+        lam = self.imp[rj, LOCK, rk]
+        dl = -mscale * self._k_solve(rhs)
+        if use_bias:
+            dl -= iscale * lam
+        dl *= self.d_live
+        n = vel.shape[0]
+        self.imp[rj, LOCK, rk] = lam + dl
+        dv = self.d_mj * dl[:, None]
+        vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+
+    def _k_solve(self, rhs):
+        """K^-1 rhs over the lock rows (the factor of the last _prepare)."""
+        if self.chain is not None:
+            assert self.chain_sys is not None   # factored by the first _prepare
+            b = np.zeros((self.m, self.nr))
+            b[self.chain_pos[self.rj], self.rk] = rhs
+            return self.chain_sys.solve(b)[self.chain_pos[self.rj], self.rk]
+        kinv = self.kinv_direct
+        assert kinv is not None   # factored by the first _prepare
+        return np.einsum("rs,s->r", kinv, rhs)
+
+    def _row_coefficients(self, use_bias, fold=None):
+        """Per present row (type, axis): (gain a, bias b, leak, low, high, sign) over all joints;
+        the update is new = clip(lam - a sign u - b - leak lam, low, high). Limits in fold
+        (m, 6) are off (solved in their spring block)."""
+        g, h, live = self.g, self.h, ~self.broken
+        bias_rate, mscale, iscale = self.soft
+        out = []
+        coef: tuple
+        for t, k in self.rows:
+            eff, c = self.eff[:, k], self.coord[:, k]
+            if t == MOTOR:
+                on = g["motor"][:, k] & live
+                lim = g["motor_max"][:, k] * h
+                coef = (eff, -eff * g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
+            else:
+                on = g["limited"][:, k] & live
+                if fold is not None:
+                    on = on & ~fold[:, k]
+                sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
+                sign = 1.0 if t == LOWER else -1.0
+                spec = sep > 0.0
+                if use_bias:
+                    gain = np.where(spec, eff, eff * mscale)
+                    bias = gain * np.where(spec, sep / h,
+                                           np.maximum(bias_rate * sep, -self.max_push))
+                    leak = np.where(spec, 0.0, iscale)
+                else:
+                    gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
+                    leak = np.zeros_like(eff)
+                coef = (gain, bias, leak, 0.0, np.inf, sign)
+            out.append((t, k, np.where(on, coef[0], 0.0), np.where(on, coef[1], 0.0),
+                        np.where(on, coef[2], 0.0)) + coef[3:])
+        return out
+
+    def _limit_folds(self, vel):
+        """(m, 6) bool: the limit rows the biased pass folds into their joint's spring block.
+
+        A spring and a limit on one axis (a generic_spring pulled past its limit) are two
+        rows with one Jacobian; Gauss-Seidel between a stiff spring and the limit holding it
+        converges like hsK / (1 + hsK) per sweep, near 1, and the unconverged pair, pushing
+        opposite ways at the anchor, left torques of 1e5 N at a 5 m arm on a 2 kg box (the
+        jointed fuzzer's spring class, issue 11: 1e5 J became 1.6e6). A violated limit is a
+        soft-step row, i.e. an implicit spring pulling to its bound (limit_as_spring), so it
+        joins the block's exact coupled solve. Only violated limits fold (a limit still
+        ahead stays a speculative row), and only on joints with a spring in that block."""
+        g = self.g
+        fold = np.zeros((self.m, 6), dtype=bool)
+        c = self.coord
+        v = np.concatenate((vel[self.a], vel[self.b]), axis=1)
+        for blk in self.spring_blocks:
+            has = g["spring"][:, blk].any(axis=1, keepdims=True) & ~self.broken[:, None]
+            lo, hi, cb = g["lower"][:, blk], g["upper"][:, blk], c[:, blk]
+            # The limit's own impulse -h (kl (C - bound) + sl u) at the present velocity must
+            # push (a limit never pulls): a joint leaving its violation faster than the limit's
+            # recovery speed kl |C - bound| / sl is left to the scalar row (clamped at zero).
+            u = np.einsum("mrc,mc->mr", self.jac[:, blk], v)
+            kl, sl = limit_as_spring(1.0, self.limit_omega, self.limit_zeta, self.h)
+            push = np.where(cb < lo, kl * (cb - lo) + sl * u < 0.0, kl * (cb - hi) + sl * u > 0.0)
+            fold[:, blk] = (g["limited"][:, blk] & has & (self.eff[:, blk] > 0.0)
+                            & ((cb < lo) | (cb > hi)) & push)
+        return fold
+
+    def _spring_coefficients(self, fold):
+        """Per spring block: (block, gain, bias, leak) of engine.dynamics.joint_springs'
+        spring_block_coefficients over all joints (biased pass only: a spring is a force
+        applied once per substep), with the limits fold (m, 6) inside. The folded limits'
+        carried impulses move to the spring slot, which then holds their sum."""
+        g, live, imp = self.g, ~self.broken[:, None], self.imp
+        out = []
+        for blk in self.spring_blocks:
+            kblk = np.einsum("mrc,msc->mrs", self.jac[:, blk], self.mj[:, blk])
+            on = g["spring"][:, blk] & live & (self.eff[:, blk] > 0.0)
+            f, c = fold[:, blk], self.coord[:, blk]
+            low = c < g["lower"][:, blk]
+            imp[:, SPRING, blk] += np.where(f, np.where(low, imp[:, LOWER, blk],
+                                                        -imp[:, UPPER, blk]), 0.0)
+            imp[:, LOWER, blk] *= ~f
+            imp[:, UPPER, blk] *= ~f
+            kl, sl = limit_as_spring(self.eff[:, blk], self.limit_omega, self.limit_zeta,
+                                     self.h)
+            # The limit pulls to its bound by kl (C - bound), i.e. at the bias velocity
+            # kl / sl (C - bound) (the scalar row's bias_rate sep), capped at max_push as
+            # the scalar row is: the bound moves closer instead.
+            bound = np.where(low, g["lower"][:, blk], g["upper"][:, blk])
+            reach = self.max_push * sl / np.where(f, kl, 1.0)
+            bound = np.where(f, c - np.clip(c - bound, -reach, reach), bound)
+            folded = (np.where(f, kl, 0.0), np.where(f, sl, 0.0), bound)
+            out.append((blk,) + spring_block_coefficients(
+                g["stiffness"][:, blk], g["damping"][:, blk], self.kdiag[:, blk], kblk,
+                c, self.h, on, folded))
+        return out
+
+    def _axis_impulse(self):
+        """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
+        i = self.imp
+        return i[:, LOCK] + i[:, LOWER] - i[:, UPPER] + i[:, SPRING] + i[:, MOTOR]
+
+    # -- passes ---------------------------------------------------------------------------------
+    def warm_start(self, vel, x, q):
+        """Geometry at the substep's start, then the carried impulses applied to the bodies."""
+        if self.m == 0:
+            return
+        if self.points is not None:
+            if self._stale:
+                self.points.prepare(x, q)
+                self._stale = False
+            self.points.warm_start(vel)
+            return
+        if self._stale:
+            self._prepare(x, q)
+            self._stale = False
+        idx = np.stack((self.a, self.b), axis=1)
+        lam = self._axis_impulse()[:, :self.nr]
+        dv = np.einsum("mk,mkc->mc", lam, self.mj)
+        n = vel.shape[0]
+        flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
+        add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+        s = impact_scale(np.einsum("mk,mkc->mc", lam, self.jac), dv,
+                         vel[idx].reshape(self.m, 12), (vel + add)[idx].reshape(self.m, 12))
+        if s is not None:
+            self.imp *= s[:, None, None]
+            dv *= s[:, None]
+            add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
+        vel += add
+
+    def solve(self, vel, x, q, use_bias):
+        """One Gauss-Seidel sweep over the colours (scalar rows, spring blocks, lock blocks),
+        then the direct locks."""
+        if self.m == 0:
+            return
+        if self.points is not None:
+            if self._stale:
+                self.points.prepare(x, q)
+                self._stale = False
+            self.points.solve(vel, use_bias)
+            self._stale = use_bias   # the world integrates the positions after the biased pass
+            return
+        if self._stale:
+            self._prepare(x, q)   # the positions moved since the biased pass
+            self._stale = False
+        fold = self._limit_folds(vel) if use_bias and self.spring_blocks else None
+        coefs = self._row_coefficients(use_bias, fold)
+        motors = [c for c in coefs if c[0] == MOTOR]
+        limits = [c for c in coefs if c[0] != MOTOR]
+        springs = self._spring_coefficients(fold) if use_bias else []
+        self._sweep(vel, motors, springs, limits, use_bias)
+        if self.direct:
+            self._direct_solve(vel, use_bias)
+        if use_bias:
+            self._stale = True   # the world integrates the positions next
+
+    def biased_sweeps(self):
+        """Biased sweeps the world should make this substep (contacts and joints together):
+        STIFF_SPRING_SWEEPS while a spring is stiff, else 1. Call after warm_start (which
+        measures the geometry)."""
+        if self.m == 0 or self.points is not None or not self.spring_blocks:
+            return 1
+        return STIFF_SPRING_SWEEPS if self._stiff_springs() else 1
+
+    def _stiff_springs(self):
+        """Whether a live spring row is stiffer than STIFF_SPRING_HOMEGA (h omega, omega^2 =
+        k K on the row's own inverse effective mass K)."""
+        g, live = self.g, ~self.broken[:, None]
+        for blk in self.spring_blocks:
+            on = g["spring"][:, blk] & live
+            k = np.maximum(g["stiffness"][:, blk] * self.kdiag[:, blk], 0.0)
+            if (on & (self.h * np.sqrt(k) > STIFF_SPRING_HOMEGA)).any():
+                return True
+        return False
+
+    def _sweep(self, vel, motors, springs, limits, use_bias):
+        """One Gauss-Seidel sweep over the colours: motors, spring blocks, limits, locks."""
+        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
+        imp, jac, mj = self.imp, self.jac, self.mj
+        blocks = [] if self.direct else self.blocks
+        for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
+            if c1 <= c0:
+                continue
+            sl = slice(c0, c1)
+            ia, ib = self.a[sl], self.b[sl]
+            v = np.concatenate((vel[ia], vel[ib]), axis=1)  # (mc, 12)
+            self._scalar_rows(sl, v, motors)
+            for blk, gain, bias, leak in springs:   # coupled: one block per joint and kind
+                lam = imp[sl, SPRING, blk]
+                u = np.einsum("mrc,mc->mr", jac[sl, blk], v)
+                dl = -(np.einsum("mrs,ms->mr", leak[sl], lam)
+                       + np.einsum("mrs,ms->mr", gain[sl], u) + bias[sl])
+                imp[sl, SPRING, blk] = lam + dl
+                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
+            self._scalar_rows(sl, v, limits)
+            for blk, w_op, err in blocks:
+                lam = imp[sl, LOCK, blk]
+                dl = np.einsum("mrc,mc->mr", w_op[sl], v)
+                if use_bias:
+                    dl += bias_rate * err[sl]
+                    dl *= -mscale
+                    dl -= iscale * lam
+                else:
+                    dl = -dl
+                imp[sl, LOCK, blk] = lam + dl
+                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
+            vel[ia] = v[:, :6]   # A first: a world joint has a == b, and B's value must win
+            vel[ib] = v[:, 6:]
+
+    def _scalar_rows(self, sl, v, coefs):
+        """One Gauss-Seidel pass of the scalar rows coefs over the joints sl of a colour,
+        updating their bodies' velocities v (mc, 12) in place."""
+        imp, jac, mj = self.imp, self.jac, self.mj
+        for t, k, gain, bias, leak, lo, hi, sign in coefs:
+            lam = imp[sl, t, k]
+            u = sign * np.einsum("mc,mc->m", jac[sl, k], v)
+            lk = leak[sl] if np.ndim(leak) else leak
+            lo_ = lo[sl] if np.ndim(lo) else lo
+            hi_ = hi[sl] if np.ndim(hi) else hi
+            new = np.clip(lam - gain[sl] * u - bias[sl] - lk * lam, lo_, hi_)
+            dl = new - lam
+            imp[sl, t, k] = new
+            v += (sign * dl)[:, None] * mj[sl, k]
+
+    def end_substep(self):
+        """Reaction on B (force and torque of the last substep) and breaking."""
+        if self.m == 0:
+            return
+        if self.points is not None:
+            self.points.end_substep()
+            return
+        self.substeps += 1
+        if not self.breakable:
+            return   # nothing can snap: finish measures the last substep's reaction
+        self._reaction()
+        g = self.g
+        snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
+                | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
+        if snap.any():
+            self.broken |= snap
+            self.imp[snap] = 0.0
+            self.lock = self.lock & ~snap[:, None]
+            # Drop the broken joints' lock rows from the Gauss-Seidel blocks too.
+            self.blocks = [(blk, w * ~snap[:, None, None], e * ~snap[:, None])
+                           for blk, w, e in self.blocks]
+            if self.direct:
+                self._factor_direct()
+                self._gather_direct()
+
+    def _reaction(self):
+        """Force and torque on B of the last substep (from its impulses and Jacobians)."""
+        lam = self._axis_impulse() / self.h
+        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
+        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
+            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
+
+    def finish(self):
+        """Write impulses, reactions and broken flags back to the JointSet."""
+        if self.m == 0:
+            return
+        js = self.joints
+        if self.points is not None:
+            pts = self.points
+            imp = np.zeros((self.m,) + js.v("impulse").shape[1:])
+            imp[:, LOCK, :3] = pts.impulse_a_frame()
+            js.v("impulse")[self.sel] = imp
+            js.v("force")[self.sel] = pts.force()
+            js.v("torque")[self.sel] = 0.0
+            js.v("broken")[self.sel] |= pts.broken
+            return
+        if not self.breakable and self.substeps:
+            self._reaction()
+        js.v("impulse")[self.sel] = self.imp
+        if self.nr == 6:
+            js.v("angles")[self.sel] = self.angles
+        js.v("force")[self.sel] = self.force
+        js.v("torque")[self.sel] = self.torque
+        js.v("broken")[self.sel] |= self.broken

@@ -1,0 +1,93 @@
+"""Round bodies: what a turn about their axis does not change.
+
+A Sphere, Capsule, Cylinder or Cone is round about its local Z axis; with the centre of mass on
+that axis (always, unless a caller moved it), a turn about the axis moves none of its surface
+and leaves its world inertia as it is. A ball centred on its centre of mass is round about every
+axis.
+
+- Balls (centred_balls): their contacts' normal rows have no angular part at all, so their spin
+  calls for no collision pass (World.collision_steps_for): a ball pit's rolling balls took 4
+  passes a frame instead of 2 (bench/bench_speed.py balls216).
+- Contact rows (engine.dynamics.solver._rows, round_axes): a round body's normal rows have no part along
+  its axis. At the true contact point that holds by itself (the normal through a round surface
+  meets the axis), but the solver holds its arms and axes over a pass, and once the axis has
+  turned a little the roll reads as a normal velocity: a capsule spinning at 60 rad/s on its
+  side on frictionless ground lost a fifth of its spin in 2 s and wobbled up to 45 rad/s in 4.
+- Rolling (rolling: the turn across the axis at most ROLLING times the turn about it): the
+  rows follow the axis (engine.dynamics.inertia_refresh retakes them once the axis has tilted so far that
+  the roll would read through at ROLL_LEAK, turned by the axis's swing alone, not the roll),
+  and the roll calls for no collision pass. 100 barrels rolling at 3 m/s took 6 passes a frame
+  instead of 2 (115 -> 67 ms a frame, capsules 56 -> 42), and the spinning capsule stays calm
+  (0.004 rad/s of wobble after 6 s).
+- Tumbling round bodies (the rest) are treated as any body: their whole spin counts and their
+  rows are retaken for their whole turn. Retaking them on every tilt too kept their rows exact
+  but cost 216 tumbling capsules 77 -> 121 ms a frame.
+"""
+import numpy as np
+
+from ..core.kinds import ShapeKind
+from ..core.vec import cross
+from .integrate import skew
+
+# A round body rolls (its rows follow its axis, its roll calls for no collision pass) while
+# its turn across the axis is at most this fraction of its turn about it.
+ROLLING = 0.1
+
+ROUND_KINDS = (ShapeKind.SPHERE, ShapeKind.CAPSULE, ShapeKind.CYLINDER, ShapeKind.CONE)
+
+
+def round_about_z(shape_kind, com):
+    """(K,) bool: shapes round about their local Z axis (Sphere, Capsule, Cylinder, Cone)
+    with the centre of mass on it, but not centred balls: their normal rows have no angular
+    part to leave out, and the solver then skips the projection for scenes of balls."""
+    return (np.isin(shape_kind, ROUND_KINDS) & (com[:, 0] == 0.0) & (com[:, 1] == 0.0)
+            & ~centred_balls(shape_kind, com))
+
+
+def centred_balls(shape_kind, com):
+    """(K,) bool: Spheres (shape kinds shape_kind (K,)) with the centre of mass com (K, 3) at
+    their centre."""
+    return (shape_kind == ShapeKind.SPHERE) & ~com.any(axis=1)
+
+
+def rolling(w, axis):
+    """(K,) bool: bodies turning mostly about their axis (K, 3), w (K, 3) their angular
+    velocities: the part across the axis at most ROLLING times the roll."""
+    roll = np.einsum("ki,ki->k", w, axis)
+    across2 = np.einsum("ki,ki->k", w, w) - roll * roll      # |w|^2 - roll^2
+    return across2 <= (ROLLING * ROLLING) * (roll * roll)
+
+
+def feature_spin(w, q, ball, axial):
+    """(K,) how fast each body turns its surface features: |w|, less the roll of the rolling
+    bodies round about an axis (axial; see rolling), 0 for centred balls. w (K, 3), q (K, 4)."""
+    w = np.array(w, dtype=np.float64)
+    if axial.any():
+        a = world_axes(q[axial])
+        roll = np.einsum("ki,ki->k", w[axial], a)
+        keep = ~rolling(w[axial], a)
+        roll[keep] = 0.0
+        w[axial] -= roll[:, None] * a
+    spin = np.linalg.norm(w, axis=1)
+    spin[ball] = 0.0
+    return spin
+
+
+def world_axes(q):
+    """(K, 3) the local Z axes of bodies at orientations q (K, 4, (w, x, y, z)), in the
+    world: the rotation matrix's third column."""
+    w, x, y, z = q.T
+    out = np.empty((len(q), 3))
+    out[:, 0] = 2.0 * (x * z + w * y)
+    out[:, 1] = 2.0 * (y * z - w * x)
+    out[:, 2] = 1.0 - 2.0 * (x * x + y * y)
+    return out
+
+
+def swing(a_ref, a_now):
+    """(K, 3, 3) the shortest rotations taking unit axes a_ref to a_now (K, 3), less than a
+    right angle apart."""
+    c = np.einsum("ki,ki->k", a_ref, a_now)
+    k = skew(cross(a_ref, a_now))
+    # Rodrigues with sin = |v|, cos = c: I + K + K^2 (1 - c) / |v|^2 = I + K + K^2 / (1 + c).
+    return np.eye(3) + k + np.einsum("kij,kjl->kil", k, k) / (1.0 + c)[:, None, None]

@@ -1,0 +1,468 @@
+"""Soft-step contact solver (the Box2D v3 / Solver2D "soft step" scheme): rows prepared with
+numpy once per collision pass, the per-substep passes in compiled kernels (contact_kernels.py).
+
+Per step the world calls, in order::
+
+    s = ContactSolver(...)            # prepare: everything constant over the step
+    for each substep h:
+        integrate velocities          # (integrate.py)
+        s.warm_start(vel)
+        s.solve(vel, dpose, True)     # soft contacts with position bias
+        integrate positions; dpose += h * vel
+        s.solve(vel, dpose, False)    # relax: remove the bias velocity (touching points only)
+    s.restitution(vel)
+    impulses = s.impulses()           # stored in the pair table for warm starting
+
+Layout. Every contact point carries three scalar constraints (normal, tangent 1, tangent 2). A
+constraint row acts on the 12 velocity components [v_a, w_a, v_b, w_b] of its two bodies, so a
+row is a (12,) Jacobian J and a (12,) "M^-1 J^T" vector MJ: the velocity change per unit
+impulse. A manifold has 12 rows (ROWS); every array is per manifold, manifold first, in the
+order the passes sweep them (engine/dynamics/contact_kernels.py lists them). Static, kinematic and
+sleeping bodies have a zero MJ: the passes never change their velocities.
+
+The passes are plain sequential Gauss-Seidel over the manifolds, in a fixed order: the same
+scene gives the same numbers. The world sweeps them in graph-colour order (engine.dynamics.graph): no
+longer needed to batch conflict-free manifolds, but measured against the narrowphase's order
+(bench/quality_figures.py) it stacks better: the 210-box pyramid drifts 3.8 / 3.9 mm at 1/24 /
+1/60 s steps against 4.5 / 5.0 mm, and the rock pile's deepest penetration is 12.2 mm against
+13.1 mm. A parallel solver would sweep the colours as they are.
+
+Current separation inside the substeps is the separation from collision detection plus the
+relative motion of the anchors along the normal, linearised: s = s0 + J_n . dpose, where dpose
+holds each body's displacement and accumulated rotation vector since the step began. Collision
+detection runs once per step.
+
+Softness (Box2D v3): contact hertz = min(contact_hertz, substep rate / 4), damping ratio 10,
+push-out speed capped at ``max_push``. A soft contact is a spring of that frequency on the
+contact's effective mass: its steady state is lambda = m_eff h w^2 (-s), so a stack compresses by
+load / (m_eff w^2) whatever the substep rate. The stiffness is bounded by the substep rate (above
+rate / 4 the 210-box pyramid walks sideways by several cm), so the substep rate is set by the sag
+a tall stack may show. Measured with
+``bench/bench_world_quick.py --pyramid --hertz H --max-substep 1/R`` (largest drift, 1 cm
+allowed): R = 360 Hz, H = 90 Hz 3.9 mm; 240 Hz / 60 Hz 8.7-9.5 mm of sag alone, plus 3-7 mm of
+sideways drift that changes from run to run with any change in round-off (too close to the limit
+to be the default); 192 Hz / 48 Hz sags 14.6 mm; 192-240 Hz / 60-80 Hz walks 37-66 mm. Leaking
+only the impulse gained within the substep (an integral term: no steady sag) was tried and made
+the pyramid walk sideways.
+A point that is still apart (s > 0) is a speculative constraint with bias s/h: it lets the
+bodies close exactly the gap in this substep and no more, which is what stops fast bodies at
+the surface. The biased pass alone applies it, not relax: a relax sweep runs after the positions
+moved and before the next substep's gravity, so a speculative clamp there brakes a body that
+will not touch in this collision pass (the next pass sees the gap again) and, being an impulse,
+made ``restitution`` bounce it in mid-air, up to a substep's travel above the ground (an e = 1
+ball dropped from 1 m came back to 1.0135 m at 4 substeps per 1/60 s step).
+
+Restitution. Collision runs once per frame, so at 1/24 s the approach speed seen at the start of
+the step can be off by g*dt from the speed at impact. We compute the impact speed instead: under
+the relative normal acceleration a (gravity of the two bodies along n) the semi-implicit Euler
+positions lie exactly on the parabola whose velocity at a position sample is v + a h / 2, so a
+point at separation s0 > 0 with normal velocity v0 hits at
+    v_impact = -sqrt((v0 + a h/2)^2 - 2 a s0).
+The restitution pass then sets the normal velocity so that the next parabola leaves the surface
+at -e * v_impact: target = -e v_impact - a h / 2. A dropped ball thus rebounds to e^2 of its drop
+height up to the frame sampling, at any frame rate, and e = 1 neither gains nor loses energy.
+"""
+import math
+
+import numpy as np
+
+from ..core.vec import cross, norm
+from . import contact_kernels as kern
+from .arm_box import clamp_to_box
+
+# Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
+UNUSED_SEPARATION = 1.0e3
+# Relax counts a point as still apart only beyond this separation (m). A point whose gap the
+# biased pass closed sits at s = 0 up to the round-off of the displacements (~1e-18 m), and
+# its sign then decided, corner by corner, which points of a box landing flat relax solved:
+# two of four were left out, the block step with them, and the box tipped and walked 18 mm
+# (tests/test_world_contacts.py). A nanometre is far above that round-off and far below
+# anything visible.
+RELAX_SLOP = 1e-9
+
+
+def soft_params(hertz, damping_ratio, h):
+    """(bias_rate, mass_scale, impulse_scale) of a soft constraint (Catto, Solver2D)."""
+    if hertz <= 0.0:
+        return 0.0, 1.0, 0.0
+    omega = 2.0 * math.pi * hertz
+    a1 = 2.0 * damping_ratio + h * omega
+    a2 = h * omega * a1
+    a3 = 1.0 / (1.0 + a2)
+    return omega / a1, a2 * a3, a3
+
+
+def tangent_basis(n):
+    """Two unit tangents (M, 3) orthogonal to unit normals n (M, 3), a continuous function of n
+    away from the switch between the helper axes, so warm-start impulses project consistently."""
+    use_x = np.abs(n[:, 0]) < 0.57735
+    helper = np.zeros_like(n)
+    helper[use_x, 0] = 1.0
+    helper[~use_x, 1] = 1.0
+    t1 = cross(n, helper)
+    t1 /= norm(t1, axis=1, keepdims=True)
+    t2 = cross(n, t1)
+    return t1, t2
+
+
+# Row layout of one manifold: 4 normal rows (one per point slot), then the two tangent rows of
+# each point (rows 4 + 2p and 5 + 2p for slot p).
+ROWS = 12
+
+
+class ContactSolver:
+    """Constraints of one collision pass.
+
+    ia, ib (M,) body indices; normal (M, 3) from a to b; points (M, 4, 3) world contact points;
+    separation (M, 4) (> 0 apart); count (M,) used slots; friction, restitution (M,) combined
+    coefficients; x_com (N, 3) centres of mass; inv_mass (N,) and inv_inertia (N, 3, 3) world
+    inverse inertia, zero for every body the solver must not move (static, kinematic, asleep);
+    vel (N, 6) velocities; accel_n (M,) relative normal acceleration from gravity; warm_normal
+    (M, 4) and warm_friction (M, 4, 3) (world vector) impulses carried over from the last step;
+    h the substep (s); settings the world's WorldSettings (contact_hertz, damping_ratio,
+    max_push: the solver has no defaults of its own). order (M,): the order the passes sweep
+    the manifolds in (None: as given); box and reach bound the lever arms (engine.dynamics.arm_box,
+    _clamp_arm); round_axes (N, 3) the axes of round bodies (engine.dynamics.round_bodies) or None.
+
+    The arrays the kernels read are attributes, in sweep order (engine/dynamics/contact_kernels.py
+    says what each holds); impulses() answers in the caller's order.
+    """
+
+    def __init__(self, ia, ib, normal, points, separation, count, friction, restitution,
+                 x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction, h,
+                 settings, order=None, reach=None, box=None, round_axes=None):
+        m = len(ia)
+        self.order = order = (np.arange(m) if order is None
+                              else np.asarray(order, dtype=np.int64))
+        self.m = m
+        self.h = h
+        # Contact stiffness is capped at a quarter of the substep rate: stiffer, a stack walks
+        # sideways (see the module docstring).
+        hz = min(settings.contact_hertz, 0.25 / h)
+        self.bias_rate, self.mass_scale, self.impulse_scale = soft_params(
+            hz, settings.damping_ratio, h)
+        self.max_push = settings.max_push
+        self.soft = np.array([1.0 / h, self.bias_rate, self.mass_scale, self.impulse_scale,
+                              self.max_push, RELAX_SLOP])
+        if m == 0:
+            # Nothing to prepare (a free-flying scene runs this every pass): just the empty
+            # arrays the passes and impulses() read.
+            self.imp = np.zeros((0, ROWS))
+            self.max_normal = np.zeros((0, 4))
+            self.dirs = np.zeros((0, 3, 3))
+            return
+
+        ia = ia[order]
+        ib = ib[order]
+        n = normal[order]
+        pts = points[order]
+        sep = separation[order]
+        self.count = cnt = np.ascontiguousarray(count[order], dtype=np.int64)
+        valid = np.arange(4)[None, :] < cnt[:, None]  # (m, 4)
+        self.idx = np.stack((ia, ib), axis=1)  # (m, 2)
+        self.friction = np.ascontiguousarray(friction[order], dtype=float)
+        self.restitution_coef = np.ascontiguousarray(restitution[order], dtype=float)
+
+        t1, t2 = tangent_basis(n)
+        dirs = np.stack((n, t1, t2), axis=1)  # (m, 3, 3)
+        # Unused slots' points are never read (a NaN there would survive a multiply by 0).
+        pts = np.where(valid[..., None], pts, 0.0)
+        ra = pts - x_com[ia][:, None, :]  # (m, 4, 3)
+        rb = pts - x_com[ib][:, None, :]
+        if box is not None:   # (axes, lo, hi) per body: engine.dynamics.arm_box
+            axes, lo, hi = box
+            ra = clamp_to_box(ra, axes[ia], lo[ia], hi[ia])
+            rb = clamp_to_box(rb, axes[ib], lo[ib], hi[ib])
+        if reach is not None:
+            ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
+        self.dirs = dirs
+        self._arms = [ra, rb, valid, inv_mass[ia], inv_mass[ib]]  # see refresh_inertia
+        # Axes of round bodies (engine.dynamics.round_bodies), zero elsewhere: None without any.
+        self.axes = None if round_axes is None else [round_axes[ia], round_axes[ib]]
+        self.jr, self.mjr, self.kmat, self.eff, self.k_pinv = _rows(
+            ra, rb, dirs, valid, inv_mass[ia], inv_mass[ib], inv_inertia[ia], inv_inertia[ib],
+            self.axes)
+        self.sep0 = np.where(valid, sep, UNUSED_SEPARATION)  # (m, 4)
+
+        # Warm start impulses: normal as is, friction projected on this step's tangents.
+        wn = warm_normal[order]
+        wf = warm_friction[order]
+        imp = np.zeros((m, ROWS))
+        imp[:, :4] = np.where(valid, wn, 0.0)
+        imp[:, 4::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t1), 0.0)
+        imp[:, 5::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t2), 0.0)
+        _clamp_to_cone(imp, self.friction)
+        self.imp = imp
+        self.max_normal = np.zeros((m, 4))
+
+        # Impact speed for restitution (see module docstring).
+        self.accel_n = np.ascontiguousarray(accel_n[order], dtype=float)
+        self.v_impact = self._impact_speeds(self.jr[:, :4], vel[self.idx].reshape(m, 12),
+                                            self.accel_n, self.sep0)
+
+    def separations(self, dpose):
+        """(M, 4) each point's separation now, in sweep order (linearised: the module
+        docstring), dpose (N, 6) the pass's displacements so far."""
+        out = np.empty((self.m, 4))
+        if self.m:
+            kern.separations(self.idx, self.jr, self.sep0, dpose, out)
+        return out
+
+    def refresh_inertia(self, bodies, turn, inv_inertia, dpose):
+        """Take the rows of the manifolds touching ``bodies`` (K,) again for those bodies'
+        present orientation: their lever arms turned by ``turn`` (K, 3, 3), the rotation since
+        the rows were built, their world inverse inertia from ``inv_inertia`` (N, 3, 3). The
+        impulses are kept, and so is each point's current separation (sep0 is rebased on the
+        new normal rows, dpose (N, 6) being the displacements so far in the pass).
+
+        Why. The world inverse inertia R I^-1 R^T is taken at the start of a pass, but a body
+        hit into a fast spin turns a long way within the pass; the solver then gives it
+        velocity changes for the orientation it had, and measured with the orientation it has,
+        those are energy from nowhere, up to the ratio of its principal inertias per impulse
+        (a 0.27 x 0.02 m, 0.78 kg plate hit at a corner by a 74 kg ball at 100 m/s: 8.7e3
+        rad/s and 1.7e5 J, where the ball lost 5.7e3 J; issue 11, fuzzer seeds 549, 320, 327).
+        The arms turn with the body so that each row stays a point of the body: a fresh
+        tensor with world-fixed arms is no rigid body either (the point drifts off a needle's
+        axis as it turns, and its torque about that axis pumped a spinning needle up). The
+        world calls this after a substep for the anisotropic bodies that turned more than
+        engine.dynamics.inertia_refresh.REFRESH_ANGLE."""
+        if self.m == 0 or not len(bodies):
+            return
+        slot = np.full(len(inv_inertia), -1, dtype=np.int64)
+        slot[bodies] = np.arange(len(bodies))
+        sa, sb = slot[self.idx[:, 0]], slot[self.idx[:, 1]]
+        rows = np.flatnonzero((sa >= 0) | (sb >= 0))
+        if not len(rows):
+            return
+        ra, rb, valid, ima, imb = self._arms
+        eye = np.eye(3)
+        ta = np.where((sa[rows] >= 0)[:, None, None], turn[sa[rows]], eye)
+        tb = np.where((sb[rows] >= 0)[:, None, None], turn[sb[rows]], eye)
+        ra[rows] = np.einsum("mij,mpj->mpi", ta, ra[rows])
+        rb[rows] = np.einsum("mij,mpj->mpi", tb, rb[rows])
+        axes = None
+        if self.axes is not None:   # round bodies' axes turn with them
+            axa, axb = self.axes
+            axa[rows] = np.einsum("mij,mj->mi", ta, axa[rows])
+            axb[rows] = np.einsum("mij,mj->mi", tb, axb[rows])
+            axes = [axa[rows], axb[rows]]
+        sep_now = self.separations(dpose)[rows]
+        ia, ib = self.idx[rows, 0], self.idx[rows, 1]
+        self._store_rows(rows, _rows(ra[rows], rb[rows], self.dirs[rows], valid[rows],
+                                     ima[rows], imb[rows], inv_inertia[ia], inv_inertia[ib],
+                                     axes), sep_now, valid[rows], dpose)
+
+    def _store_rows(self, rows, built, sep_now, valid, dpose):
+        """Rows ``built`` by _rows for manifolds rows (sweep order), their separations now
+        sep_now (K, 4) rebased on the new normal rows (sep0 = sep_now - J_n dpose)."""
+        jr, mjr, kmat, eff, k_pinv = built
+        self.jr[rows], self.mjr[rows], self.kmat[rows] = jr, mjr, kmat
+        self.eff[rows], self.k_pinv[rows] = eff, k_pinv
+        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
+        moved = np.einsum("mpk,mk->mp", jr[:, :4], dp)
+        self.sep0[rows] = np.where(valid, sep_now - moved, UNUSED_SEPARATION)
+
+    def replace(self, rows, fresh, x_com, inv_inertia, box, reach, vel, dpose):
+        """Manifolds ``rows`` (K,) (caller order) taken again from the narrowphase between two
+        substeps (engine.world.recollide): ``fresh`` holds their new normal (K, 3), points
+        (K, 4, 3), separation now (K, 4), count (K,), the new and old point ids (K, 4),
+        ``ids`` and ``old_ids``, and accel_n (K,) (see __init__). x_com (N, 3) the centres of
+        mass now, inv_inertia (N, 3, 3) the world inverse inertia the solver uses now, box
+        and reach as in __init__ for the present orientations, vel (N, 6), dpose (N, 6) the
+        pass's displacements so far.
+
+        A point that keeps its feature id keeps its accumulated impulses (the friction one
+        as a world vector, on the new tangents), its largest normal impulse and, once
+        touching, its impact speed for restitution; the others start from zero and a fresh
+        impact speed. Separations are rebased like refresh_inertia's."""
+        if not len(rows):
+            return
+        inv = np.empty(self.m, dtype=np.int64)
+        inv[self.order] = np.arange(self.m)
+        r = inv[rows]
+        ia, ib = self.idx[r, 0], self.idx[r, 1]
+        valid = np.arange(4)[None, :] < fresh["count"][:, None]
+        n = fresh["normal"]
+        t1, t2 = tangent_basis(n)
+        dirs = np.stack((n, t1, t2), axis=1)
+        pts = np.where(valid[..., None], fresh["points"], 0.0)
+        ra = pts - x_com[ia][:, None, :]
+        rb = pts - x_com[ib][:, None, :]
+        if box is not None:
+            axes, lo, hi = box
+            ra = clamp_to_box(ra, axes[ia], lo[ia], hi[ia])
+            rb = clamp_to_box(rb, axes[ib], lo[ib], hi[ib])
+        if reach is not None:
+            ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
+        kept, imp, max_n, v_old = self._carried(r, fresh, valid, dirs)
+        arm_a, arm_b, live, ima, imb = self._arms
+        arm_a[r], arm_b[r], live[r] = ra, rb, valid
+        self.dirs[r] = dirs
+        self.count[r] = fresh["count"]
+        axes_r = None if self.axes is None else [self.axes[0][r], self.axes[1][r]]
+        sep_now = np.where(valid, fresh["separation"], UNUSED_SEPARATION)   # (K, 4)
+        self._store_rows(r, _rows(ra, rb, dirs, valid, ima[r], imb[r], inv_inertia[ia],
+                                  inv_inertia[ib], axes_r), sep_now, valid, dpose)
+        self.imp[r] = imp
+        self.max_normal[r] = max_n
+        # Impact speeds: a kept point already touching keeps the one it hit with.
+        v_new = self._impact_speeds(self.jr[r, :4], vel[self.idx[r]].reshape(len(r), 12),
+                                    fresh["accel_n"], sep_now)
+        self.v_impact[r] = np.where(kept & (sep_now <= 0.0), v_old, v_new)
+        self.accel_n[r] = fresh["accel_n"]
+
+    def _carried(self, r, fresh, valid, dirs):
+        """What the points of the solver's manifolds r keep through replace, matched by
+        feature id as the pair table matches them: (kept (K, 4), impulses (K, 12) on the new
+        directions dirs (K, 3, 3), clamped into the friction cone, largest normal impulses
+        (K, 4), old impact speeds (K, 4))."""
+        live = self._arms[2][r]
+        same = ((fresh["ids"][:, :, None] == fresh["old_ids"][:, None, :])
+                & valid[:, :, None] & live[:, None, :])
+        kept, src = same.any(axis=2), same.argmax(axis=2)       # (K, 4)
+        old = self.imp[r]
+        told = self.dirs[r, 1:]
+        f_old = (old[:, 4::2, None] * told[:, None, 0] + old[:, 5::2, None]
+                 * told[:, None, 1])                              # (K, 4, 3) world vectors
+        pick = np.take_along_axis
+        wf = np.where(kept[..., None], pick(f_old, src[..., None], axis=1), 0.0)
+        imp = np.zeros((len(r), ROWS))
+        imp[:, :4] = np.where(kept, pick(old[:, :4], src, axis=1), 0.0)
+        imp[:, 4::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 1])
+        imp[:, 5::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 2])
+        _clamp_to_cone(imp, self.friction[r])
+        max_n = np.where(kept, pick(self.max_normal[r], src, axis=1), 0.0)
+        return kept, imp, max_n, pick(self.v_impact[r], src, axis=1)
+
+    def _impact_speeds(self, jn, vab, a, sep):
+        """Impact speeds (K, 4) (see the module docstring) of normal rows jn (K, 4, 12) at
+        pair velocities vab (K, 12), relative normal accelerations a (K,), separations sep
+        (K, 4)."""
+        vn0 = np.einsum("mpk,mk->mp", jn, vab)
+        c0 = vn0 + 0.5 * a[:, None] * self.h
+        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a[:, None] * sep, 0.0))
+        return np.where(sep > 0.0, ballistic, np.minimum(c0, vn0))
+
+    # -- passes (engine/dynamics/contact_kernels.py) -----------------------------------------------
+    def warm_start(self, vel):
+        """Apply the accumulated impulses to the velocities vel (N, 6), in place."""
+        if self.m:
+            kern.warm_start(vel, self.idx, self.count, self.mjr, self.imp)
+
+    def solve(self, vel, dpose, use_bias):
+        """One Gauss-Seidel sweep over the manifolds, in place on vel (N, 6) and the impulses.
+        use_bias: the soft pass (True) or relax. dpose (N, 6): each body's displacement and
+        rotation vector since the pass began (the separations now: see the module docstring).
+
+        Per manifold, in sweep order:
+
+        - Normal gains. Biased: a touching point is a soft spring, bias max(bias_rate * s,
+          -max_push), its accumulated impulse leaking by impulse_scale; a point apart is
+          speculative (bias s/h, rigid). Relax solves touching points only: a point still
+          apart (by more than RELAX_SLOP) keeps its impulse (zero gain) and the manifold
+          skips the block step.
+        - Block normal step: the 4 normal rows solved together first (the pseudo-inverse of
+          their Delassus block: four coplanar points are statically indeterminate), so a box
+          landing flat gets 4 equal impulses instead of a Gauss-Seidel cascade that tips it
+          (and lets friction turn the tip into sideways drift). Taken only where no row needs
+          a pull: a clamped block answer (the lifting edge of a tipping box) is far off.
+        - Sequential normal sweep with accumulated-impulse clamping, always, after the block
+          step: skipping it where the block step succeeded changed the soft response (the
+          soft update is not idempotent) and cost energy conservation of bounces at e = 1.
+        - Coulomb friction point by point, the two tangents clamped together to the disc
+          mu * Pn.
+        """
+        if self.m:
+            kern.solve_pass(vel, dpose, bool(use_bias), self.idx, self.count, self.jr,
+                            self.mjr, self.kmat, self.eff, self.k_pinv, self.sep0, self.imp,
+                            self.max_normal, self.friction, self.soft)
+
+    def restitution(self, vel, threshold=1.0):
+        """After the substeps: make closing points leave at -e * (impact speed).
+
+        Simultaneous (block) restitution over a manifold's points: a sequential sweep
+        over-rotates a box hitting flat and can gain energy at e = 1. Points that do not
+        bounce keep their current normal velocity as the target. The block answer is used
+        only where every used point of the manifold bounces and none needs a pull; elsewhere
+        one sequential sweep over the bouncing points does the manifold. Where a point does
+        not bounce, the block answer's impulse on it would be dropped, and what is left
+        solves nothing: with two nearly redundant points, one bouncing and one not, it is a
+        huge push on one (against a huge pull on the other), and that push launched a 5 mm
+        sphere at 540 m/s (issue 11, tests/test_robust_step.py)."""
+        if self.m:
+            kern.restitution(vel, self.idx, self.count, self.jr, self.mjr, self.kmat, self.eff,
+                             self.k_pinv, self.imp, self.max_normal, self.v_impact,
+                             self.restitution_coef, self.accel_n, float(self.h),
+                             float(threshold))
+
+    # -- results --------------------------------------------------------------------------
+    def impulses(self):
+        """(normal (M, 4), friction world vectors (M, 4, 3), friction (M, 4, 2) along the
+        tangents, tangents (M, 2, 3)) in the caller's original manifold order."""
+        m = self.m
+        inv = np.empty(m, dtype=np.int64)
+        inv[self.order] = np.arange(m)
+        imp = self.imp[inv]
+        normal = imp[:, :4]
+        fr = np.stack((imp[:, 4::2], imp[:, 5::2]), axis=-1)  # (M, 4, 2)
+        tang = self.dirs[inv, 1:]  # (M, 2, 3)
+        fworld = fr[..., 0:1] * tang[:, None, 0, :] + fr[..., 1:2] * tang[:, None, 1, :]
+        return normal, fworld, fr, tang
+
+
+def _clamp_to_cone(imp, friction):
+    """Friction impulses imp[:, 4:] (pairs of tangent rows) scaled into the disc friction *
+    (normal impulse) of their point, in place: carried impulses start inside the cone."""
+    lim = friction[:, None] * imp[:, :4]
+    mag = np.hypot(imp[:, 4::2], imp[:, 5::2])
+    scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
+    imp[:, 4::2] *= scale
+    imp[:, 5::2] *= scale
+
+
+def _rows(ra, rb, dirs, valid, ima, imb, iia, iib, axes=None):
+    """Rows of m manifolds from their lever arms ra, rb (m, 4, 3), directions dirs (m, 3, 3)
+    (normal, tangents), used slots valid (m, 4), inverse masses ima, imb (m,) and world
+    inverse inertias iia, iib (m, 3, 3): (jr, mjr, K, eff, k_pinv), each (m, ...), as
+    ContactSolver keeps them (engine.dynamics.contact_kernels.build_rows). axes: None, or the (m, 3)
+    axes of A and B that their normal rows must not read a turn about (zero where none:
+    engine.dynamics.round_bodies): arms held over a pass give a round body's normal rows a part along
+    its axis once the axis has turned (a spinning wheel's roll then reads as a normal
+    velocity)."""
+    m = len(ra)
+    jr, mjr, kt = np.empty((m, ROWS, 12)), np.empty((m, ROWS, 12)), np.empty((m, ROWS, ROWS))
+    eff = np.empty((m, ROWS))
+    if axes is None:
+        axa = axb = np.zeros((m, 3))
+    else:
+        axa, axb = (np.ascontiguousarray(ax, dtype=float) for ax in axes)
+    kern.build_rows(*(np.ascontiguousarray(x, dtype=float) for x in
+                      (ra, rb, dirs)), np.ascontiguousarray(valid),
+                    *(np.ascontiguousarray(x, dtype=float) for x in (ima, imb, iia, iib)),
+                    axa, axb, jr, mjr, kt, eff)
+    # The block normal step's pseudo-inverse: four coplanar points are rank 3, and the
+    # least-norm answer is the symmetric split.
+    k_pinv = _pinv_psd(np.ascontiguousarray(kt[:, :4, :4]))
+    return jr, mjr, kt, eff, k_pinv
+
+
+def _clamp_arm(r, reach):
+    """Lever arms r (m, 4, 3) shortened to at most the body's reach (m,) (bounding radius
+    about its centre of mass). A contact point lies on the other body's surface; in a deep
+    overlap of a big body and a small one it can be metres outside the small one, and its
+    arm then gives the small body torques its own shape never could: a 27 g needle
+    (smallest inertia 7e-8 kg m^2) 0.8 m from such a point was spun to 1e4 rad/s and
+    flung at 3e5 m/s (issue 11, fuzzer seed 137). Points within reach are unchanged."""
+    n = np.sqrt(np.einsum("mpi,mpi->mp", r, r))
+    lim = reach[:, None]
+    return r * np.where(n > lim, lim / np.where(n > lim, n, 1.0), 1.0)[..., None]
+
+
+def _pinv_psd(k, rtol=1e-9):
+    """Pseudo-inverses of symmetric positive semi-definite matrices (..., n, n)."""
+    if k.shape[0] == 0:
+        return k.copy()
+    e, vec = np.linalg.eigh(k)
+    cut = rtol * e.max(axis=-1, keepdims=True)
+    inv_e = np.where(e > cut, 1.0 / np.where(e > cut, e, 1.0), 0.0)
+    return np.einsum("...ik,...k,...jk->...ij", vec, inv_e, vec)

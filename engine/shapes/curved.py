@@ -1,0 +1,214 @@
+"""Exact cylinders and cones: shapes, batched support functions, AABBs and mass properties.
+
+Both are curved convex shapes that no finite point core describes, so GJK/EPA read them through
+an analytic support function (``SupportSet``), the world takes their AABB in closed form and
+their mass properties are closed forms too. Contacts are built in ``curved_contacts.py``.
+
+Conventions (axis Z, as Blender's Cylinder and Cone primitives and rigid-body shapes):
+- ``Cylinder(radius, height)``: caps at z = -height/2 and z = +height/2, centred on the origin.
+- ``Cone(radius, height)``: base disc of the given radius at z = -height/2, apex at z = +height/2.
+  The origin is the midpoint of the axis, i.e. the centre of the bounding box: that is where
+  Blender's Add > Cone puts the object origin (its vertices run from z = -depth/2 to +depth/2)
+  and where Bullet's btConeShapeZ (Blender's rigid-body Cone) has its centre. The centre of mass
+  is *not* there but a quarter of the height above the base, z = -height/4; the body keeps that
+  offset (World stores the COM), so a cone tips about its real centroid (Bullet treats the
+  shape centre as the COM).
+
+``radius`` on these shapes is the cylinder/cone radius; they are not swollen shapes, so their
+``swell_radius`` (what the ShapeTable's ``radius`` column holds for every shape) is 0.
+"""
+import numpy as np
+
+from ..core import detmath
+from ..core.errors import DegenerateShapeError
+from ..core.kinds import ShapeKind
+from .primitives import Shape
+
+CYLINDER, CONE = ShapeKind.CYLINDER, ShapeKind.CONE
+CURVED_KINDS = (CYLINDER, CONE)
+# The core points of a curved shape in the ShapeTable are a circumscribed prism/pyramid of this
+# many sides. Only bounding uses read them (a compound's or mesh query's candidate box, the
+# triangle side test): 8 sides make those boxes at most 1/cos(pi/8) - 1 = 8 % too wide, and
+# keep the padded point arrays of a mixed table small (16 points for a cylinder).
+RING = 8
+# Cap polygons used for face contacts: CAP_N points exactly on the rim circle. 16 puts a point
+# within 11.25 deg of any rim direction, so a cap clipped by a face edge loses at most
+# r (1 - cos(pi/16)) = 1.9 % of r of its true outline; clip.reduce4 keeps 4 of them.
+CAP_N = 16
+
+
+def _size(value, what):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise DegenerateShapeError(f"{what} must be a number, got {value!r}") from None
+    if not np.isfinite(v) or v <= 0:
+        raise DegenerateShapeError(f"{what} must be a finite number > 0, got {value!r}; "
+                                   "give the shape a size above zero")
+    return v
+
+
+class CurvedShape(Shape):
+    """A cylinder or cone about local Z (see the module doc for the frame)."""
+    swell_radius = 0.0
+
+    def __init__(self, radius, height):
+        name = type(self).__name__
+        self.radius = _size(radius, f"{name} radius")
+        self.height = _size(height, f"{name} height")
+        self.half_height = 0.5 * self.height
+        ring = RING_DIRS * (self.radius / detmath.cos(np.pi / RING))
+        self.core_points = self._bounding_points(ring)
+        self.core_points.setflags(write=False)
+
+    def _bounding_points(self, ring):
+        raise NotImplementedError
+
+    def local_aabb(self):
+        lo, hi = curved_aabb(np.array([self.kind]), np.array([self.radius]),
+                             np.array([self.half_height]), np.eye(3)[None], np.zeros((1, 3)))
+        return lo[0], hi[0]
+
+    def support(self, direction):
+        d = np.asarray(direction, dtype=np.float64).reshape(1, 3)
+        return local_support(np.array([self.kind]), np.array([self.radius]),
+                             np.array([self.half_height]), d)[0]
+
+    def __repr__(self):
+        return f"{type(self).__name__}(radius={self.radius}, height={self.height})"
+
+
+RING_DIRS = np.stack((detmath.cos(2 * np.pi * np.arange(RING) / RING),
+                      detmath.sin(2 * np.pi * np.arange(RING) / RING), np.zeros(RING)), axis=1)
+CAP_DIRS = np.stack((detmath.cos(2 * np.pi * np.arange(CAP_N) / CAP_N),
+                     detmath.sin(2 * np.pi * np.arange(CAP_N) / CAP_N), np.zeros(CAP_N)), axis=1)
+
+
+class Cylinder(CurvedShape):
+    """Solid cylinder of the given radius and height along local Z, centred on the origin."""
+    kind = CYLINDER
+
+    def _bounding_points(self, ring):
+        z = np.array([0.0, 0.0, self.half_height])
+        return np.concatenate((ring - z, ring + z))
+
+    def bounding_radius(self):
+        return float(np.hypot(self.radius, self.half_height))
+
+
+class Cone(CurvedShape):
+    """Solid cone along local Z: base of the given radius at z = -height/2, apex at +height/2."""
+    kind = CONE
+
+    def _bounding_points(self, ring):
+        z = np.array([0.0, 0.0, self.half_height])
+        return np.concatenate((ring - z, z[None]))
+
+    def bounding_radius(self):
+        return float(max(np.hypot(self.radius, self.half_height), self.half_height))
+
+
+def is_curved(kind):
+    return (kind == CYLINDER) | (kind == CONE)
+
+
+def _unit_xy(d):
+    """Unit horizontal part of local directions (k, 3) and its length; +x where it is zero."""
+    l = np.sqrt(d[:, 0] ** 2 + d[:, 1] ** 2)
+    ok = l > 1e-300
+    safe = np.where(ok, l, 1.0)
+    ux = np.where(ok, d[:, 0] / safe, 1.0)
+    uy = np.where(ok, d[:, 1] / safe, 0.0)
+    return ux, uy, l
+
+
+def local_support(kind, radius, hh, d):
+    """Farthest points (k, 3) of cylinders/cones (kind per row) along local directions d (k, 3).
+
+    Cylinder: the rim point of the cap facing d. Cone: the apex or the base rim point facing d,
+    whichever reaches farther (apex when 2 hh d_z >= r |d_xy|)."""
+    ux, uy, lxy = _unit_xy(d)
+    up = d[:, 2] >= 0
+    cyl_z = np.where(up, hh, -hh)
+    apex = (2.0 * hh * d[:, 2] >= radius * lxy) & (kind == CONE)
+    z = np.where(kind == CONE, np.where(apex, hh, -hh), cyl_z)
+    rr = np.where(apex, 0.0, radius)
+    return np.stack((rr * ux, rr * uy, z), axis=1)
+
+
+def curved_aabb(kind, radius, hh, rot, pos):
+    """World AABBs (lo, hi) of cylinders/cones with rotations rot (k, 3, 3), origins pos (k, 3).
+
+    A disc of radius r with unit normal a spans r sqrt(1 - a_i^2) along world axis i."""
+    a = rot[:, :, 2]
+    disc = radius[:, None] * np.sqrt(np.maximum(1.0 - a * a, 0.0))
+    top = pos + hh[:, None] * a
+    bot = pos - hh[:, None] * a
+    cone = (kind == CONE)[:, None]
+    top_lo = np.where(cone, top, top - disc)
+    top_hi = np.where(cone, top, top + disc)
+    lo = np.minimum(top_lo, bot - disc)
+    hi = np.maximum(top_hi, bot + disc)
+    return lo, hi
+
+
+def curved_moments(shape):
+    """Volume, centroid (3,) and second moment about the centroid (density 1) in closed form.
+
+    Cylinder (V = pi r^2 h): C_xx = C_yy = V r^2 / 4, C_zz = V h^2 / 12, so I_z = m r^2 / 2 and
+    I_x = m (3 r^2 + h^2) / 12. Cone (V = pi r^2 h / 3, centroid h/4 above the base):
+    C_xx = C_yy = 3 V r^2 / 20, C_zz = 3 V h^2 / 80, so I_z = 3 m r^2 / 10 and
+    I_x = m (3 r^2 / 20 + 3 h^2 / 80) about the centroid."""
+    r, h = shape.radius, shape.height
+    if shape.kind == CYLINDER:
+        v = np.pi * r * r * h
+        return v, np.zeros(3), np.diag([v * r * r / 4.0, v * r * r / 4.0, v * h * h / 12.0])
+    v = np.pi * r * r * h / 3.0
+    cxx = 3.0 * v * r * r / 20.0
+    return v, np.array([0.0, 0.0, -0.25 * h]), np.diag([cxx, cxx, 3.0 * v * h * h / 80.0])
+
+
+class SupportSet:
+    """Batched convex cores for GJK/EPA (gjk.support dispatches on this type): per row either
+    a padded point set already in the common frame (code 0) or a cylinder/cone posed by rot
+    (k, 3, 3, local -> frame) and off (k, 3). Indexing with a row selection gives a subset."""
+    __slots__ = ("code", "hh", "off", "pts", "radius", "rot")
+
+    def __init__(self, pts, code, radius, hh, rot, off):
+        self.pts, self.code, self.radius, self.hh, self.rot, self.off = (
+            pts, code, radius, hh, rot, off)
+
+    @property
+    def shape(self):
+        return self.pts.shape
+
+    def __len__(self):
+        return len(self.code)
+
+    def __getitem__(self, sel):
+        return SupportSet(**{f: getattr(self, f)[sel] for f in self.__slots__})
+
+    def support(self, d):
+        k = len(self.code)
+        idx = np.argmax(np.matmul(self.pts, d[:, :, None])[:, :, 0], axis=1)
+        p = self.pts[np.arange(k), idx]
+        curved = self.code != 0
+        if curved.any():
+            dl = np.matmul(d[:, None, :], self.rot)[:, 0]          # rot^T d
+            loc = local_support(self.code, self.radius, self.hh, dl)
+            pc = np.matmul(self.rot, loc[:, :, None])[:, :, 0] + self.off
+            p = np.where(curved[:, None], pc, p)
+        return p, idx
+
+
+def curved_aabbs(table, sid, rot, pos, lo, hi):
+    """World AABBs with the rows of cylinders/cones (shape ids sid) replaced by their exact ones."""
+    rows = np.flatnonzero(is_curved(table.kind[sid]))
+    if not len(rows):
+        return lo, hi
+    s = sid[rows]
+    clo, chi = curved_aabb(table.kind[s], table.curved_radius[s], table.half_height[s],
+                           rot[rows], pos[rows])
+    lo, hi = lo.copy(), hi.copy()
+    lo[rows], hi[rows] = clo, chi
+    return lo, hi

@@ -1,0 +1,154 @@
+"""Contacts of turning polytopes taken again between substeps, inside a collision pass.
+
+Why. A pass's manifolds are taken at its start and followed linearly (s = s0 + J dpose): a
+turning hull brings features into contact that its manifold does not hold (the next face of a
+tumbling cube, a rock's far vertex). The world used to split the whole step into more passes
+while any body in a pair turned its surface by more than ``max_spin_travel`` in one
+(World.collision_steps_for): 216 tumbling cubes took 5.7 passes a frame instead of 2, every
+pass paying broadphase, narrowphase, colouring and solver set-up for all ~400 pairs, for the
+sake of the few that spin fast.
+
+Now, every EVERY substeps, each polytope pair's relative motion since its manifold was taken
+is read from the poses: the relative turn times the smaller body's reach, plus, between two
+moving bodies, the relative slide across the normal (a rock sliding over a neighbour's edge
+meets new faces as surely as a turning one). The pairs past SHARE of ``max_spin_travel`` are
+taken again from the narrowphase at the present poses, in one call, and replace theirs in the
+solver (ContactSolver.replace: rows, separations, impulses kept per feature id). The pairs and
+their colours stay: one manifold per polytope pair, whatever the poses. The motion is read
+from the poses, so a body struck into a spin within the pass is taken again too (the pass
+rule reads the spin at the step's start).
+
+Cost. A rebuild is a narrowphase call plus the rows of the pairs it takes, about 1.2 ms of
+fixed cost at 27 cubes: in small worlds that is more than the passes it saves, so the world
+uses this only from World.recollide_min_manifolds polytope-pair manifolds on. Measured
+(bench/bench_speed.py, docs/benchmarks/speed.md): 216 tumbling cubes 91-96 -> 75-80
+ms/frame, 1000 cubes 366-377 -> 266-278, the same worst penetration; the triggers tried and
+their figures are in that page.
+
+Pairs found apart by a rebuild keep an empty manifold for the rest of the pass (the world
+drops it before the pair table). New pairs are not looked for within a pass: the pass's
+candidates already hold every pair that its starting velocities can bring into contact.
+
+Scope: pairs of two polytopes (Box, ConvexHull). A body in any other pair (a triangle mesh, a
+compound, a round shape) still calls for whole passes (World.collision_steps_for).
+"""
+import numpy as np
+
+from ..collision import manifold_cache
+from ..collision.nonconvex import collide_bodies
+from ..core import detmath, quat
+from ..core.vec import norm
+from .guard import sound_manifolds
+
+# Substeps between two looks at the pairs' motion (each look costs some 20 numpy calls; a
+# rebuild, one narrowphase call and the solver rows of the pairs taken).
+EVERY = 3
+# Share of max_spin_travel past which a pair is taken again at a look.
+SHARE = 0.5
+
+
+class Recollide:
+    """The in-pass rebuilds of one collision pass. world: the World; rows (K,) the caller-order
+    indices of the pass's polytope-pair manifolds, ia, ib (M,) the bodies of all manifolds,
+    normal (M, 3) their normals (A to B); movers (N,) bool: the awake dynamic bodies."""
+
+    def __init__(self, world, rows, ia, ib, normal, movers):
+        self.world = world
+        self.rows = rows
+        self.ia, self.ib = ia[rows], ib[rows]
+        reach = world._reach()
+        self.reach = np.minimum(reach[self.ia], reach[self.ib])
+        # Sliding counts between two moving bodies only: a face of the static ground or of a
+        # kinematic body does not end under a body sliding on it within a pass.
+        self.slide = movers[self.ia] & movers[self.ib]
+        self.limit = SHARE * world.settings.max_spin_travel
+        self.awake = movers
+        self.taken = 0      # manifolds taken again in this pass (for benchmarks)
+        self.done = 0       # substeps so far
+        self._mark(np.arange(len(rows)), normal[rows])
+
+    def _relative(self, sel):
+        """B's centre and orientation in A's frame, for the pairs sel."""
+        w = self.world
+        x, q = w._v("x"), w._v("q")
+        a, b = self.ia[sel], self.ib[sel]
+        qa_inv = quat.conjugate(q[a])
+        return quat.rotate(qa_inv, x[b] - x[a]), quat.multiply(qa_inv, q[b])
+
+    def _mark(self, sel, normal):
+        """Remember the relative poses at which the pairs sel (with normals (K, 3), world)
+        were taken."""
+        if not hasattr(self, "p0"):
+            k = len(self.rows)
+            self.p0, self.q0, self.n0 = np.zeros((k, 3)), np.zeros((k, 4)), np.zeros((k, 3))
+        self.p0[sel], self.q0[sel] = self._relative(sel)
+        self.n0[sel] = quat.rotate(quat.conjugate(self.world._v("q")[self.ia[sel]]), normal)
+
+    def travel(self):
+        """(K,) how far each pair's surfaces have moved past each other since its manifold
+        was taken (m): the relative turn times the smaller body's reach, plus, between two
+        moving bodies, the relative slide across the normal."""
+        p, q = self._relative(np.arange(len(self.rows)))
+        d = p - self.p0
+        d -= np.einsum("ki,ki->k", d, self.n0)[:, None] * self.n0
+        dq = quat.multiply(quat.conjugate(self.q0), q)
+        turn = 2.0 * detmath.arctan2(norm(dq[:, 1:], axis=1), np.abs(dq[:, 0]))
+        return turn * self.reach + np.where(self.slide, norm(d, axis=1), 0.0)
+
+    def update(self, solver, refresh, man, vel, dpose, h, t_left, inv_inertia):
+        """After a substep (not the pass's last): take again the manifolds whose pairs moved
+        too far. man: the pass's manifolds (dict of arrays, caller order), updated in place
+        for the pair table and the record; refresh: the pass's InertiaRefresh; t_left (s) the
+        rest of the pass; inv_inertia (N, 3, 3) the world inverse inertia the solver uses."""
+        self.done += 1
+        if not len(self.rows) or self.done % EVERY:
+            return
+        sel = np.flatnonzero(self.travel() > self.limit)
+        if not len(sel):
+            return
+        take_again(self.world, solver, refresh, man, self.rows[sel], self.ia[sel],
+                   self.ib[sel], vel, dpose, t_left, inv_inertia, self.awake)
+        self._mark(sel, man["normal"][self.rows[sel]])
+        self.taken += len(sel)
+
+
+def take_again(world, solver, refresh, man, rows, ia, ib, vel, dpose, t_left, inv_inertia,
+               awake):
+    """Manifolds ``rows`` of the body pairs (ia, ib) from the narrowphase at the present poses,
+    with speculative margins for the rest of the pass, into the solver and into man. awake
+    (N,) bool: the bodies gravity moves (the solver's)."""
+    x, q, com = world._v("x"), world._v("q"), world._v("com")
+    sid, table = world._v("shape"), world.table
+    # Every row of a body is built for one orientation (engine.dynamics.inertia_refresh).
+    refresh.force(solver, np.union1d(ia, ib), q, dpose)
+    qa, qb = quat.normalize(q[ia]), quat.normalize(q[ib])
+    pos_a = x[ia] - quat.rotate(qa, com[ia])
+    pos_b = x[ib] - quat.rotate(qb, com[ib])
+    margin = world._speculative_margin(ia, ib, vel, t_left)
+    got = collide_bodies(table, sid[ia], pos_a, qa, sid[ib], pos_b, qb, margin=margin,
+                         collide=world._collide).manifolds     # polytopes: one per pair
+    ok = (got.count > 0) & sound_manifolds(got.normal, got.points, got.separation, got.count)
+    # A pair now beyond its margin keeps an empty manifold (no rows) for the rest of the
+    # pass; the world drops it before the pair table.
+    normal = np.where(ok[:, None], got.normal, man["normal"][rows])
+    count = np.where(ok, got.count, 0)
+    g = awake[:, None] * world.gravity
+    fresh = {"normal": normal, "points": got.points, "separation": got.separation,
+             "count": count, "ids": got.ids, "old_ids": man["ids"][rows],
+             "accel_n": np.einsum("mi,mi->m", g[ib] - g[ia], normal)}
+    rot = quat.to_matrix(q)
+    box = world._arm_boxes.world(table, sid, world._v("kind"), world._v("inertia"), com, rot)
+    solver.replace(rows, fresh, x, inv_inertia, box, world._reach(), vel, dpose)
+    for k in ("normal", "points", "separation", "count", "ids"):
+        man[k][rows] = fresh[k]
+    for k in ("axis_kind", "axis_index"):
+        if k in man:
+            man[k][rows] = getattr(got, k)
+    if "geo" in man:
+        geo = manifold_cache.capture({"normal": normal, "points": got.points,
+                                      "separation": got.separation,
+                                      "axis_kind": got.axis_kind,
+                                      "axis_index": got.axis_index},
+                                     pos_a, qa, pos_b, qb, margin)
+        for k, v in geo.items():
+            man["geo"][k][rows] = v

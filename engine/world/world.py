@@ -1,0 +1,1156 @@
+"""The rigid-body world: bodies in structure-of-arrays form and the soft-step pipeline.
+
+One ``World.step(dt)``:
+
+1. kinematic targets -> kinematic velocities for this step;
+2. world AABBs, fattened by a margin and swept by each body's motion over dt (speculative
+   contacts need the pair *before* it touches), and the broadphase (engine.collision.broadphase's
+   persistent Broadphase, its pairs filtered to this step's exact box overlaps);
+3. waking: a sleeping island whose box overlaps a moving body wakes up (then the broadphase
+   is redone so the woken bodies' own pairs are found);
+4. narrowphase (engine.collision.nonconvex.collide_bodies) once for all candidate pairs with at least
+   one awake dynamic body, keeping points within a per-pair speculative distance (base +
+   how far the surfaces can close over dt). Convex pairs give one manifold; a Compound
+   expands into its parts and a TriangleMesh (static or kinematic only) into the triangles
+   its BVH returns, so a body pair may give several manifolds, told apart by a ``sub`` key;
+5. the pair table (engine.collision.contacts, keyed by (body pair, sub)) matches points by feature id
+   and hands back last step's impulses for warm starting;
+6. graph colouring (engine.dynamics.graph) and the soft-step solver (engine.dynamics.solver) over
+   the substeps, with integration (engine.dynamics.integrate) in between;
+7. restitution, impulses stored, kinematic bodies snapped to their targets;
+8. sleep timers and per-island sleeping (engine.dynamics.graph.islands); optional debug record.
+
+Frames. Public poses are those of the body *origin* (the frame the shape is defined in, what
+Blender keys); internally the dynamics uses centre-of-mass positions, since a body rotates
+about its centre of mass, which for a hull or a compound need not be the origin.
+
+Shapes: Box, Sphere, Capsule, ConvexHull, Compound (dynamic or not; exact mass properties of
+its parts) and TriangleMesh (static or kinematic scenery only: a mesh has no volume to give
+it mass, so add_body refuses a dynamic one and says what to use instead).
+
+Mixing rule (the same as Blender's Bullet, so imported scenes mean the same): the friction of a
+pair is friction_a * friction_b and its restitution is restitution_a * restitution_b. Damping
+is Bullet's: v *= (1 - damping) ** dt.
+
+Substeps: ``substeps=None`` picks ceil(dt / max_substep) per step, so the solver runs at about
+the same rate whether the bake steps at 1/24 s or 1/60 s.
+"""
+import math
+
+import numpy as np
+
+from ..collision import manifold_cache
+from ..collision.broadphase import Broadphase
+from ..collision.contacts import PairTable, check_body_count, key_bodies, pair_keys
+from ..collision.nonconvex import body_mass_properties, check_body_shape, collide_bodies
+from ..collision.shape_table import ShapeTable
+from ..core import detmath, quat
+from ..core.errors import EngineError
+from ..core.kinds import BodyKind, ShapeKind
+from ..core.vec import norm
+from ..dynamics.arm_box import ArmBoxes
+from ..dynamics.graph import colour_constraints, islands
+from ..dynamics.inertia_refresh import InertiaRefresh
+from ..dynamics.integrate import damping_factor, integrate_positions, integrate_velocities
+from ..dynamics.round_bodies import centred_balls, feature_spin, round_about_z
+from ..dynamics.solver import ContactSolver
+from ..dynamics.struck import MAX_EARLY_ENDS, StruckBodies
+from ..features.deform import deform_mesh_body
+from ..features.fields import FieldTable, field_forces
+from ..shapes.curved import curved_aabbs
+from .body_control import BodyControl
+from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
+from .recollide import Recollide
+from .record import StepRecord
+from .settings import WorldSettings
+from .world_joints import JointSet, JointWorldMixin
+
+DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
+# Candidate pairs from which a collision pass reuses part of its manifolds (engine.collision.manifold_cache):
+# below, the narrowphase costs about the same for any number of pairs, so a pass reuses all
+# or nothing (bench/bench_speed.py: partial reuse cost 27 cubes 0.5 ms per pass and saved
+# nothing; 125 rocks late in their pile, ~240 pairs, 6.4 -> 2.9 ms of narrowphase per pass).
+REUSE_MIN_PAIRS = 128
+# Collision passes for spin (collision_steps_for), as multiples of the passes dt needs: for
+# the surface travel, and for the turn per pass (rad), which only absurd spins reach.
+MAX_SPIN_PASSES = 4
+MAX_PASS_TURN = 1.0
+MAX_TURN_PASSES = 16
+
+# Per-body arrays: name -> (trailing shape, dtype, fill value for new rows).
+_FIELDS = {
+    "x": ((3,), np.float64, 0.0),          # centre of mass, world
+    "pos": ((3,), np.float64, 0.0),        # origin, world (public)
+    "q": ((4,), np.float64, 0.0),
+    "vel": ((6,), np.float64, 0.0),        # [linear of the COM, angular], world
+    "com": ((3,), np.float64, 0.0),        # centre of mass in the shape frame
+    "inv_mass": ((), np.float64, 0.0),
+    "inertia": ((3, 3), np.float64, 0.0),  # about the COM, shape-frame axes
+    "inv_inertia": ((3, 3), np.float64, 0.0),
+    "isotropic": ((), bool, True),
+    "kind": ((), np.int8, DYNAMIC),
+    "shape": ((), np.int64, 0),
+    "friction": ((), np.float64, 0.5),
+    "restitution": ((), np.float64, 0.0),
+    "lin_damp": ((), np.float64, 0.0),
+    "ang_damp": ((), np.float64, 0.0),
+    "group": ((), np.int64, 1),
+    "mask": ((), np.int64, -1),
+    "sleep_time": ((), np.float64, 0.0),
+    "sleeping": ((), bool, False),
+    "island": ((), np.int64, -1),
+    "has_target": ((), bool, False),
+    "target_pos": ((3,), np.float64, 0.0),
+    "target_q": ((4,), np.float64, 0.0),
+    # Hand-off and deactivation (engine.world.body_control): the mass to switch back to dynamic
+    # with, whether the body may sleep, its own sleep tolerances (< 0: the world's).
+    "mass": ((), np.float64, 0.0),
+    "can_sleep": ((), bool, True),
+    "sleep_lin": ((), np.float64, -1.0),
+    "sleep_ang": ((), np.float64, -1.0),
+}
+# Arrays that make up the simulation state (get_state / set_state); the rest is set-up.
+_STATE_FIELDS = ("x", "pos", "q", "vel", "sleep_time", "sleeping", "island", "has_target",
+                 "target_pos", "target_q")
+# Restored by set_state when present (a body's kind may change mid-simulation, with its
+# inverse mass and inertia: engine.world.body_control).
+_KIND_FIELD = "kind"
+
+
+def _vec(value, n, what):
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.shape != (n,):
+        raise EngineError(f"{what} must be {n} numbers, got {value!r}")
+    if not np.all(np.isfinite(arr)):
+        raise EngineError(f"{what} must be finite, got {value!r}; check the object's transform "
+                          "or velocity for NaN/inf")
+    return arr
+
+
+def _scalar(value, what, lo=0.0, hi=None):
+    try:
+        v = float(value)
+    except (TypeError, ValueError):
+        raise EngineError(f"{what} must be a number, got {value!r}") from None
+    if not math.isfinite(v) or v < lo or (hi is not None and v > hi):
+        rng = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise EngineError(f"{what} must be finite and {rng}, got {value!r}")
+    return v
+
+
+def _rows_of(man, keep):
+    """The manifolds dict (and its "geo" dict) at rows keep."""
+    return {k: (_rows_of(v, keep) if isinstance(v, dict) else v[keep]) for k, v in man.items()}
+
+
+class World(BodyControl, JointWorldMixin):
+    """A rigid-body world.
+
+    ``World(settings=WorldSettings(...))``, or ``World(**overrides)`` as a shorthand for
+    ``World(settings=WorldSettings(**overrides))`` (both may be given: the overrides change the
+    settings given). Every tunable (gravity, substeps, contact stiffness, sleeping, ccd...) is a
+    field of engine.world.settings.WorldSettings, documented there with its unit; ``world.settings``
+    reads them and ``world.settings = world.settings.replace(ccd=False)`` changes them between
+    steps.
+
+    CCD is by speculative contacts: AABBs are swept by each body's motion over the step and the
+    narrowphase keeps points within base + closing distance over the step, so a contact exists
+    before the bodies touch and its bias s/h stops them at the surface (a 0.1 m sphere at
+    200 m/s stops at a 5 cm wall at 24 fps: tests/test_world_ccd.py).
+
+    Pair coefficients combine by multiplication (Blender/Bullet): mu = mu_a * mu_b,
+    e = e_a * e_b. Damping: v *= (1 - d) ** dt (Bullet).
+
+    Public read attributes (views, (N, ...)): positions, orientations (w, x, y, z) of the
+    body origins, linear_velocities (of the centres of mass), angular_velocities, sleeping,
+    kinds (BodyKind codes), body_count; last_record (a StepRecord when recording). Use
+    set_velocity / set_pose to change a body (this wakes it).
+
+    Guard (engine.world.guard): ``guard_events`` is a list of GuardEvent(time, body, reason), one per
+    body whose state went non-finite in a step; that body was kept at its last good pose and
+    put to sleep, and the step went on for the others. A correct step never adds to it.
+
+    Limits: at most 2**31 bodies (pair keys hold two 31-bit body indices; add_body raises an
+    EngineError beyond). A body pair may have any number of manifolds.
+    """
+
+    # Turning polytopes have their manifolds taken again between substeps (engine.world.recollide)
+    # instead of calling for whole collision passes, in worlds whose pair table holds at
+    # least recollide_min_manifolds polytope-pair manifolds. Below, a rebuild's fixed cost (a
+    # narrowphase call, ~1.2 ms at 27 cubes) is more than the passes it saves: 27 tumbling
+    # cubes 24-25 -> 30 ms/frame, 125 rocks 35-38 -> 40 (docs/benchmarks/speed.md); above,
+    # 216 cubes 91-96 -> 75-80 and 1000 cubes 366-377 -> 266-278. recollide_in_pass = False:
+    # never (for benchmarks and tests that compare the two).
+    recollide_in_pass = True
+    recollide_min_manifolds = 256
+
+    def __init__(self, settings=None, **overrides):
+        if settings is None:
+            settings = WorldSettings()
+        elif not isinstance(settings, WorldSettings):
+            raise EngineError(f"settings must be an engine.WorldSettings, got {settings!r}")
+        self.settings = settings.replace(**overrides) if overrides else settings
+        self.joints = JointSet()
+        self.table = ShapeTable()
+        self.pairs = PairTable()
+        self._bp = Broadphase(margin=self.settings.broadphase_slack)
+        self.record = False
+        self.last_record = None
+        self.time = 0.0
+        self._n = 0
+        self._cap = 0
+        self._a = {}
+        self._grow(8)
+        self._collide = None  # narrowphase function; see _narrowphase
+        self.fields = None    # force fields (engine.features.fields.FieldTable); see set_fields
+        self._field_exempt = np.zeros(0, dtype=np.int64)
+        self.guard_events = []     # engine.world.guard.GuardEvent per repaired body (see the class doc)
+        self._guard = StateGuard()
+        self._arm_boxes = ArmBoxes()   # where a contact may push a body (engine.dynamics.arm_box)
+        self.last_recollided = 0       # manifolds taken again in the last pass (recollide)
+        self._recollide_on = False     # this step's choice (collision_steps_for)
+
+    @property
+    def settings(self):
+        """The world's WorldSettings (frozen; assign a new one to change them)."""
+        return self._settings
+
+    @settings.setter
+    def settings(self, value):
+        if not isinstance(value, WorldSettings):
+            raise EngineError(f"settings must be an engine.WorldSettings, got {value!r}")
+        self._settings = value
+        # The step multiplies gravity into arrays: keep it as one.
+        self.gravity = np.array(value.gravity, dtype=np.float64)
+
+    # -- storage ----------------------------------------------------------------------------
+    def _grow(self, cap):
+        for name, (shape, dtype, fill) in _FIELDS.items():
+            new = np.full((cap,) + shape, fill, dtype=dtype)
+            old = self._a.get(name)
+            if old is not None:
+                new[:self._n] = old[:self._n]
+            self._a[name] = new
+        self._cap = cap
+
+    def _v(self, name):
+        return self._a[name][:self._n]
+
+    @property
+    def body_count(self):
+        return self._n
+
+    @property
+    def positions(self):
+        return self._a["pos"][:self._n]
+
+    @property
+    def orientations(self):
+        return self._a["q"][:self._n]
+
+    @property
+    def linear_velocities(self):
+        return self._a["vel"][:self._n, :3]
+
+    @property
+    def angular_velocities(self):
+        return self._a["vel"][:self._n, 3:]
+
+    @property
+    def sleeping(self):
+        return self._a["sleeping"][:self._n]
+
+    @property
+    def kinds(self):
+        return self._a["kind"][:self._n]
+
+    @property
+    def masses(self):
+        im = self._a["inv_mass"][:self._n]
+        return np.where(im > 0, 1.0 / np.where(im > 0, im, 1.0), np.inf)
+
+    @property
+    def centers_of_mass(self):
+        return self._a["x"][:self._n]
+
+    # -- bodies -----------------------------------------------------------------------------
+    def add_body(self, shape, position=(0.0, 0.0, 0.0), orientation=(1.0, 0.0, 0.0, 0.0),
+                 linear_velocity=(0.0, 0.0, 0.0), angular_velocity=(0.0, 0.0, 0.0),
+                 kind="dynamic", density=None, mass=None, friction=0.5, restitution=0.0,
+                 linear_damping=0.0, angular_damping=0.0, group=1, mask=-1):
+        """Add a body and return its index. Mass: give ``density`` (kg/m^3) or ``mass`` (kg),
+        not both; default 1 kg (Blender's default). Static and kinematic bodies ignore mass.
+        shape: Box, Sphere, Capsule, ConvexHull, Compound, or TriangleMesh (kind 'static' or
+        'kinematic' only)."""
+        k = BodyKind.parse(kind)
+        if not hasattr(shape, "core_points") or getattr(shape, "kind", None) is None:
+            raise EngineError(f"shape must be an engine shape (Box, Sphere, Capsule, "
+                              f"ConvexHull, Compound, TriangleMesh), got {shape!r}")
+        check_body_shape(shape, k)   # a TriangleMesh may be static or kinematic only
+        check_body_count(self._n + 1)
+        pos = _vec(position, 3, "position")
+        q = _vec(orientation, 4, "orientation")
+        qn = np.linalg.norm(q)
+        if qn < 1e-9:
+            raise EngineError(f"orientation {orientation!r} has zero length; give a unit "
+                              "quaternion (w, x, y, z), e.g. (1, 0, 0, 0)")
+        q = q / qn
+        lv = _vec(linear_velocity, 3, "linear_velocity")
+        av = _vec(angular_velocity, 3, "angular_velocity")
+        fr = _scalar(friction, "friction")
+        re = _scalar(restitution, "restitution")
+        ld = _scalar(linear_damping, "linear_damping", 0.0, 1.0)
+        ad = _scalar(angular_damping, "angular_damping", 0.0, 1.0)
+        if density is not None and mass is not None:
+            raise EngineError("give density or mass, not both")
+        if k == DYNAMIC:
+            if mass is not None:
+                mass = _scalar(mass, "mass")
+                if mass <= 0:
+                    raise EngineError(f"mass must be positive, got {mass!r}; use kind='static' "
+                                      "for an immovable body")
+            elif density is not None:
+                density = _scalar(density, "density")
+                if density <= 0:
+                    raise EngineError(f"density must be positive, got {density!r}; use "
+                                      "kind='static' for an immovable body")
+            else:
+                mass = 1.0
+            mp = body_mass_properties(shape, density, mass)
+            m = float(mp.mass)
+            inertia = np.asarray(mp.inertia, dtype=np.float64).reshape(3, 3)
+            com = np.asarray(mp.center, dtype=np.float64).reshape(3)
+            if not (m > 0 and np.all(np.isfinite(inertia))):
+                raise EngineError(f"shape {shape!r} has no usable mass properties")
+            inv_mass = 1.0 / m
+            inv_inertia = np.linalg.inv(inertia)
+            iso = bool(np.allclose(inertia, np.eye(3) * np.trace(inertia) / 3.0,
+                                   rtol=1e-9, atol=1e-12 * np.trace(inertia)))
+        else:
+            com = np.zeros(3)
+            inv_mass = 0.0
+            inertia = np.zeros((3, 3))
+            inv_inertia = np.zeros((3, 3))
+            iso = True
+            if k == STATIC:
+                lv = np.zeros(3)
+                av = np.zeros(3)
+        if self._n == self._cap:
+            self._grow(2 * self._cap)
+        i = self._n
+        self._n += 1
+        a = self._a
+        a["q"][i] = q
+        a["pos"][i] = pos
+        a["com"][i] = com
+        a["x"][i] = pos + quat.rotate(q, com)
+        a["vel"][i, :3] = lv
+        a["vel"][i, 3:] = av
+        a["inv_mass"][i] = inv_mass
+        a["mass"][i] = m if k == DYNAMIC else 0.0
+        a["inertia"][i] = inertia
+        a["inv_inertia"][i] = inv_inertia
+        a["isotropic"][i] = iso
+        a["kind"][i] = k
+        a["shape"][i] = self.table.add(shape)
+        a["friction"][i] = fr
+        a["restitution"][i] = re
+        a["lin_damp"][i] = ld
+        a["ang_damp"][i] = ad
+        a["group"][i] = int(group)
+        a["mask"][i] = int(mask)
+        for name in ("sleep_time", "sleeping", "island", "has_target", "can_sleep", "sleep_lin",
+                     "sleep_ang"):
+            a[name][i] = _FIELDS[name][2]
+        return i
+
+    def _check_index(self, index):
+        if not (0 <= int(index) < self._n):
+            raise EngineError(f"body index {index!r} out of range (the world has {self._n} bodies)")
+        return int(index)
+
+    def wake(self, index):
+        """Wake the body and its island."""
+        i = self._check_index(index)
+        a = self._a
+        if a["sleeping"][i]:
+            isl = a["island"][i]
+            sel = a["sleeping"][:self._n] & (a["island"][:self._n] == isl)
+            sel[i] = True
+            a["sleeping"][:self._n][sel] = False
+            a["sleep_time"][:self._n][sel] = 0.0
+        a["sleep_time"][i] = 0.0
+
+    def set_velocity(self, index, linear=None, angular=None):
+        """Set a body's linear (of the COM) and/or angular velocity; wakes it."""
+        i = self._check_index(index)
+        if linear is not None:
+            self._a["vel"][i, :3] = _vec(linear, 3, "linear velocity")
+        if angular is not None:
+            self._a["vel"][i, 3:] = _vec(angular, 3, "angular velocity")
+        self.wake(i)
+
+    def set_pose(self, index, position=None, orientation=None):
+        """Teleport a body (origin pose); wakes it."""
+        i = self._check_index(index)
+        a = self._a
+        if position is not None:
+            a["pos"][i] = _vec(position, 3, "position")
+        if orientation is not None:
+            a["q"][i] = unit_quaternion(_vec(orientation, 4, "orientation"), "orientation")
+        a["x"][i] = a["pos"][i] + quat.rotate(a["q"][i], a["com"][i])
+        self.wake(i)
+
+    def set_kinematic_target(self, index, position, orientation=None):
+        """Pose (of the origin) a kinematic body reaches at the end of the next step. Its
+        velocities for that step follow from the motion, so it pushes bodies correctly."""
+        i = self._check_index(index)
+        if self._a["kind"][i] != KINEMATIC:
+            raise EngineError(f"body {i} is not kinematic; set_kinematic_target moves "
+                              "kinematic bodies only (use set_pose for others)")
+        self._a["target_pos"][i] = _vec(position, 3, "target position")
+        q = self._a["q"][i] if orientation is None else _vec(orientation, 4, "target orientation")
+        self._a["target_q"][i] = unit_quaternion(q, "target orientation")
+        self._a["has_target"][i] = True
+
+    # -- force fields (engine.features.fields) -------------------------------------------------------
+    def set_fields(self, fields, exempt=()):
+        """Force fields acting on the dynamic bodies from the next step on, until replaced:
+        an engine.features.fields.FieldTable (or None / empty to clear). ``exempt``: indices of bodies
+        the fields leave alone (Blender: a rigid body that is itself a field).
+
+        The fields are evaluated before every solver substep from the bodies' current
+        centre-of-mass positions and velocities (Wind's flow, Drag, Magnetic and Harmonic
+        damping depend on velocity; Blender too evaluates them per Bullet substep) and the
+        sum is applied at the centre of mass (no torque, as Blender's central force). A
+        body with a non-zero field force does not fall asleep, and a sleeping one wakes."""
+        if fields is not None and not isinstance(fields, FieldTable):
+            raise EngineError(f"fields must be an engine.features.fields.FieldTable or None, got "
+                              f"{fields!r}")
+        ex = np.unique(np.asarray(exempt, dtype=np.int64).reshape(-1))
+        if len(ex) and (ex[0] < 0 or ex[-1] >= self._n):
+            raise EngineError(f"exempt body indices {exempt!r} out of range (the world has "
+                              f"{self._n} bodies)")
+        self.fields = fields if fields is not None and len(fields) else None
+        self._field_exempt = ex
+
+    def _field_targets(self, index):
+        return index[~np.isin(index, self._field_exempt)] if len(self._field_exempt) else index
+
+    def _field_kick(self, vel, act, h):
+        """Velocity change h F / m of the fields' forces on the awake dynamic bodies act."""
+        if self.fields is None or not len(act):
+            return
+        idx = self._field_targets(act)
+        force = field_forces(self.fields, self._a["x"][idx], vel[idx, :3])
+        vel[idx, :3] += (h * self._a["inv_mass"][idx])[:, None] * force
+        self._a["sleep_time"][idx[np.any(force != 0.0, axis=1)]] = 0.0
+
+    def _field_wake(self):
+        """Wake the islands of sleeping dynamic bodies that a field pushes."""
+        if self.fields is None:
+            return
+        idx = self._field_targets(np.flatnonzero(self._v("sleeping")
+                                                 & (self._v("kind") == DYNAMIC)))
+        if not len(idx):
+            return
+        force = field_forces(self.fields, self._a["x"][idx], self._a["vel"][idx, :3])
+        pushed = idx[np.any(force != 0.0, axis=1)]
+        if len(pushed):
+            sleeping, isl = self._v("sleeping"), self._v("island")
+            wake = sleeping & np.isin(isl, isl[pushed])
+            wake[pushed] = True
+            sleeping[wake] = False
+            self._v("sleep_time")[wake] = 0.0
+
+    def set_mesh_vertices(self, index, vertices):
+        """New vertex positions (same topology, the count the mesh was built from) for a
+        static or kinematic body's TriangleMesh, used from the next step; wakes sleepers
+        near the moved part. The motion is positional (no surface velocity): see
+        engine/features/deform.py. Returns the largest vertex displacement."""
+        return deform_mesh_body(self, index, vertices)
+
+    # -- state ------------------------------------------------------------------------------
+    def get_state(self):
+        """The full simulation state as a dict of numpy arrays (copies)."""
+        state = {name: self._v(name).copy() for name in _STATE_FIELDS + (_KIND_FIELD,)}
+        state.update(self.pairs.get_state())
+        state.update(self.joints.get_state())
+        state["time"] = np.array(self.time)
+        state["body_count"] = np.array(self._n)
+        return state
+
+    def set_state(self, state):
+        """Restore a state from get_state(); stepping then reproduces the original bit for bit."""
+        if int(state["body_count"]) != self._n:
+            raise EngineError(f"state has {int(state['body_count'])} bodies, the world {self._n}; "
+                              "restore a state into the world it came from")
+        self._restore_kinds(state.get(_KIND_FIELD))
+        for name in _STATE_FIELDS:
+            self._v(name)[...] = state[name]
+        self.pairs.set_state(state)
+        self.joints.set_state(state)
+        self.time = float(state["time"])
+
+    # -- step -------------------------------------------------------------------------------
+    def step(self, dt, record=None):
+        """Advance the world by dt seconds (collision passes and substeps chosen internally).
+
+        A step longer than ``max_collision_step`` (1/48 s: a 1/24 s bake frame) is split into
+        equal collision passes, each with its own broadphase, narrowphase and solver substeps:
+        contact manifolds are only as good as the poses they were computed at, and over a whole
+        1/24 s frame a spinning or sliding hull brings new features into contact that one pass
+        cannot see (two passes cut the demo scene's worst penetration to about a third, at no
+        extra cost since each pass needs half the substeps: compare ``bash scripts/demo.sh``'s
+        max penetration with WorldSettings(max_collision_step=1/24)).
+        Kinematic targets are interpolated (lerp, slerp) across the passes.
+        """
+        dt = _scalar(dt, "dt")
+        if dt <= 0:
+            raise EngineError(f"dt must be positive, got {dt!r}")
+        self._field_wake()
+        k = self.collision_steps_for(dt)
+        nsub = self.substeps_for(dt) // k
+        if self._n == 0:
+            self._step(dt, nsub, record)
+            return
+        a = self._a
+        kin = np.flatnonzero(self._v("has_target"))
+        if len(kin):
+            p0, q0 = self._v("pos")[kin].copy(), self._v("q")[kin].copy()
+            p1, q1 = a["target_pos"][kin].copy(), a["target_q"][kin].copy()
+        h = dt / k / nsub
+        early = MAX_EARLY_ENDS
+        for j in range(1, k + 1):
+            # A pass a struck body ends early (engine.dynamics.struck) leaves the rest of its time,
+            # and its kinematic targets, to a new pass at the same substep length.
+            left = nsub
+            while left:
+                if len(kin):
+                    f = j / k
+                    a["target_pos"][kin] = p1 if j == k else p0 + f * (p1 - p0)
+                    a["target_q"][kin] = q1 if j == k else quat.slerp(q0, q1, f)
+                    a["has_target"][kin] = True
+                # (dt / k itself for a whole pass: h * nsub may differ from it in the last bit)
+                done = self._step(dt / k if left == nsub else h * left, left,
+                                  record if j == k else False, may_end=early > 0)
+                left -= done
+                early -= bool(left)
+
+    def _step(self, dt, nsub, record=None, may_end=False):
+        """One collision pass: broadphase, narrowphase, solver substeps, sleep. Returns the
+        substeps it ran: fewer than nsub when may_end and a struck body ended it early
+        (engine.dynamics.struck)."""
+        record = self.record if record is None else bool(record)
+        self.last_recollided = 0
+        n = self._n
+        if n == 0:
+            self.time += dt
+            return nsub
+        h = dt / nsub
+        a = self._a
+        x, q, vel, pos = self._v("x"), self._v("q"), self._v("vel"), self._v("pos")
+        kind = self._v("kind")
+        sleeping = self._v("sleeping")
+
+        # 1. Kinematic targets -> velocities.
+        kin_t = np.flatnonzero(self._v("has_target"))
+        self._kinematic_velocities(kin_t, dt)
+
+        # 2-3. AABBs, broadphase, waking: candidate pairs with an awake dynamic body.
+        rot = quat.to_matrix(q)
+        lo, hi = self._aabbs(rot, dt)
+        moving = self._moving(kind, sleeping, vel)
+        # (sleeping off: bodies may still start asleep, engine.world.body_control)
+        if sleeping.any():
+            self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)  # joints link islands
+        ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
+        if (sleeping.any() and len(ia)
+                and self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt)):
+            # What woke drags in what it is glued to, in this pass (engine.world.world_joints).
+            self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)
+            ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
+        awake = (kind == DYNAMIC) & ~sleeping
+        keep = awake[ia] | awake[ib]
+        ia, ib = ia[keep], ib[keep]
+        ia, ib = self.joints.filter_pairs(ia, ib)  # joints' disable_collisions
+
+        # 4. Narrowphase: manifolds with at least one point; a body pair may have several
+        # (compound parts, triangle-mesh normal clusters), told apart by ``sub``. No candidate
+        # pair (a free body, a sparse scene in flight) skips it unless a record is wanted.
+        if len(ia) or record:
+            ia, ib, sub, man = self._narrowphase(ia, ib, vel, dt)
+            ids, count = man["ids"], man["count"]
+        else:
+            sub = np.zeros(0, dtype=np.int64)
+            ids, count = np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64)
+            man = {"normal": np.zeros((0, 3)), "points": np.zeros((0, 4, 3)),
+                   "separation": np.zeros((0, 4)), "count": count, "ids": ids}
+        keys = pair_keys(ia, ib)
+
+        act = np.flatnonzero(awake)
+        movers = np.flatnonzero(awake | (kind == KINEMATIC))
+        self._guard.save(movers, x, q, vel)
+        lin_f = damping_factor(self._v("lin_damp")[act], h)
+        ang_f = damping_factor(self._v("ang_damp")[act], h)
+        gyro = act[~self._v("isotropic")[act]]
+        inertia_g = a["inertia"][gyro]
+        if len(ia) == 0 and not self._joints_active(awake):
+            # 5-6. No contact this pass: integration alone (what the solver passes would leave
+            # unchanged, minus their preparation and call overhead).
+            for _ in range(nsub):
+                self._field_kick(vel, act, h)
+                integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
+                                     gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
+                integrate_positions(x, q, vel, movers, h)
+            imp_n, imp_f, imp_f2 = np.zeros((0, 4)), np.zeros((0, 4, 3)), np.zeros((0, 4, 2))
+        else:
+            imp_n, imp_f, imp_f2, done = self._solve(ia, ib, sub, man, keys, awake, rot, h,
+                                                     nsub, act, movers, lin_f, ang_f, gyro,
+                                                     inertia_g, may_end)
+            if done < nsub:
+                dt, nsub = done * h, done
+                kin_t = kin_t[:0]   # the next pass moves them on to their targets
+            if not count.all():     # pairs engine.world.recollide found apart: no manifold to keep
+                live = count > 0
+                ia, ib, sub, keys = ia[live], ib[live], sub[live], keys[live]
+                imp_n, imp_f, imp_f2 = imp_n[live], imp_f[live], imp_f2[live]
+                man = _rows_of(man, live)
+                ids, count = man["ids"], man["count"]
+
+        # 7. Store impulses (never a non-finite one: see engine.world.guard), snap kinematic bodies.
+        imp_n, imp_f, imp_f2 = finite_impulses(imp_n, imp_f, imp_f2)
+        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub,
+                         geo=man.get("geo"))
+        if len(kin_t):
+            x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
+            q[kin_t] = a["target_q"][kin_t]
+            a["has_target"][kin_t] = False
+        q[movers] = quat.normalize(q[movers])
+        pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
+        self.guard_events += self._guard.repair(
+            self.time, x, q, vel, pos, lambda b: quat.rotate(q[b], a["com"][b]), sleeping,
+            self._v("sleep_time"), self._v("island"))
+
+        # 8. Sleep.
+        if self.settings.sleeping:
+            touching = (imp_n.max(axis=1) > 0.0) if len(ia) else np.zeros(0, dtype=bool)
+            ja, jb = self.joints.edges(awake)
+            self._update_sleep(dt, awake, np.concatenate((ia[touching], ja)),
+                               np.concatenate((ib[touching], jb)), moving)
+        self.time += dt
+        if record:
+            self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
+        return nsub
+
+    def _solve(self, ia, ib, sub, man, keys, awake, rot, h, nsub, act, movers, lin_f, ang_f,
+               gyro, inertia_g, may_end=False):
+        """Steps 5-6 of a pass with contacts: warm start from the pair table, the soft-step
+        solver over the substeps with integration in between, restitution. Returns the
+        impulses (normal (M, 4), friction world vectors (M, 4, 3), along tangents (M, 4, 2))
+        and the substeps run (fewer than nsub if may_end and a body was struck: engine.dynamics.struck)."""
+        x, q, vel = self._v("x"), self._v("q"), self._v("vel")
+        normal, points, sep, count, ids = (man[k] for k in ("normal", "points", "separation",
+                                                             "count", "ids"))
+        # 5. Warm start from the pair table.
+        warm_n, warm_f, _ = self.pairs.match(keys, ids, count, sub)
+
+        # 6. Solver.
+        inv_mass = np.where(awake, self._v("inv_mass"), 0.0)
+        inv_i = rot @ self._v("inv_inertia") @ np.swapaxes(rot, 1, 2)
+        inv_i[~awake] = 0.0
+        g_on = awake[:, None] * self.gravity  # (N, 3): gravity only moves awake dynamic bodies
+        accel_n = np.einsum("mi,mi->m", g_on[ib] - g_on[ia], normal)
+        fr = self._v("friction")
+        re = self._v("restitution")
+        col = colour_constraints(ia, ib, ~awake)
+        # Awake bodies round about an axis (engine.dynamics.round_bodies).
+        axial = round_about_z(self.table.kind[self._v("shape")], self._v("com")) & awake
+        solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
+                               re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
+                               warm_f, h, self.settings, order=col.order, reach=self._reach(),
+                               box=self._arm_boxes.world(self.table, self._v("shape"),
+                                                         self._v("kind"), self._v("inertia"),
+                                                         self._v("com"), rot),
+                               round_axes=self._round_axes(rot, axial))
+        joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
+                                    contact_bodies=np.concatenate((ia, ib)))
+        # Anisotropic bodies that turn far within the pass get their tensor taken again, and
+        # round ones their rows whenever their axis tilts (engine.dynamics.inertia_refresh).
+        refresh = self._inertia_refresh(gyro, axial, q, inv_i)
+        # Polytope pairs whose bodies turn far are taken again between substeps.
+        again = self._recollide(ia, ib, normal, awake)
+        struck = None
+        if may_end and self.settings.ccd and len(act):
+            balls = centred_balls(self.table.kind[self._v("shape")[act]], self._v("com")[act])
+            struck = StruckBodies(act, vel, self._reach(), balls,
+                                  self.settings.speculative_distance)
+        dpose = np.zeros((self._n, 6))
+        done = nsub
+        for s in range(nsub):
+            self._field_kick(vel, act, h)
+            integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
+                                 gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
+            solver.warm_start(vel)
+            if joints:
+                joints.warm_start(vel, x, q)
+            # A stiff spring is nearly a constraint: the substep sweeps it together with its
+            # neighbours until they agree (engine.dynamics.joint_solver.STIFF_SPRING_SWEEPS).
+            for _ in range(self.settings.iterations * (joints.biased_sweeps() if joints else 1)):
+                solver.solve(vel, dpose, True)
+                if joints:
+                    joints.solve(vel, x, q, True)
+            integrate_positions(x, q, vel, movers, h)
+            dpose[movers] += h * vel[movers]
+            refresh.update(solver, q, dpose, vel)
+            if joints and len(joints.shared_bodies):
+                # A body in both solvers is weighted by one tensor in both: the joint rows
+                # take the present one at every substep (engine.dynamics.joint_inertia), so its
+                # contact rows are retaken once it turns (InertiaRefresh.follow). Two
+                # tensors of a spinning needle (inertias 1.3e-4 and 2.9) 0.2 rad apart made
+                # the contact and stiff-spring sweeps answer each other 1.6x harder each
+                # time: 180 -> 6e5 m/s in one substep (tests/test_fuzz_world.py, seed 320).
+                refresh.follow(solver, joints.shared_bodies, q, dpose)
+            relax = self.settings.relax_iterations
+            for r in range(relax):
+                solver.solve(vel, dpose, False)
+                # In every sweep when the joints share a body with a contact (their bias
+                # velocity must leave with the contacts': world_joints._joint_solver).
+                if joints and (joints.relax_every or r == relax - 1):
+                    joints.solve(vel, x, q, False)
+            if joints:
+                joints.end_substep()
+            if s < nsub - 1 and struck is not None and struck.struck(vel, (nsub - 1 - s) * h):
+                done = s + 1
+                break
+            if again is not None and s < nsub - 1:
+                again.update(solver, refresh, man, vel, dpose, h, (nsub - 1 - s) * h, inv_i)
+        if joints:
+            joints.finish()
+        self.last_recollided = 0 if again is None else again.taken
+        solver.restitution(vel, self.settings.restitution_threshold)
+        imp_n, imp_f, imp_f2, _ = solver.impulses()
+        return imp_n, imp_f, imp_f2, done
+
+    def _recollide(self, ia, ib, normal, awake):
+        """The pass's Recollide (engine.world.recollide) over its polytope-pair manifolds, or None
+        (not this step: see recollide_min_manifolds; or no such manifold)."""
+        if not self._recollide_on:
+            return None
+        rows = np.flatnonzero(self._convex_pairs(ia, ib))
+        return Recollide(self, rows, ia, ib, normal, awake) if len(rows) else None
+
+    def _inertia_refresh(self, gyro, axial, q, inv_i):
+        """The pass's InertiaRefresh: the anisotropic awake bodies gyro and the awake bodies
+        round about an axis (axial (N,) bool), whose rows follow their axis."""
+        bodies = np.union1d(gyro, np.flatnonzero(axial))
+        return InertiaRefresh(bodies, q, inv_i, self._v("inv_inertia"), axial=axial[bodies],
+                              reach=self._reach()[bodies])
+
+    def _round_axes(self, rot, axial):
+        """(N, 3) world axes of the bodies round about one (axial (N,) bool), zero for the
+        rest; None when there is none."""
+        if not axial.any():
+            return None
+        out = np.zeros((self._n, 3))
+        out[axial] = rot[axial, :, 2]
+        return out
+
+    def _reach(self):
+        """(N,) bounding radius of each body about its centre of mass (m)."""
+        return self.table.bound_radius[self._v("shape")] + np.linalg.norm(self._v("com"), axis=1)
+
+    def collision_steps_for(self, dt):
+        """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
+        while an awake body spins fast enough that its surface would sweep more than
+        ``max_spin_travel`` in one pass (speculative contacts cannot see the new features a
+        spinning hull turns into contact), at most MAX_SPIN_PASSES times that; and, whatever
+        that cap, enough passes (at most MAX_TURN_PASSES times) that no awake body turns more
+        than MAX_PASS_TURN in one: contacts are linear in the rotation over a pass, and a 27 g
+        needle spun to 2400 rad/s, two turns per pass under the first cap, had its speculative
+        contacts pump energy into it (tests/test_fuzz_world.py seed 137, once its manifolds
+        held the deepest point: clip.incident_face).
+
+        It also settles whether the step's passes take turning polytopes' manifolds again
+        within the pass (engine.world.recollide; World.recollide_min_manifolds): step() asks it
+        first, so every pass of a step makes the same choice."""
+        k = max(1, math.ceil(dt / self.settings.max_collision_step - 1e-9))
+        self._recollide_on = self._recollide_wanted()
+        if self._n == 0:
+            return k
+        # Only bodies in the pair table (touching, or within the speculative margin of the
+        # last pass, which with ccd covers the closing distance of a step) or in a joint
+        # count: a body spinning in free flight has no manifold to go stale, and made every
+        # pass of the whole world pay for a thrown cube's spin (27 tumbling cubes: 4.25 ->
+        # 3.06 passes a frame).
+        in_pairs, in_joints, handled = self._spinning_candidates()
+        if not len(in_pairs) and not len(in_joints):
+            return k
+        # In a pair, only a turn that moves the body's surface counts (not a ball's:
+        # engine.dynamics.round_bodies); in a joint, the whole turn.
+        sid, w = self._v("shape"), self._v("vel")[:, 3:]
+        kind, com = self.table.kind[sid[in_pairs]], self._v("com")[in_pairs]
+        spin = np.concatenate((feature_spin(w[in_pairs], self._v("q")[in_pairs],
+                                            centred_balls(kind, com), round_about_z(kind, com)),
+                               norm(w[in_joints], axis=1)))
+        reach = self.table.bound_radius[sid[np.concatenate((in_pairs, in_joints))]]
+        # Bodies in polytope pairs only have theirs taken again within the pass instead
+        # (engine.world.recollide); their spin still bounds the turn per pass below.
+        counts = np.concatenate((~handled, np.ones(len(in_joints), dtype=bool)))
+        travel = float(np.max(spin * reach * counts)) * dt
+        k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
+        k_turn = math.ceil(float(np.max(spin)) * dt / MAX_PASS_TURN - 1e-9)
+        return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
+
+    def _spinning_candidates(self):
+        """Awake dynamic bodies (indices) in a pair of the pair table, and in a live joint
+        other than a pure point lock: a joint's rows (a hinge's limit) are as linear over a
+        pass as a contact's, but a point lock (Blender's Point) has its rows rebuilt from the
+        poses at every substep, exactly. A 20 x 20 net of balls on point joints spun its balls
+        at 100+ rad/s and took 2.8 passes a frame instead of 2 (bench/bench_joints_grid.py)."""
+        on = (self._v("kind") == DYNAMIC) & ~self._v("sleeping")
+        in_pairs = np.zeros(self._n, dtype=bool)
+        if len(self.pairs.keys):
+            a, b = key_bodies(self.pairs.keys)
+            in_pairs[a] = True
+            in_pairs[b] = True
+        in_joints = np.zeros(self._n, dtype=bool)
+        j = self.joints
+        if j.n:
+            live = j.live() & ~j.point_locks()
+            in_joints[j.v("body_a")[live]] = True
+            in_joints[j.v("body_b")[live & ~j.v("world")]] = True
+        cand = np.flatnonzero(in_pairs & on)
+        return cand, np.flatnonzero(in_joints & on), self._polytope_only(cand)
+
+    def _table_pairs(self):
+        """Bodies (a, b) of the pair table's rows, and which are pairs of two polytopes."""
+        a, b = key_bodies(self.pairs.keys)
+        n = self._n
+        ok = (a < n) & (b < n)
+        return a, b, ok & self._convex_pairs(np.minimum(a, n - 1), np.minimum(b, n - 1)), ok
+
+    def _recollide_wanted(self):
+        """Whether this step's passes use engine.world.recollide (see recollide_min_manifolds)."""
+        if not self.recollide_in_pass or not self._n or not len(self.pairs):
+            return False
+        return np.count_nonzero(self._table_pairs()[2]) >= self.recollide_min_manifolds
+
+    def _polytope_only(self, bodies):
+        """(K,) bool: which of bodies are in pair-table pairs of two polytopes only, whose
+        manifolds engine.world.recollide takes again within a pass (all False when it is off)."""
+        if not self._recollide_on or not len(bodies):
+            return np.zeros(len(bodies), dtype=bool)
+        a, b, poly, ok = self._table_pairs()
+        other = ok & ~poly
+        hard = np.zeros(self._n, dtype=bool)
+        hard[a[other]] = True
+        hard[b[other]] = True
+        return ~hard[bodies]
+
+    def substeps_for(self, dt):
+        """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
+        shared out over the passes, or ceil(pass / max_substep) per pass."""
+        k = self.collision_steps_for(dt)
+        if self.settings.substeps:
+            return k * max(1, math.ceil(self.settings.substeps / k - 1e-9))
+        return k * max(1, math.ceil(dt / k / self.settings.max_substep - 1e-9))
+
+    # -- step helpers -----------------------------------------------------------------------
+    def _kinematic_velocities(self, kin_t, dt):
+        """Velocities that carry kinematic bodies kin_t exactly onto their targets over dt
+        (the rotation as axis * angle / dt, the shorter way round)."""
+        if not len(kin_t):
+            return
+        a = self._a
+        x, q, vel = self._v("x"), self._v("q"), self._v("vel")
+        tq = a["target_q"][kin_t]
+        tx = a["target_pos"][kin_t] + quat.rotate(tq, a["com"][kin_t])
+        vel[kin_t, :3] = (tx - x[kin_t]) / dt
+        dq = quat.multiply(tq, quat.conjugate(q[kin_t]))
+        dq = np.where(dq[:, :1] < 0, -dq, dq)
+        s = np.linalg.norm(dq[:, 1:], axis=1)
+        angle = 2.0 * detmath.arctan2(s, dq[:, 0])
+        axis = dq[:, 1:] / np.where(s > 0, s, 1.0)[:, None]
+        vel[kin_t, 3:] = axis * (angle / dt)[:, None]
+
+    def _aabbs(self, rot, dt):
+        """World AABBs of the shapes, swept by the motion over dt and fattened by the margin."""
+        t = self.table
+        sid = self._v("shape")
+        pts = t.points[sid]  # (N, V, 3), padded by repetition
+        world = np.einsum("nij,nvj->nvi", rot, pts)
+        r = t.radius[sid][:, None]
+        lo = world.min(axis=1) - r + self._v("pos")
+        hi = world.max(axis=1) + r + self._v("pos")
+        lo, hi = curved_aabbs(t, sid, rot, self._v("pos"), lo, hi)   # Cylinder, Cone: exact
+        vel = self._v("vel")
+        kind = self._v("kind")
+        # Sweep: linear displacement plus what rotation can add (|w| dt * bounding radius).
+        sweep = dt if self.settings.ccd else 0.0
+        disp = vel[:, :3] * sweep
+        # Rotation is about the COM: a point is at most bound_radius + |com| from it.
+        reach = t.bound_radius[sid] + norm(self._v("com"), axis=1)
+        spin = norm(vel[:, 3:], axis=1) * sweep * reach
+        moving = kind != STATIC
+        disp = np.where(moving[:, None], disp, 0.0)
+        spin = np.where(moving, spin, 0.0)
+        lo = lo + np.minimum(disp, 0.0) - (spin + self.settings.aabb_margin)[:, None]
+        hi = hi + np.maximum(disp, 0.0) + (spin + self.settings.aabb_margin)[:, None]
+        return lo, hi
+
+    def _moving(self, kind, sleeping, vel):
+        """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones."""
+        lin = np.linalg.norm(vel[:, :3], axis=1)
+        ang = np.linalg.norm(vel[:, 3:], axis=1)
+        lin_tol, ang_tol = self._sleep_tolerances()
+        fast = (lin > lin_tol) | (ang > ang_tol)
+        # Called after step 1, so a kinematic body's velocity already says whether its target
+        # moves it: one keyed every frame but standing still lets its neighbours sleep.
+        kin_moving = (kind == KINEMATIC) & ((lin > 0) | (ang > 0))
+        return ((kind == DYNAMIC) & ~sleeping & fast) | kin_moving
+
+    def _broadphase(self, lo, hi, kind, sleeping, moving):
+        """Pairs whose boxes (lo, hi) overlap, as broadphase.find_pairs(lo, hi, ...) gives them.
+
+        The persistent Broadphase pairs fat boxes (these boxes plus settings.broadphase_slack, kept
+        until a box leaves its fat box), which costs one containment test per body in a
+        resting scene; its pairs are a superset, so they are filtered by the exact overlap of
+        this step's boxes. The result is then the same set whatever the fat boxes' history
+        (restoring a state needs no broadphase state to stay bit-exact)."""
+        passive = ((kind == STATIC) | sleeping | (kind == KINEMATIC)) & ~moving
+        ia, ib = self._bp.update(lo, hi, None, self._v("group"), self._v("mask"), passive)
+        keep = np.all((lo[ia] <= hi[ib]) & (lo[ib] <= hi[ia]), axis=1)
+        return ia[keep], ib[keep]
+
+    def _wake_touched(self, ia, ib, sleeping, moving, lo, hi, dt):
+        """Wake the islands of sleepers whose box overlaps a moving body's (for a moving
+        triangle mesh: one of its triangles' boxes, swept by the mesh's motion, since the
+        mesh's own box may span a whole level). Returns whether anything woke."""
+        wa = sleeping[ia] & moving[ib]
+        wb = sleeping[ib] & moving[ia]
+        s = np.concatenate((ia[wa], ib[wb]))          # sleeper
+        m = np.concatenate((ib[wa], ia[wb]))          # moving body it may touch
+        mesh = self.table.kind[self._v("shape")[m]] == ShapeKind.TRIANGLE_MESH
+        if mesh.any():
+            rows = np.flatnonzero(mesh)
+            hit = self._near_triangles(s[rows], m[rows], lo, hi, dt)
+            keep = np.ones(len(s), dtype=bool)
+            keep[rows] = hit
+            s = s[keep]
+        if not len(s):
+            return False
+        who = s
+        isl = self._v("island")
+        labels = np.unique(isl[who])
+        wake = sleeping & np.isin(isl, labels)
+        self._v("sleeping")[wake] = False
+        self._v("sleep_time")[wake] = 0.0
+        return True
+
+    def _near_triangles(self, s, m, lo, hi, dt):
+        """Per (sleeper s, moving mesh m) row: does the sleeper's box come within reach of a
+        triangle of the mesh over dt? The box goes into the mesh frame (its 8 corners' box)
+        and is grown by how far any mesh point moves over dt; the BVH answers exactly."""
+        out = np.zeros(len(s), dtype=bool)
+        sid = self._v("shape")[m]
+        vel = self._v("vel")
+        reach = self.table.bound_radius[sid] + np.linalg.norm(self._v("com")[m], axis=1)
+        grow = dt * (np.linalg.norm(vel[m, :3], axis=1) + np.linalg.norm(vel[m, 3:], axis=1)
+                     * reach)
+        bit = np.arange(8)
+        corners = np.where(((bit[:, None] >> np.arange(3)) & 1).astype(bool)[None],
+                           hi[s][:, None], lo[s][:, None])          # (R, 8, 3)
+        rot = quat.to_matrix(self._v("q")[m])
+        local = np.matmul(corners - self._v("pos")[m][:, None], rot)
+        llo = local.min(axis=1) - grow[:, None]
+        lhi = local.max(axis=1) + grow[:, None]
+        for u in np.unique(sid):                        # distinct moving meshes only
+            r = np.flatnonzero(sid == u)
+            qi, _ = self.table.shapes[u].query(llo[r], lhi[r])
+            out[r[qi]] = True
+        return out
+
+    def _narrowphase(self, ia, ib, vel, dt):
+        """Contact manifolds of the candidate body pairs (engine.collision.nonconvex.collide_bodies:
+        engine.collision.narrowphase.collide for convex pairs, expanded for compounds and meshes), a
+        polytope pair's manifold reused from the pair table while its bodies barely moved
+        relative to each other (engine.collision.manifold_cache).
+
+        Returns (ia, ib, sub, manifolds as a dict of arrays, with "geo" their captured
+        geometry for the pair table): one row per manifold with points, sorted by
+        (ia, ib, sub)."""
+        t = self.table
+        sid = self._v("shape")
+        pos, q = self._v("pos"), self._v("q")
+        margin = self._speculative_margin(ia, ib, vel, dt)
+        reuse, rows = self._reusable(ia, ib, margin, vel, dt)
+        fresh = np.flatnonzero(~reuse) if reuse.any() else np.arange(len(ia))
+        fa, fb = ia[fresh], ib[fresh]
+        if len(fresh) or not len(ia):
+            res = collide_bodies(t, sid[fa], pos[fa], q[fa], sid[fb], pos[fb], q[fb],
+                                 margin=margin[fresh], collide=self._collide)
+            man = res.manifolds
+            live = np.flatnonzero((man.count[:] > 0) & sound_manifolds(
+                man.normal, man.points, man.separation, man.count))
+            out = {k: getattr(man, k)[live] for k in ("normal", "points", "separation",
+                                                       "count", "ids", "axis_kind",
+                                                       "axis_index")}
+            pair, sub = fresh[res.pair[live]], res.sub[live]
+        else:                                   # everything reused: no narrowphase at all
+            out = {"normal": np.zeros((0, 3)), "points": np.zeros((0, 4, 3)),
+                   "separation": np.zeros((0, 4)), "count": np.zeros(0, np.int64),
+                   "ids": np.zeros((0, 4), np.int64), "axis_kind": np.zeros(0, np.int8),
+                   "axis_index": np.zeros((0, 2), np.int64)}
+            pair = sub = np.zeros(0, dtype=np.int64)
+        if self.settings.manifold_reuse_distance > 0:
+            pa, pb = ia[pair], ib[pair]
+            out["geo"] = manifold_cache.capture(out, pos[pa], q[pa], pos[pb], q[pb],
+                                                margin[pair])
+            # Pairs with another shape than a polytope: never reused.
+            out["geo"]["margin"] = np.where(self._convex_pairs(pa, pb), margin[pair], np.nan)
+            if reuse.any():
+                pair, sub, out = self._merge_reused(ia, ib, reuse, rows, pair, sub, out)
+        return ia[pair], ib[pair], sub, out
+
+    def _reusable(self, ia, ib, margin, vel, dt):
+        """Candidate pairs whose manifold the pair table can give again: (reuse (M,) bool,
+        the table row of each pair or -1). A few candidates cost the narrowphase its fixed
+        per-call price whatever their number, so below REUSE_MIN_PAIRS a pass reuses only when
+        it can reuse everything, and tries only when no awake body moves by the tolerance in
+        this pass (a cheap test that fails at once in a tumbling scene)."""
+        m = len(ia)
+        d, ang = self.settings.manifold_reuse_distance, self.settings.manifold_reuse_angle
+        none = np.zeros(m, dtype=bool), np.full(m, -1, dtype=np.int64)
+        if d <= 0 or not m or not len(self.pairs):
+            return none
+        if m < REUSE_MIN_PAIRS:
+            awake = (self._v("kind") != STATIC) & ~self._v("sleeping")
+            v = vel[awake]
+            if len(v) and (np.max(np.einsum("ij,ij->i", v[:, :3], v[:, :3])) * dt * dt >= d * d
+                           or np.max(np.einsum("ij,ij->i", v[:, 3:], v[:, 3:])) * dt * dt
+                           >= ang * ang):
+                return none
+        rows = self.pairs._find(pair_keys(ia, ib), np.zeros(m, dtype=np.int64))
+        hit = np.flatnonzero((rows >= 0) & self._convex_pairs(ia, ib))
+        if m < REUSE_MIN_PAIRS and len(hit) < m:
+            return none
+        reuse = np.zeros(m, dtype=bool)
+        if len(hit):
+            a, b = ia[hit], ib[hit]
+            pos, q = self._v("pos"), self._v("q")
+            reuse[hit] = manifold_cache.still_valid(self.pairs.geometry(rows[hit]), pos[a],
+                                                    q[a], pos[b], q[b], margin[hit], d, ang)
+        if m < REUSE_MIN_PAIRS and not reuse.all():
+            return none
+        return reuse, rows
+
+    def _convex_pairs(self, ia, ib):
+        """(M,) bool: both bodies are polytopes (Box, ConvexHull): one manifold per pair whose
+        points are features of the shapes. A round shape's contact point is not a material
+        point (a lying capsule rolls under it: reused, the point would roll up with it and the
+        capsule roll on), and compounds and meshes have several manifolds per pair."""
+        poly = self.table.kind[self._v("shape")] == ShapeKind.POLYTOPE
+        return poly[ia] & poly[ib]
+
+    def _merge_reused(self, ia, ib, reuse, rows, pair, sub, out):
+        """The fresh manifold rows (pair, sub, out) plus those rebuilt from the pair table for
+        the candidates ``reuse``, sorted by (pair, sub)."""
+        r = np.flatnonzero(reuse)
+        trow = rows[r]
+        geo = self.pairs.geometry(trow)
+        pos, q = self._v("pos"), self._v("q")
+        count = self.pairs.count[trow]
+        normal, points, sep = manifold_cache.rebuild(geo, count, pos[ia[r]], q[ia[r]],
+                                                     pos[ib[r]], q[ib[r]])
+        old = {"normal": normal, "points": points, "separation": sep, "count": count,
+               "ids": self.pairs.ids[trow], "axis_kind": geo["axis_kind"],
+               "axis_index": geo["axis_index"]}
+        pair = np.concatenate((pair, r))
+        sub = np.concatenate((sub, np.zeros(len(r), dtype=np.int64)))
+        order = np.lexsort((sub, pair))
+        merged = {k: np.concatenate((out[k], old[k]))[order] for k in old}
+        merged["geo"] = {k: np.concatenate((v, geo[k]))[order] for k, v in out["geo"].items()}
+        return pair[order], sub[order], merged
+
+    def _speculative_margin(self, ia, ib, vel, dt):
+        """Per pair: points closer than this are contacts. The base distance plus, with ccd,
+        how far the two surfaces can close over dt: relative COM speed, plus each body's spin
+        times the distance from its COM to any point of the contact. That distance is at most
+        the body's own reach (bounding radius about the origin + |COM offset|) and at most the
+        distance to the other body plus the other's bounding radius: the second bound keeps a
+        spinning kinematic triangle mesh (huge reach) from giving every pair a huge margin."""
+        spec = self.settings.speculative_distance
+        if not self.settings.ccd or not len(ia):
+            return np.full(len(ia), spec)
+        t = self.table
+        sid = self._v("shape")
+        rad = t.bound_radius[sid]
+        reach = rad + norm(self._v("com"), axis=1)
+        x, pos = self._v("x"), self._v("pos")
+        arm_a = np.minimum(reach[ia], norm(pos[ib] - x[ia], axis=1) + rad[ib])
+        arm_b = np.minimum(reach[ib], norm(pos[ia] - x[ib], axis=1) + rad[ia])
+        rel = norm(vel[ib, :3] - vel[ia, :3], axis=1)
+        spin = (norm(vel[ia, 3:], axis=1) * arm_a
+                + norm(vel[ib, 3:], axis=1) * arm_b)
+        return spec + dt * (rel + spin)
+
+    def _keep_pair(self, keys):
+        """Old pair-table rows to keep when not evaluated: both bodies asleep or static."""
+        a, b = key_bodies(keys)
+        n = self._n
+        ok = (a < n) & (b < n)
+        a, b = np.minimum(a, n - 1), np.minimum(b, n - 1)
+        passive = self._v("sleeping") | (self._v("kind") != DYNAMIC)
+        return ok & passive[a] & passive[b] & (self._v("sleeping")[a] | self._v("sleeping")[b])
+
+    def _update_sleep(self, dt, awake, ta, tb, moving):
+        n = self._n
+        vel = self._v("vel")
+        kind = self._v("kind")
+        timer = self._v("sleep_time")
+        lin = np.linalg.norm(vel[:, :3], axis=1)
+        ang = np.linalg.norm(vel[:, 3:], axis=1)
+        lin_tol, ang_tol = self._sleep_tolerances()
+        calm = (lin < lin_tol) & (ang < ang_tol) & self._v("can_sleep")
+        timer[:] = np.where(awake & calm, timer + dt, 0.0)
+        # A body touching a moving kinematic body must stay awake.
+        kin_mov = (kind == KINEMATIC) & moving
+        if len(ta):
+            pushed = np.concatenate((ta[kin_mov[tb]], tb[kin_mov[ta]]))
+            timer[pushed] = 0.0
+        label = islands(n, ta, tb, ~awake)
+        members = np.flatnonzero(awake)
+        if not len(members):
+            return
+        lab = label[members]
+        srt = np.argsort(lab, kind="stable")
+        lab_s = lab[srt]
+        starts = np.flatnonzero(np.r_[True, lab_s[1:] != lab_s[:-1]])
+        tmin = np.minimum.reduceat(timer[members][srt], starts)
+        sleepy_labels = lab_s[starts][tmin >= self.settings.time_to_sleep]
+        if len(sleepy_labels):
+            go = members[np.isin(lab, sleepy_labels)]
+            self._v("sleeping")[go] = True
+            self._v("island")[go] = label[go]
+            vel[go] = 0.0
+
+    def _make_record(self, ia, ib, sub, man, imp_n, imp_f2, lo, hi):
+        """The StepRecord of this pass (copies; see engine.world.record)."""
+        slot = np.arange(4)
+        valid = slot[None, :] < man["count"][:, None]
+        mi, pi = np.nonzero(valid)
+        return StepRecord(
+            positions=man["points"][mi, pi].copy(),
+            normals=man["normal"][mi].copy(),
+            separations=man["separation"][mi, pi].copy(),
+            normal_impulses=imp_n[mi, pi].copy(),
+            friction_impulses=imp_f2[mi, pi].copy(),
+            pairs=np.stack((ia[mi], ib[mi]), axis=1),
+            manifold_pairs=np.stack((ia, ib), axis=1),
+            manifold_sub=sub.copy(),
+            axis_kind=man["axis_kind"].copy(),
+            axis_index=man["axis_index"].copy(),
+            aabbs=np.stack((lo, hi), axis=1),
+            sleeping=self._v("sleeping").copy(),
+        )
