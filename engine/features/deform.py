@@ -66,7 +66,7 @@ def _wake_near(world, i, old, new):
     wpts = pts @ rot.T + world._v("pos")[i]
     margin = world.settings.aabb_margin
     lo, hi = wpts.min(axis=0) - margin, wpts.max(axis=0) + margin
-    blo, bhi = world._aabbs(quat.to_matrix(world._v("q")), 0.0)
+    _, blo, bhi = world._bounds(0.0)
     near = np.all((blo <= hi) & (lo <= bhi), axis=1)
     near[i] = False
     if not near.any():

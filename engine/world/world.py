@@ -40,6 +40,7 @@ import math
 import numpy as np
 
 from ..collision import manifold_cache
+from ..collision.bounds import world_bounds
 from ..collision.broadphase import Broadphase
 from ..collision.contacts import PairTable, check_body_count, key_bodies, pair_keys
 from ..collision.nonconvex import body_mass_properties, check_body_shape, collide_bodies
@@ -57,7 +58,6 @@ from ..dynamics.solver import ContactSolver
 from ..dynamics.struck import MAX_EARLY_ENDS, StruckBodies
 from ..features.deform import deform_mesh_body
 from ..features.fields import FieldTable, field_forces
-from ..shapes.curved import curved_aabbs
 from .body_control import BodyControl
 from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
 from .recollide import Recollide
@@ -558,8 +558,7 @@ class World(BodyControl, JointWorldMixin):
         self._kinematic_velocities(kin_t, dt)
 
         # 2-3. AABBs, broadphase, waking: candidate pairs with an awake dynamic body.
-        rot = quat.to_matrix(q)
-        lo, hi = self._aabbs(rot, dt)
+        rot, lo, hi = self._bounds(dt)
         moving = self._moving(kind, sleeping, vel)
         # (sleeping off: bodies may still start asleep, engine.world.body_control)
         if sleeping.any():
@@ -874,30 +873,12 @@ class World(BodyControl, JointWorldMixin):
         axis = dq[:, 1:] / np.where(s > 0, s, 1.0)[:, None]
         vel[kin_t, 3:] = axis * (angle / dt)[:, None]
 
-    def _aabbs(self, rot, dt):
-        """World AABBs of the shapes, swept by the motion over dt and fattened by the margin."""
-        t = self.table
-        sid = self._v("shape")
-        pts = t.points[sid]  # (N, V, 3), padded by repetition
-        world = np.einsum("nij,nvj->nvi", rot, pts)
-        r = t.radius[sid][:, None]
-        lo = world.min(axis=1) - r + self._v("pos")
-        hi = world.max(axis=1) + r + self._v("pos")
-        lo, hi = curved_aabbs(t, sid, rot, self._v("pos"), lo, hi)   # Cylinder, Cone: exact
-        vel = self._v("vel")
-        kind = self._v("kind")
-        # Sweep: linear displacement plus what rotation can add (|w| dt * bounding radius).
-        sweep = dt if self.settings.ccd else 0.0
-        disp = vel[:, :3] * sweep
-        # Rotation is about the COM: a point is at most bound_radius + |com| from it.
-        reach = t.bound_radius[sid] + norm(self._v("com"), axis=1)
-        spin = norm(vel[:, 3:], axis=1) * sweep * reach
-        moving = kind != STATIC
-        disp = np.where(moving[:, None], disp, 0.0)
-        spin = np.where(moving, spin, 0.0)
-        lo = lo + np.minimum(disp, 0.0) - (spin + self.settings.aabb_margin)[:, None]
-        hi = hi + np.maximum(disp, 0.0) + (spin + self.settings.aabb_margin)[:, None]
-        return lo, hi
+    def _bounds(self, dt):
+        """(rot (N, 3, 3), lo, hi (N, 3)): every body's rotation and world box, swept by its
+        motion over dt (with ccd) and fattened by the margin (engine.collision.bounds)."""
+        return world_bounds(self.table, self._v("shape"), self._v("q"), self._v("pos"),
+                            self._v("com"), self._v("vel"), self._v("kind") != STATIC,
+                            dt if self.settings.ccd else 0.0, self.settings.aabb_margin)
 
     def _moving(self, kind, sleeping, vel):
         """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones."""
