@@ -9,8 +9,8 @@ the centre of mass) and fattened by ``aabb_margin``. Static bodies are not swept
   local box): the min/max of the rotated core points, each shape read up to its own point
   count (the table pads every shape to the largest one).
 - Cylinders and cones: in closed form (a disc of radius r and unit normal a spans
-  r sqrt(1 - a_i^2) along world axis i; engine.shapes.curved.curved_aabb is the batched
-  original the tests hold this to).
+  r sqrt(1 - a_i^2) along world axis i), as engine.shapes.curved.curved_aabb gives them to
+  the offline callers (compound part boxes, the overlays).
 
 The rotation matrices are the ones engine.core.quat.to_matrix gives, term for term.
 """

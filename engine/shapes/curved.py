@@ -199,16 +199,3 @@ class SupportSet:
             pc = np.matmul(self.rot, loc[:, :, None])[:, :, 0] + self.off
             p = np.where(curved[:, None], pc, p)
         return p, idx
-
-
-def curved_aabbs(table, sid, rot, pos, lo, hi):
-    """World AABBs with the rows of cylinders/cones (shape ids sid) replaced by their exact ones."""
-    rows = np.flatnonzero(is_curved(table.kind[sid]))
-    if not len(rows):
-        return lo, hi
-    s = sid[rows]
-    clo, chi = curved_aabb(table.kind[s], table.curved_radius[s], table.half_height[s],
-                           rot[rows], pos[rows])
-    lo, hi = lo.copy(), hi.copy()
-    lo[rows], hi[rows] = clo, chi
-    return lo, hi
