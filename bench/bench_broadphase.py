@@ -1,4 +1,5 @@
-"""Broadphase timings: grid hash (find_pairs) vs sweep-and-prune (sweep_pairs); then the
+"""Broadphase timings: the compiled sort-and-sweep (find_pairs; its first call compiles it,
+untimed); then the
 constraint graph: colour count vs the lower bound D and timings (engine.dynamics.graph).
 
     python bench/bench_broadphase.py            # everything, ~30 s
@@ -17,7 +18,7 @@ import time
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from engine.collision.broadphase import Broadphase, find_pairs, sweep_pairs
+from engine.collision.broadphase import Broadphase, find_pairs
 from engine.dynamics.graph import colour_constraints, islands
 
 MARGIN = 0.05
@@ -164,37 +165,33 @@ def pybullet_time(lo, hi):
 
 def main():
     quick = "--quick" in sys.argv
-    print("scene                        pairs    grid ms   sweep ms")
+    find_pairs(*random_scene(10, seed=1))          # compiles the sweep
+    print("scene                        pairs   sweep ms")
     lo, hi, static = pile_scene()
     scenes = [("1000 cubes, 10x10x10 grid", grid_scene() + (None,)),
               ("1000 cubes in a heap+ground", (lo, hi, static)),
               ("5000 random boxes", random_scene(5000) + (None,))]
     for name, (lo, hi, static) in scenes:
-        tg, (ia, _) = best_time(find_pairs, lo, hi, None, None, static)
-        ts, (ja, _) = best_time(sweep_pairs, lo, hi, None, None, static)
-        assert len(ia) == len(ja)
-        print(f"{name:27s} {len(ia):7d} {tg * 1e3:10.2f} {ts * 1e3:10.2f}")
+        ts, (ia, _) = best_time(find_pairs, lo, hi, None, None, static)
+        print(f"{name:27s} {len(ia):7d} {ts * 1e3:10.2f}")
 
     sizes = [100, 300, 1000, 3000, 10000, 20000]
     if quick:
         sizes = sizes[:-1]
     print("\nrandom boxes at constant density (0.05 / unit volume)")
-    print("      N    pairs    grid ms   sweep ms  pybullet ms (broad+narrow)")
-    tg_all, ts_all = [], []
+    print("      N    pairs   sweep ms  pybullet ms (broad+narrow)")
+    ts_all = []
     for n in sizes:
         lo, hi = random_scene(n, seed=n)
-        tg, (ia, _) = best_time(find_pairs, lo, hi)
-        ts, _ = best_time(sweep_pairs, lo, hi)
+        ts, (ia, _) = best_time(find_pairs, lo, hi)
         tb = pybullet_time(lo, hi) if n <= 3000 and not quick else None
-        tg_all.append(tg)
         ts_all.append(ts)
         tb_s = f"{tb * 1e3:10.2f}" if tb is not None else "         -"
-        print(f"{n:7d} {len(ia):8d} {tg * 1e3:10.2f} {ts * 1e3:10.2f} {tb_s}")
+        print(f"{n:7d} {len(ia):8d} {ts * 1e3:10.2f} {tb_s}")
     # Exponent over the upper half of the range (small N is dominated by fixed overhead).
     x = np.log(sizes[2:])
-    for name, t in (("grid", tg_all), ("sweep", ts_all)):
-        k = np.polyfit(x, np.log(t[2:]), 1)[0]
-        print(f"log-log exponent of time vs N (N >= {sizes[2]}), {name}: {k:.2f}")
+    k = np.polyfit(x, np.log(ts_all[2:]), 1)[0]
+    print(f"log-log exponent of time vs N (N >= {sizes[2]}): {k:.2f}")
     bench_persistent()
     bench_graph()
 

@@ -171,7 +171,7 @@ def fit_exponent(n, t):
 
 PHASES = [  # (phase, [(file suffix, function name)]) - cumulative times, see profile_table
     ("scene read + shapes (prepare)", [("addon/simulate.py", "prepare")]),
-    ("bounds + broadphase + waking", [("engine/world/world.py", "_aabbs"),
+    ("bounds + broadphase + waking", [("engine/world/world.py", "_bounds"),
                                       ("engine/world/world.py", "_broadphase"),
                                       ("engine/world/world.py", "_wake_touched")]),
     ("narrowphase", [("engine/world/world.py", "_narrowphase")]),

@@ -3,10 +3,10 @@ import numpy as np
 import pytest
 
 from engine.collision import broadphase
-from engine.collision.broadphase import find_pairs, sweep_pairs
+from engine.collision.broadphase import find_pairs
 from engine.core.errors import EngineError
 
-METHODS = [find_pairs, sweep_pairs]
+METHODS = [find_pairs]
 
 
 def brute_pairs(lo, hi, group=None, mask=None, static=None):
@@ -158,19 +158,19 @@ def test_output_is_deterministic_and_independent_of_input_order():
     np.testing.assert_array_equal(back, key)
 
 
-def test_chunked_expansion_matches(monkeypatch):
-    # Tiny chunks force the batching path, including rows longer than a chunk.
+def test_pairs_beyond_the_first_buffer(monkeypatch):
+    """More pairs than the first sweep made room for: it counts them, the second writes them
+    all (one huge box overlapping every other one, and a buffer of no room at all)."""
     rng = np.random.default_rng(5)
     lo, hi = random_boxes(rng, 300, spread=2.0)
     lo[0], hi[0] = -100.0, 100.0
     want = brute_pairs(lo, hi)
-    monkeypatch.setattr(broadphase, "_CHUNK", 7)
-    for method in METHODS:
-        assert_same(method(lo, hi), want)
+    monkeypatch.setattr(broadphase, "_PAIRS_PER_BOX", 0)
+    assert_same(find_pairs(lo, hi), want)
 
 
 def test_far_apart_coordinates_fall_back_correctly():
-    # Small boxes spread over 1e15: cell keys cannot be packed, the sweep takes over.
+    # Small boxes spread over 1e15 (the numpy grid could not pack their cell keys).
     rng = np.random.default_rng(9)
     c = rng.uniform(-1e15, 1e15, (100, 3))
     c[50:] = c[:50] + 0.25  # each of the last 50 sits on one of the first 50
@@ -209,8 +209,7 @@ def pair_set(ia, ib):
     return set(zip(ia.tolist(), ib.tolist()))
 
 
-# Slow motion rebuilds few fat boxes per step (cached pairs repaired); fast motion rebuilds
-# many (full search).
+# Slow motion rebuilds few fat boxes per step; fast motion rebuilds many.
 @pytest.mark.parametrize("moving, dt", [(0.3, 0.02), (0.6, 0.3)])
 def test_persistent_fat_boxes_over_a_random_walk(moving, dt):
     rng = np.random.default_rng(21)
@@ -249,17 +248,24 @@ def test_fat_boxes_rebuilt_only_when_left(monkeypatch):
     bp.update(lo + 0.4, hi + 0.4)
     np.testing.assert_array_equal(bp.fat_lo, fat_lo)
     assert len(calls) == 1
-    # body 1 leaves its fat box towards body 2: only its box is rebuilt, the pair appears
+    # body 1 leaves its fat box towards body 2: only its box is rebuilt and tested against
+    # the others (no full search), the pair appears
     moved_lo = lo.copy()
     moved_lo[1, 0] += 1.2
     ia, ib = bp.update(moved_lo, moved_lo + 1.0)
-    assert len(calls) == 2
+    assert len(calls) == 1
     np.testing.assert_array_equal(bp.fat_lo[[0, 2]], fat_lo[[0, 2]])
     np.testing.assert_allclose(bp.fat_lo[1], moved_lo[1] - 0.5)
     assert pair_set(ia, ib) == {(1, 2)}
+    # beyond the repair's budget a rebuilt box means a full search
+    monkeypatch.setattr(broadphase, "_REPAIR_TESTS", 0)
+    back = bp.update(lo, hi)
+    assert len(calls) == 2 and len(back[0]) == 0
+    bp.update(moved_lo, moved_lo + 1.0)
+    assert len(calls) == 3
     # a filter change (2 goes static with 1) redoes the search even with no motion
     ia, ib = bp.update(moved_lo, moved_lo + 1.0, static=np.array([False, True, True]))
-    assert len(calls) == 3 and len(ia) == 0
+    assert len(calls) == 4 and len(ia) == 0
     # a different body count starts over
     ia, ib = bp.update(lo[:2], hi[:2])
     np.testing.assert_allclose(bp.fat_lo, lo[:2] - 0.5)

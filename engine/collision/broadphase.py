@@ -1,48 +1,53 @@
-"""Broadphase: every pair of overlapping axis-aligned boxes, found at once in numpy.
+"""Broadphase: every pair of overlapping axis-aligned boxes, found by compiled kernels.
 
 Input is the world AABBs ``lo, hi (N, 3)`` (already fattened by the caller). Boxes that touch
 (``lo_a == hi_b``) overlap. Output is two int64 arrays ``(ia, ib)`` with ``ia < ib``, sorted
 lexicographically, so the same scene always yields the same pair order (the solver's result
 depends on constraint order, and we want bit-for-bit repeatable simulations).
 
-Method: a uniform grid hash built by sorting (``_grid_pairs``). The cell edge is 1.5 x the size
-90 % of the boxes stay under, so those cover at most 2 cells per axis (8 cells). Entries
-(cell key, box) are sorted by key; boxes sharing a cell are candidate pairs, which are
-expanded with a repeat/cumsum trick instead of a Python loop. A pair that shares several cells
-is reported only in the cell holding the lower corner of the two boxes' intersection: that
-corner lies in both boxes, so that cell holds both, and the test reduces to one bitwise AND of
-the entries' 3-bit cell offsets (see ``_grid_small``). No ``np.unique`` pass is needed.
+Method: a uniform grid. The cell edge is 1.5 x the size 90 % of the boxes stay under, so those
+("small" boxes) cover at most 2 cells per axis. Each small box is entered in the cells it
+covers (``_grid_entries``: a hash of the cell's coordinates, the box and the offset of the cell
+within the box's 2 x 2 x 2 block); the entries are sorted by hash, and the boxes sharing a cell
+are tested against each other (``_cell_pairs``). A pair sharing several cells is reported only
+in the cell holding the lower corner of the two boxes' intersection (that corner lies in both
+boxes, so that cell holds both): per axis, no offset of 1 in both entries. Two cells whose
+hashes collide only share a run of the sorted entries; their coordinates tell them apart.
 
-Boxes too big for the grid (ground slabs, walls, a huge box spanning the scene) are paired
-with a vectorised sweep-and-prune (``_sweep_self`` and ``_sweep_bipartite``): sort by ``lo``
-along one axis, find with ``np.searchsorted`` the range of boxes whose ``lo`` lies within each
-box's extent, expand the ranges, and filter by the other two axes.
+Boxes too big for the grid (ground slabs, walls, a box spanning the scene, boxes far out at
+coordinates no cell index holds) are tested against the boxes sorted by ``lo`` along x whose
+``lo`` lies within reach of theirs (``_big_pairs``: a small box starts at most one small
+extent before a big one it overlaps), and against each other directly.
 
-Why a grid and not sweep-and-prune for everything: in 3D at constant density, the boxes that
-overlap a box along one axis form a slab holding O(N^(2/3)) boxes, so a 1D sweep enumerates
-O(N^(5/3)) candidates, and in a dense 10x10x10 block of cubes every box has ~100 slab
-neighbours for ~10 real ones. The grid's candidates are the boxes in the same few cells: O(N)
-for any scene whose boxes are similar in size, and the sort makes the whole O(N log N).
-``bench/bench_broadphase.py`` measures both.
-
-Memory: expanded candidates are processed in chunks of ``_CHUNK`` pairs, so the temporaries
-stay bounded even when one huge box overlaps everything; only the output can be O(N^2), when
-the scene really has that many overlapping pairs.
+Why a grid and not sweep-and-prune: in 3D at constant density, the boxes that overlap a box
+along one axis form a slab holding O(N^(2/3)) boxes, so a 1D sweep enumerates O(N^(5/3))
+candidates (10,000 random boxes: 45 ms for a compiled sweep, against a few for the grid). The
+grid's candidates are the boxes in the same few cells: O(N) for any scene whose boxes are
+similar in size, and the sort makes the whole O(N log N). ``bench/bench_broadphase.py``
+measures it.
 """
 import numpy as np
 
 from ..core.errors import EngineError
+from ..core.jit import kernel
 
-# Candidate pairs expanded per batch. ~1M pairs keeps each temporary at 8 MB.
-_CHUNK = 1 << 20
-# Cell keys are packed into one int64; coordinates beyond this are left to the sweep.
-_MAX_CELL_COORD = 2 ** 40
-# Up to this many boxes every pair is tested directly: n (n - 1) / 2 comparisons in a few
-# numpy calls cost less than the grid's few hundred calls (27 tumbling cubes: 287 -> ~60
-# calls per collision pass; the grid wins from a few hundred boxes on).
-BRUTE_MAX = 128
-# The grid cell is sized to this quantile of box sizes; bigger boxes go to the sweep.
+# The grid cell is sized to this quantile of box sizes; bigger boxes are "big".
 _CELL_QUANTILE = 0.9
+# Cell coordinates beyond this (in cells) are left to the big-box path, so that every cell
+# index is an exact int64 however far out a box is.
+_MAX_CELL_COORD = 2.0 ** 40
+# Pairs the first pass of a kernel makes room for, per box (each counts them all, and a
+# second pass fills a buffer of the right size when they do not fit).
+_PAIRS_PER_BOX = 16
+# Up to this many box tests (rebuilt fat boxes x all boxes), the persistent broadphase tests
+# the rebuilt boxes against all others and keeps the other pairs, instead of a full search
+# (1000-cube heap, 2 % of the boxes moving: 0.1 ms against a 2 ms search).
+_REPAIR_TESTS = 200_000
+# The cell hash takes each coordinate modulo this (cells this many apart share a hash, and
+# are told apart by their coordinates): 3 x 14 bits, which leaves room to pack the entry's
+# number beside the hash in one int64 for the sort.
+_WRAP = 1 << 14
+_HASH_BITS = 42
 
 
 def find_pairs(lo, hi, group=None, mask=None, static=None):
@@ -59,43 +64,199 @@ def find_pairs(lo, hi, group=None, mask=None, static=None):
     group, mask, static = _check_filters(n, group, mask, static)
     if n < 2:
         return _empty(), _empty()
-    if n <= BRUTE_MAX:
-        ia, ib = _all_pairs(lo, hi)
+    if group is None:
+        group = mask = np.full(n, -1, dtype=np.int64)
+    if static is None:
+        static = np.zeros(n, dtype=bool)
+    cell, small = _cells(lo, hi)
+    filters = (group, mask, static)
+    keys = _run(_cell_pairs, n, *_grid_entries_of(cell, small), *cell, lo, hi, *filters)
+    big = np.flatnonzero(~small)
+    if len(big):
+        order = np.argsort(lo[:, 0], kind="stable")
+        ext = (hi[small, 0] - lo[small, 0]).max() if small.any() else 0.0
+        keys = np.concatenate((keys, _run(_big_pairs, n, big, small, order, lo[order, 0],
+                                          float(ext), lo, hi, *filters)))
+    keys.sort()
+    return keys // n, keys % n
+
+
+def _run(pair_kernel, n, *args):
+    """The int64 pair keys a pair kernel writes: a first pass into room for
+    _PAIRS_PER_BOX * n, a second with room for all when they did not fit."""
+    keys = np.empty(_PAIRS_PER_BOX * n, dtype=np.int64)
+    count = pair_kernel(*args, keys)
+    if count > len(keys):
+        keys = np.empty(count, dtype=np.int64)
+        pair_kernel(*args, keys)
+    return keys[:count]
+
+
+def _cells(lo, hi):
+    """((cell, span): each box's lowest cell (N, 3) int64 and the cells it covers beyond it
+    per axis (0 or 1), small (N,) bool: the box covers at most 2 cells per axis, at
+    coordinates an int64 holds exactly)."""
+    n = len(lo)
+    cell, span = np.zeros((n, 3), dtype=np.int64), np.zeros((n, 3), dtype=np.int64)
+    small = np.empty(n, dtype=bool)
+    _grid_cells(lo, hi, 1.0 / _cell_size(lo, hi), cell, span, small)
+    return (cell, span), small
+
+
+def _grid_entries_of(cell_span, small):
+    """(hash, box, code) of every small box's entries, sorted by hash."""
+    cell, span = cell_span
+    boxes = np.flatnonzero(small)
+    count = (1 + span[boxes]).prod(axis=1)
+    first = np.concatenate(([0], np.cumsum(count)))
+    m = int(first[-1])
+    h, box, code = (np.empty(m, dtype=np.int64) for _ in range(3))
+    _grid_entries(boxes, cell, span, first, h, box, code)
+    # The order within a cell does not matter (the pairs are sorted at the end): hash and
+    # entry packed in one int64 sort faster than an argsort.
+    bits = max(1, m.bit_length())
+    if _HASH_BITS + bits <= 63:
+        packed = (h << bits) | np.arange(m, dtype=np.int64)
+        packed.sort()
+        order = packed & ((1 << bits) - 1)
     else:
-        ia, ib = _grid_pairs(lo, hi, static)
-    return _finish(n, ia, ib, group, mask, static)
+        order = np.argsort(h)
+    return h[order], box[order], code[order]
 
 
-def _all_pairs(lo, hi):
-    """Overlapping pairs by testing all n (n - 1) / 2 of them (small n), each once, i < j."""
+@kernel
+def _grid_cells(lo, hi, inv, cell, span, small):
+    """Per box: its lowest cell, its span (cells beyond it per axis), and whether it is small.
+    lo * inv is monotonic in lo, which the lower-corner rule relies on; the test is made on
+    the floored values themselves, so rounding never leaves a box out of a cell it covers
+    (and an infinite or NaN extent fails it)."""
+    for n in range(len(lo)):
+        ok = True
+        for k in range(3):
+            fl = np.floor(lo[n, k] * inv)
+            fh = np.floor(hi[n, k] * inv)
+            if not (fh - fl <= 1.0 and abs(fl) < _MAX_CELL_COORD and abs(fh) < _MAX_CELL_COORD):
+                ok = False
+                break
+            cell[n, k] = int(fl)
+            span[n, k] = int(fh - fl)
+        small[n] = ok
+
+
+def _cell_size(lo, hi):
+    """Edge of the grid cell: 1.5 x the size most boxes stay under. Boxes then cover at most
+    2 cells per axis; the factor 1.5 makes most cover fewer (1 + size/cell per axis on
+    average), which measured fastest on both dense piles and sparse scenes."""
+    ext = np.maximum(np.maximum(hi[:, 0] - lo[:, 0], hi[:, 1] - lo[:, 1]), hi[:, 2] - lo[:, 2])
+    fin = np.isfinite(ext)
+    if not fin.all():
+        ext = ext[fin]
+    if len(ext) == 0:
+        return 1.0
+    k = min(int(_CELL_QUANTILE * len(ext)), len(ext) - 1)
+    cell = float(np.partition(ext, k)[k])
+    if cell <= 0.0:
+        # Mostly points: fall back to the largest finite box, else to the mean spacing.
+        cell = float(ext.max())
+    if cell <= 0.0:
+        span = np.ptp(np.clip(lo, -1e150, 1e150), axis=0).max()
+        cell = float(span) / max(len(lo), 1) ** (1.0 / 3.0)
+    return 1.5 * cell if cell > 0.0 and np.isfinite(cell) else 1.0
+
+
+@kernel(inline="always")
+def _cell_hash(x, y, z):
+    return ((x % _WRAP) * _WRAP + (y % _WRAP)) * _WRAP + (z % _WRAP)
+
+
+@kernel
+def _grid_entries(boxes, cell, span, first, h, box, code):
+    """For each small box, one entry per cell it covers: the cell's hash, the box, and the
+    cell's offset in the box's block as 3 bits (x, y, z)."""
+    for k in range(len(boxes)):
+        b = boxes[k]
+        e = first[k]
+        for c in range(8):
+            ox, oy, oz = c & 1, (c >> 1) & 1, (c >> 2) & 1
+            if ox > span[b, 0] or oy > span[b, 1] or oz > span[b, 2]:
+                continue
+            h[e] = _cell_hash(cell[b, 0] + ox, cell[b, 1] + oy, cell[b, 2] + oz)
+            box[e] = b
+            code[e] = c
+            e += 1
+
+
+@kernel
+def _cell_pairs(h, box, code, cell, span, lo, hi, group, mask, static, keys):
+    """Pairs among the entries of each cell (runs of equal hash), each reported once: in the
+    cell of the lower corner of the boxes' intersection. Writes min * N + max keys (as many
+    as fit) and returns how many pairs there are."""
     n = len(lo)
-    ia, ib = _upper_pairs(n)
-    ok = ((lo[ia] <= hi[ib]) & (lo[ib] <= hi[ia])).all(axis=1)
-    return ia[ok], ib[ok]
+    count = 0
+    start = 0
+    m = len(h)
+    while start < m:
+        end = start + 1
+        while end < m and h[end] == h[start]:
+            end += 1
+        for s in range(start, end):
+            i, ci = box[s], code[s]
+            for t in range(s + 1, end):
+                j, cj = box[t], code[t]
+                if ci & cj:       # an axis where both are in their upper cell: not the corner
+                    continue
+                # The overlap and filter test is written out here and in _big_pairs: as a
+                # kernel of its own, its array arguments' reference counting cost 6x the test
+                # (1000 cubes: 1.1 ms against 0.18).
+                if (lo[i, 0] > hi[j, 0] or lo[j, 0] > hi[i, 0] or lo[i, 1] > hi[j, 1]
+                        or lo[j, 1] > hi[i, 1] or lo[i, 2] > hi[j, 2] or lo[j, 2] > hi[i, 2]
+                        or (static[i] and static[j])
+                        or (group[i] & mask[j]) == 0 or (group[j] & mask[i]) == 0):
+                    continue
+                if (cell[i, 0] + (ci & 1) != cell[j, 0] + (cj & 1)
+                        or cell[i, 1] + ((ci >> 1) & 1) != cell[j, 1] + ((cj >> 1) & 1)
+                        or cell[i, 2] + ((ci >> 2) & 1) != cell[j, 2] + ((cj >> 2) & 1)):
+                    continue      # two cells whose hashes collide
+                if count < len(keys):
+                    keys[count] = min(i, j) * n + max(i, j)
+                count += 1
+        start = end
+    return count
 
 
-_UPPER: dict = {}
-
-
-def _upper_pairs(n):
-    """(i, j) of all pairs i < j of n boxes, cached per n (a world keeps its n for a while)."""
-    pairs = _UPPER.get(n)
-    if pairs is None:
-        if len(_UPPER) > 16:
-            _UPPER.clear()
-        pairs = _UPPER[n] = tuple(np.triu_indices(n, 1))
-    return pairs
-
-
-def sweep_pairs(lo, hi, group=None, mask=None, static=None):
-    """Same contract as `find_pairs`, by sweep-and-prune only (kept as the reference method)."""
-    lo, hi = _check_boxes(lo, hi)
+@kernel
+def _big_pairs(big, small, order, sorted_lo, reach, lo, hi, group, mask, static, keys):
+    """Pairs with a big box: each big box against the small boxes whose lo along x lies in
+    [lo - reach, hi] (reach: the largest small extent along x; order sorts the boxes by lo
+    along x, sorted_lo is that sorted lo), and the big boxes against each other."""
     n = len(lo)
-    group, mask, static = _check_filters(n, group, mask, static)
-    if n < 2:
-        return _empty(), _empty()
-    ia, ib = _sweep_self(lo, hi, _sweep_axis(lo, hi))
-    return _finish(n, ia, ib, group, mask, static)
+    count = 0
+    for k in range(len(big)):
+        b = big[k]
+        first = np.searchsorted(sorted_lo, lo[b, 0] - reach, side="left")
+        for t in range(first, n):
+            j = order[t]
+            if sorted_lo[t] > hi[b, 0]:
+                break
+            if (not small[j] or lo[b, 1] > hi[j, 1] or lo[j, 1] > hi[b, 1]
+                    or lo[b, 2] > hi[j, 2] or lo[j, 2] > hi[b, 2] or hi[j, 0] < lo[b, 0]
+                    or (static[b] and static[j])
+                    or (group[b] & mask[j]) == 0 or (group[j] & mask[b]) == 0):
+                continue
+            if count < len(keys):
+                keys[count] = min(b, j) * n + max(b, j)
+            count += 1
+        for k2 in range(k + 1, len(big)):
+            j = big[k2]
+            if (lo[b, 0] > hi[j, 0] or lo[j, 0] > hi[b, 0] or lo[b, 1] > hi[j, 1]
+                    or lo[j, 1] > hi[b, 1] or lo[b, 2] > hi[j, 2] or lo[j, 2] > hi[b, 2]
+                    or (static[b] and static[j])
+                    or (group[b] & mask[j]) == 0 or (group[j] & mask[b]) == 0):
+                continue
+            if count < len(keys):
+                keys[count] = min(b, j) * n + max(b, j)
+            count += 1
+    return count
 
 
 # ----------------------------------------------------------------------------- validation
@@ -136,279 +297,7 @@ def _check_filters(n, group, mask, static):
     return group, mask, as_array(static, bool, "static")
 
 
-def _finish(n, ia, ib, group, mask, static):
-    """Apply the pair filters, then order each pair (i < j) and all pairs lexicographically."""
-    keep = None
-    if static is not None:
-        keep = ~(static[ia] & static[ib])
-    if group is not None:
-        ok = ((group[ia] & mask[ib]) != 0) & ((group[ib] & mask[ia]) != 0)
-        keep = ok if keep is None else keep & ok
-    if keep is not None:
-        ia, ib = ia[keep], ib[keep]
-    # One int64 key per pair sorts (i, j) lexicographically in a single np.sort.
-    key = np.minimum(ia, ib) * np.int64(n) + np.maximum(ia, ib)
-    key.sort()
-    return key // n, key % n
-
-
-# ----------------------------------------------------------------------------- range expansion
-
-def _expand(first, count, chunk=None):
-    """Yield (row, col) arrays listing col in [first[r], first[r] + count[r]) for every row r.
-
-    This is the vectorised form of ``for r: for c in range(first[r], first[r]+count[r])``:
-    rows are repeated count times, and each row's run of columns is an arange shifted by
-    the row's start. Rows are batched so a batch expands to about `chunk` entries (a single
-    row bigger than `chunk` forms its own batch)."""
-    chunk = _CHUNK if chunk is None else chunk
-    count = np.maximum(count, 0)
-    csum = np.cumsum(count)
-    total = int(csum[-1]) if len(csum) else 0
-    if total == 0:
-        return
-    nrows = len(count)
-    r0 = 0
-    while r0 < nrows:
-        done = int(csum[r0 - 1]) if r0 else 0
-        r1 = int(np.searchsorted(csum, done + chunk, side="right"))
-        r1 = min(max(r1, r0 + 1), nrows)
-        rows = r0 + np.flatnonzero(count[r0:r1])
-        r0 = r1
-        if len(rows) == 0:
-            continue
-        c = count[rows]
-        ends = np.cumsum(c)
-        row = np.repeat(rows, c)
-        col = np.arange(ends[-1], dtype=np.int64) + np.repeat(first[rows] - (ends - c), c)
-        yield row, col
-
-
-def _columns(lo, hi):
-    """Per-axis contiguous copies [(lo_x, hi_x), ...]: gathering from 1D arrays with np.take
-    is several times faster than gathering (M, 3) rows and slicing their columns."""
-    return [(np.ascontiguousarray(lo[:, k]), np.ascontiguousarray(hi[:, k])) for k in range(3)]
-
-
-def _overlap(cols, a, b, axes=range(3)):
-    """Do boxes a[k] and b[k] overlap (touching counts) on the given axes? cols from _columns."""
-    ok = None
-    for ax in axes:
-        lo, hi = cols[ax]
-        t = np.take(lo, a) <= np.take(hi, b)
-        t &= np.take(lo, b) <= np.take(hi, a)
-        ok = t if ok is None else ok & t
-    return ok
-
-
-def _concat(parts):
-    if not parts:
-        return _empty(), _empty()
-    return (np.concatenate([p[0] for p in parts]).astype(np.int64, copy=False),
-            np.concatenate([p[1] for p in parts]).astype(np.int64, copy=False))
-
-
-# ----------------------------------------------------------------------------- sweep and prune
-
-def _sweep_axis(lo, hi):
-    """Axis of largest variance of the box centres (the one that separates boxes best)."""
-    # Clip so boxes reaching +-inf do not turn the centres into NaN.
-    c = np.clip(lo, -1e150, 1e150) + np.clip(hi, -1e150, 1e150)
-    return int(np.argmax(c.var(axis=0)))
-
-
-def _sweep_self(lo, hi, axis):
-    """Overlapping pairs within one set of boxes (unordered, unsorted, each pair once)."""
-    n = len(lo)
-    order = np.argsort(lo[:, axis], kind="stable")
-    slo, shi = lo[order], hi[order]
-    cols = _columns(slo, shi)
-    # Box k overlaps along the axis exactly the later boxes whose lo is <= its hi
-    # (their lo is >= its lo by the sort). Equal lo values: the later one in the sort
-    # order is found from the earlier one, so every pair is met once.
-    end = np.searchsorted(cols[axis][0], cols[axis][1], side="right")
-    k = np.arange(n)
-    others = [a for a in range(3) if a != axis]
-    parts = []
-    for r, c in _expand(k + 1, end - k - 1):
-        ok = _overlap(cols, r, c, others)
-        parts.append((order[r[ok]], order[c[ok]]))
-    return _concat(parts)
-
-
-def _sweep_bipartite(lo_a, hi_a, lo_b, hi_b, axis):
-    """Overlapping pairs (a, b) with a from set A and b from set B, indices local to each set.
-
-    Along the axis, a and b overlap iff lo_b <= hi_a and lo_a <= hi_b. Split by which lo is
-    first: lo_b in [lo_a, hi_a] is found from a's side, lo_a in (lo_b, hi_b] from b's side,
-    so every pair is met exactly once and pairs within A or within B are never enumerated."""
-    oa = np.argsort(lo_a[:, axis], kind="stable")
-    ob = np.argsort(lo_b[:, axis], kind="stable")
-    ca, cb = _columns(lo_a[oa], hi_a[oa]), _columns(lo_b[ob], hi_b[ob])
-    (la, ha), (lb, hb) = ca[axis], cb[axis]
-    others = [x for x in range(3) if x != axis]
-    parts = []
-    s = np.searchsorted(lb, la, side="left")
-    e = np.searchsorted(lb, ha, side="right")
-    for r, c in _expand(s, e - s):
-        ok = _overlap_ab(ca, cb, r, c, others)
-        parts.append((oa[r[ok]], ob[c[ok]]))
-    s = np.searchsorted(la, lb, side="right")
-    e = np.searchsorted(la, hb, side="right")
-    for r, c in _expand(s, e - s):
-        ok = _overlap_ab(ca, cb, c, r, others)
-        parts.append((oa[c[ok]], ob[r[ok]]))
-    return _concat(parts)
-
-
-def _overlap_ab(ca, cb, a, b, axes):
-    """_overlap for a from one set of columns and b from another."""
-    ok = None
-    for ax in axes:
-        (la, ha), (lb, hb) = ca[ax], cb[ax]
-        t = np.take(la, a) <= np.take(hb, b)
-        t &= np.take(lb, b) <= np.take(ha, a)
-        ok = t if ok is None else ok & t
-    return ok
-
-
-# ----------------------------------------------------------------------------- grid hash
-
-# The 8 cells a box may cover, as offsets from its lower cell; bit b of the code is axis b.
-_OFFSETS = np.array([[(k >> a) & 1 for a in range(3)] for k in range(8)], dtype=np.int64)
-_CODES = np.arange(8, dtype=np.int64)
-
-
-def _cell_size(lo, hi):
-    """Edge of the grid cell: 1.5 x the size most boxes stay under. Boxes then cover at most
-    2 cells per axis; the factor 1.5 makes most cover fewer (1 + size/cell per axis on
-    average), which measured fastest on both dense piles and sparse scenes."""
-    ext = np.maximum(np.maximum(hi[:, 0] - lo[:, 0], hi[:, 1] - lo[:, 1]), hi[:, 2] - lo[:, 2])
-    fin = np.isfinite(ext)
-    if not fin.all():
-        ext = ext[fin]
-    if len(ext) == 0:
-        return 1.0
-    k = min(int(_CELL_QUANTILE * len(ext)), len(ext) - 1)
-    cell = float(np.partition(ext, k)[k])
-    if cell <= 0.0:
-        # Mostly points: fall back to the largest finite box, else to the mean spacing.
-        cell = float(ext.max())
-    if cell <= 0.0:
-        span = np.ptp(np.clip(lo, -1e150, 1e150), axis=0).max()
-        cell = float(span) / max(len(lo), 1) ** (1.0 / 3.0)
-    return 1.5 * cell if cell > 0.0 and np.isfinite(cell) else 1.0
-
-
-def _grid_pairs(lo, hi, static=None):
-    """All overlapping pairs (unordered, unsorted, each once): grid for the boxes that fit a
-    cell, sweep-and-prune for the big ones."""
-    inv = 1.0 / _cell_size(lo, hi)
-    cl, span = [], []
-    small = np.ones(len(lo), dtype=bool)
-    with np.errstate(invalid="ignore", over="ignore"):
-        for k in range(3):
-            # x * inv is monotonic in x, which the pair dedupe in _grid_small relies on.
-            fl = np.floor(lo[:, k] * inv)
-            fh = np.floor(hi[:, k] * inv)
-            d = fh - fl
-            # "Small" = covers at most 2 cells per axis, with coordinates that fit the key.
-            # Decided on the floored values themselves, so rounding can never make a box
-            # cover a cell it is not entered in. inf - inf is NaN and fails the test.
-            ok = (d <= 1.0) & (np.abs(fl) < _MAX_CELL_COORD) & (np.abs(fh) < _MAX_CELL_COORD)
-            small &= ok
-            cl.append(fl)
-            span.append(d)
-    if small.all():
-        return _grid_small(lo, hi, [c.astype(np.int64) for c in cl],
-                           [d.astype(np.int64) for d in span], None)
-    idx = np.flatnonzero(small)
-    parts = [_grid_small(lo[idx], hi[idx], [c[idx].astype(np.int64) for c in cl],
-                         [d[idx].astype(np.int64) for d in span], idx)]
-    parts.extend(_big_pairs(lo, hi, np.flatnonzero(~small), idx, static))
-    return _concat(parts)
-
-
-def _grid_small(lo, hi, cl, span, idx):
-    """Pairs among boxes that cover at most 2 cells per axis. cl: lower cell per axis
-    (3 int64 arrays), span: 0 or 1 per axis (3 int64 arrays). idx maps local box numbers to
-    global ones (None: identity)."""
-    m = len(lo)
-    if m < 2:
-        return _empty(), _empty()
-    base = [int(c.min()) for c in cl]
-    dims = [int(c.max()) - b + 2 for c, b in zip(cl, base)]  # +1 size, +1 upper cell
-    ncells = dims[0] * dims[1] * dims[2]
-    if ncells >= 2 ** 62:
-        # Too spread out to pack keys into an int64: sweep instead (extreme scenes only).
-        a, b = _sweep_self(lo, hi, _sweep_axis(lo, hi))
-        return (a, b) if idx is None else (idx[a], idx[b])
-    key0 = ((cl[0] - base[0]) * dims[1] + (cl[1] - base[1])) * dims[2] + (cl[2] - base[2])
-    off_key = (_OFFSETS[:, 0] * dims[1] + _OFFSETS[:, 1]) * dims[2] + _OFFSETS[:, 2]
-    # Entry = (box, offset code) as flat = 8 * box + code, for each of the 8 candidate cells
-    # the box really covers: offset k is covered iff it has no bit outside the box's span.
-    scode = span[0] + 2 * span[1] + 4 * span[2]
-    flat = np.flatnonzero((_CODES[None, :] & ~scode[:, None]) == 0)
-    ent_key = key0[flat >> 3] + off_key[flat & 7]
-    fbits = int(8 * m).bit_length()
-    if ncells.bit_length() + fbits <= 63:
-        # Pack (key, flat) in one int64 and sort values: faster than argsort + gathers.
-        ent = (ent_key << fbits) | flat
-        ent.sort()
-        ent_key, flat = ent >> fbits, ent & ((1 << fbits) - 1)
-    else:
-        o = np.argsort(ent_key)
-        ent_key, flat = ent_key[o], flat[o]
-    ent_box, ent_code = flat >> 3, flat & 7
-    # Each entry pairs with the entries after it in the same cell.
-    ne = len(ent_key)
-    starts = np.flatnonzero(np.concatenate(([True], ent_key[1:] != ent_key[:-1])))
-    sizes = np.diff(np.append(starts, ne))
-    group_end = np.repeat(starts + sizes, sizes)
-    p = np.arange(ne)
-    cols = _columns(lo, hi)
-    parts = []
-    for r, q in _expand(p + 1, group_end - p - 1):
-        # Report a pair only in the cell holding the lower corner of the boxes'
-        # intersection. Per axis that cell is max(lower cells) = shared cell - min(offsets),
-        # so it is this cell iff no axis has offset 1 in both entries.
-        ok = (ent_code[r] & ent_code[q]) == 0
-        a, b = ent_box[r[ok]], ent_box[q[ok]]
-        ok = _overlap(cols, a, b)
-        a, b = a[ok], b[ok]
-        parts.append((a, b) if idx is None else (idx[a], idx[b]))
-    return _concat(parts)
-
-
-def _big_pairs(lo, hi, big, small, static):
-    """Pairs involving boxes too big for the grid: big-big and big-small, by sweeps."""
-    # Sweep along the axis where the big boxes are thinnest relative to the scene, e.g. the
-    # vertical for a ground slab, so few small boxes overlap them along it.
-    span = np.ptp(np.clip(np.concatenate((lo, hi)), -1e150, 1e150), axis=0) + 1e-300
-    thick = np.clip(hi[big] - lo[big], 0.0, 1e150).sum(axis=0) / span
-    axis = int(np.argmin(thick))
-    parts = []
-    a, b = _sweep_self(lo[big], hi[big], axis)
-    parts.append((big[a], big[b]))
-    if len(small):
-        if static is not None:
-            # A static big box needs only the dynamic small ones.
-            for bsel, ssel in ((big[static[big]], small[~static[small]]),
-                               (big[~static[big]], small)):
-                if len(bsel) and len(ssel):
-                    a, b = _sweep_bipartite(lo[bsel], hi[bsel], lo[ssel], hi[ssel], axis)
-                    parts.append((bsel[a], ssel[b]))
-        else:
-            a, b = _sweep_bipartite(lo[big], hi[big], lo[small], hi[small], axis)
-            parts.append((big[a], small[b]))
-    return parts
-
-
 # ----------------------------------------------------------------------------- persistent fat boxes
-
-# Rebuilding at most this fraction of the fat boxes repairs the cached pairs instead of a
-# full search.
-_INCREMENTAL_FRACTION = 0.125
 
 class Broadphase:
     """Broadphase with persistent fat boxes, for stepping a world.
@@ -417,10 +306,10 @@ class Broadphase:
     until its tight box leaves it; only then is that body's fat box rebuilt. While no fat box
     changes and the filters are the same, the pair set cannot change either, so a resting
     scene costs one containment test per body instead of a full `find_pairs`; when a few
-    boxes are rebuilt, only those are searched against the rest and the cached pairs
-    between unchanged boxes are kept. The pairs
-    are those of the fat boxes: a superset of the tight-box pairs, stable from step to step
-    (which also keeps contact warm-starting steady).
+    boxes are rebuilt, only those are tested against the rest and the cached pairs between
+    unchanged boxes are kept (_REPAIR_TESTS). The pairs are those of the fat boxes: a
+    superset of the tight-box pairs, stable from step to step (which also keeps contact
+    warm-starting steady).
 
     Bodies are identified by their row: call `reset()` when bodies are added, removed or
     reordered (a change of N resets by itself).
@@ -438,7 +327,6 @@ class Broadphase:
         self.fat_lo: np.ndarray | None = None
         self.fat_hi: np.ndarray | None = None
         self._pairs: tuple[np.ndarray, np.ndarray] | None = None
-        self._old_pairs: tuple[np.ndarray, np.ndarray] | None = None
         self._filters = None
 
     def update(self, lo, hi, displacement=None, group=None, mask=None, static=None):
@@ -456,7 +344,11 @@ class Broadphase:
             escaped = np.ones(n, dtype=bool)
         else:
             escaped = ((lo < self.fat_lo) | (hi > self.fat_hi)).any(axis=1)
-        if escaped.any():
+        filters = tuple(None if x is None else np.array(x, copy=True)
+                        for x in (group, mask, static))
+        same = _same_filters(filters, self._filters)
+        rebuilt = np.flatnonzero(escaped)
+        if len(rebuilt):
             grow_lo = np.full((n, 3), self.margin)
             grow_hi = np.full((n, 3), self.margin)
             if displacement is not None:
@@ -468,40 +360,54 @@ class Broadphase:
             else:
                 self.fat_lo[escaped] = lo[escaped] - grow_lo[escaped]
                 self.fat_hi[escaped] = hi[escaped] + grow_hi[escaped]
-            self._old_pairs, self._pairs = self._pairs, None
-        filters = tuple(None if x is None else np.array(x, copy=True)
-                        for x in (group, mask, static))
-        same = _same_filters(filters, self._filters)
-        if self._pairs is None or not same:
-            # (Up to BRUTE_MAX boxes the full search is the cheaper one.)
-            if same and n > BRUTE_MAX and escaped.sum() <= _INCREMENTAL_FRACTION * n:
-                self._pairs = self._repair(escaped, group, mask, static)
+            if same and self._pairs is not None and len(rebuilt) * n <= _REPAIR_TESTS:
+                self._pairs = self._repair(escaped, rebuilt, group, mask, static)
             else:
-                self._pairs = find_pairs(self.fat_lo, self.fat_hi, group, mask, static)
+                self._pairs = None
+        if self._pairs is None or not same:
+            self._pairs = find_pairs(self.fat_lo, self.fat_hi, group, mask, static)
             self._filters = filters
         return self._pairs[0].copy(), self._pairs[1].copy()
 
-    def _repair(self, escaped, group, mask, static):
-        """Pairs after a few fat boxes were rebuilt: keep the cached pairs between unchanged
-        boxes, and search only the rebuilt boxes against all boxes."""
+    def _repair(self, escaped, rebuilt, group, mask, static):
+        """The pairs after the fat boxes of `rebuilt` were rebuilt: the cached pairs between
+        other boxes, and the rebuilt boxes tested against every box."""
+        assert self._pairs is not None and self.fat_lo is not None and self.fat_hi is not None
         n = len(escaped)
         group, mask, static = _check_filters(n, group, mask, static)
-        assert self._old_pairs is not None and self.fat_lo is not None and self.fat_hi is not None
-        ia, ib = self._old_pairs
+        if group is None:
+            group = mask = np.full(n, -1, dtype=np.int64)
+        if static is None:
+            static = np.zeros(n, dtype=bool)
+        ia, ib = self._pairs
         keep = ~(escaped[ia] | escaped[ib])
-        e, r = np.flatnonzero(escaped), np.flatnonzero(~escaped)
-        flo, fhi = self.fat_lo, self.fat_hi
-        axis = _sweep_axis(flo, fhi)
-        a, b = _sweep_self(flo[e], fhi[e], axis)
-        parts = [(e[a], e[b])]
-        if len(r):
-            a, b = _sweep_bipartite(flo[e], fhi[e], flo[r], fhi[r], axis)
-            parts.append((e[a], r[b]))
-        pa, pb = _concat(parts)
-        na, nb = _finish(n, pa, pb, group, mask, static)
-        key = np.concatenate((ia[keep] * np.int64(n) + ib[keep], na * np.int64(n) + nb))
-        key.sort()
-        return key // n, key % n
+        new = _run(_rebuilt_pairs, n, rebuilt, escaped, self.fat_lo, self.fat_hi, group, mask,
+                   static)
+        keys = np.concatenate((ia[keep] * np.int64(n) + ib[keep], new))
+        keys.sort()
+        return keys // n, keys % n
+
+
+@kernel
+def _rebuilt_pairs(rebuilt, escaped, lo, hi, group, mask, static, keys):
+    """Pairs of each rebuilt box with every other box (a pair of two rebuilt boxes once, from
+    its lower one), as min * N + max keys; returns how many."""
+    n = len(lo)
+    count = 0
+    for k in range(len(rebuilt)):
+        i = rebuilt[k]
+        for j in range(n):
+            if j == i or (escaped[j] and j < i):
+                continue
+            if (lo[i, 0] > hi[j, 0] or lo[j, 0] > hi[i, 0] or lo[i, 1] > hi[j, 1]
+                    or lo[j, 1] > hi[i, 1] or lo[i, 2] > hi[j, 2] or lo[j, 2] > hi[i, 2]
+                    or (static[i] and static[j])
+                    or (group[i] & mask[j]) == 0 or (group[j] & mask[i]) == 0):
+                continue
+            if count < len(keys):
+                keys[count] = min(i, j) * n + max(i, j)
+            count += 1
+    return count
 
 
 def _same_filters(a, b):

@@ -63,6 +63,10 @@ def _polytopes():
     # within a pass, so the solver takes its rows again (ContactSolver.refresh_inertia).
     w.add_body(Box([0.3, 0.05, 0.01]), position=(0.0, 0.8, 0.0095),
                angular_velocity=(0.0, 0.0, 40.0))
+    # A row of pebbles: with them the ground is one of the broadphase's big boxes (bigger
+    # than the size most boxes stay under), which have a path of their own.
+    for k in range(8):
+        w.add_body(Box([0.05, 0.05, 0.05]), position=(-1.2 + 0.3 * k, -0.8, 0.049))
     _run(w)
 
 
