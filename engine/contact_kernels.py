@@ -32,6 +32,8 @@ import numpy as np
 
 from .jit import kernel
 
+# Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
+UNUSED_SEPARATION = 1.0e3
 # Floor of a friction magnitude before it divides the friction limit: 0 / tiny = 0 keeps a
 # zero limit at zero impulse.
 TINY = 1e-200
@@ -315,26 +317,33 @@ def restitution(vel, idx, count, jr, mjr, kmat, eff, kp, imp, max_normal, v_impa
 
 
 @kernel
-def build_rows(ra, rb, dirs, valid, ima, imb, iia, iib, axa, axb, jr, mjr, kmat, eff):
-    """The rows of m manifolds into jr, mjr, kmat (m, 12, 12) and eff (m, 12), from lever arms
-    ra, rb (m, 4, 3), directions dirs (m, 3, 3) (normal, tangents), used slots valid (m, 4),
-    inverse masses ima, imb (m,), world inverse inertias iia, iib (m, 3, 3) and the axes
-    axa, axb (m, 3) of round bodies (zero elsewhere), which their normal rows leave out (see
-    engine.solver._rows).
+def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jr, mjr, kmat,
+               eff, kp):
+    """The rows of manifolds rows (K,) into jr, mjr, kmat (m, 12, 12), eff (m, 12) and kp
+    (m, 4, 4), from their body indices idx (m, 2), used slots count (m,), lever arms ra, rb
+    (m, 4, 3), directions dirs (m, 3, 3) (normal, tangents), inverse masses ima, imb (m,),
+    the world inverse inertias inv_inertia (N, 3, 3) and the axes axa, axb (m, 3) of round
+    bodies (zero elsewhere), which their normal rows leave out (see engine.solver).
 
     Row r is J = [-d, -ra x d, d, rb x d] with d the direction of row r at its point slot
     (zero on unused slots), and M^-1 J^T the same weighted by the inverse mass and inertia.
     K = J M^-1 J^T by parts: the angular part is the product over the 6 angular terms; the
     directions of a manifold are orthonormal, so the linear part is 1/m_a + 1/m_b exactly
     where two live rows share a direction and exactly 0 elsewhere (a product over J would
-    give that to round-off)."""
+    give that to round-off). kp: the pseudo-inverse of K's normal block (the block normal
+    step's; four coplanar points are rank 3, and the least-norm answer is the symmetric
+    split)."""
     ang = np.empty((12, 6))     # (ra x d, rb x d) per row
     ang_m = np.empty((12, 6))   # (I_a^-1 (ra x d), I_b^-1 (rb x d)) per row
-    for i in range(ra.shape[0]):
+    work = np.empty((4, 4))
+    vec = np.empty((4, 4))
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        npts = count[i]
         for r in range(12):
             p = r if r < 4 else (r - 4) // 2
             di = 0 if r < 4 else 1 + (r - 4) % 2
-            live = 1.0 if valid[i, p] else 0.0
+            live = 1.0 if p < npts else 0.0
             d0 = dirs[i, di, 0] * live
             d1 = dirs[i, di, 1] * live
             d2 = dirs[i, di, 2] * live
@@ -354,10 +363,11 @@ def build_rows(ra, rb, dirs, valid, ima, imb, iia, iib, axa, axb, jr, mjr, kmat,
                 ang[r, 3 * side] = c0
                 ang[r, 3 * side + 1] = c1
                 ang[r, 3 * side + 2] = c2
-                inv = iia if side == 0 else iib
+                body = idx[i, side]
                 for k in range(3):
-                    ang_m[r, 3 * side + k] = (inv[i, k, 0] * c0 + inv[i, k, 1] * c1
-                                              + inv[i, k, 2] * c2)
+                    ang_m[r, 3 * side + k] = (inv_inertia[body, k, 0] * c0
+                                              + inv_inertia[body, k, 1] * c1
+                                              + inv_inertia[body, k, 2] * c2)
             for k in range(3):
                 d = dirs[i, di, k] * live
                 jr[i, r, k] = -d
@@ -376,10 +386,247 @@ def build_rows(ra, rb, dirs, valid, ima, imb, iia, iib, axa, axb, jr, mjr, kmat,
                 q = s if s < 4 else (s - 4) // 2
                 ds = 0 if s < 4 else 1 + (s - 4) % 2
                 acc = 0.0
-                for j in range(6):
-                    acc += ang[r, j] * ang_m[s, j]
-                if di == ds and valid[i, p] and valid[i, q]:
+                for k in range(6):
+                    acc += ang[r, k] * ang_m[s, k]
+                if di == ds and p < npts and q < npts:
                     acc += lin
                 kmat[i, r, s] = acc
             kr = kmat[i, r, r]
             eff[i, r] = 1.0 / kr if kr > 1e-12 else 0.0
+        for p in range(4):
+            for q in range(4):
+                work[p, q] = kmat[i, p, q]
+        pinv_psd4(work, vec, kp[i])
+
+
+# Relative cut of pinv_psd4: eigenvalues below PINV_RTOL x the largest count as zero.
+PINV_RTOL = 1e-9
+# Jacobi sweeps of pinv_psd4: each sweep squares the off-diagonal's relative size, so a
+# 4 x 4 is diagonal to round-off in 4-6; the cap only bounds a pathological input.
+JACOBI_SWEEPS = 30
+
+
+@kernel(inline="always")
+def pinv_psd4(a, vec, out):
+    """out (4, 4) = the pseudo-inverse of the symmetric positive semi-definite a (4, 4)
+    (overwritten): eigenvalues below PINV_RTOL x the largest are taken as zero, the rest
+    inverted. The eigen-decomposition by cyclic Jacobi rotations (exact to round-off on a
+    symmetric matrix; vec (4, 4) scratch for the eigenvectors, as columns)."""
+    for p in range(4):
+        for q in range(4):
+            vec[p, q] = 1.0 if p == q else 0.0
+    for _ in range(JACOBI_SWEEPS):
+        off = 0.0
+        diag = 0.0
+        for p in range(4):
+            diag += a[p, p] * a[p, p]
+            for q in range(p + 1, 4):
+                off += a[p, q] * a[p, q]
+        if not off > 1e-36 * diag:   # diagonal to round-off (a NaN stops too)
+            break
+        for p in range(3):
+            for q in range(p + 1, 4):
+                apq = a[p, q]
+                if apq == 0.0:
+                    continue
+                # The rotation that zeroes a[p, q]: t = tan(angle), the smaller root of
+                # t^2 + 2 theta t - 1 = 0.
+                theta = (a[q, q] - a[p, p]) / (2.0 * apq)
+                if abs(theta) > 1e150:
+                    t = 0.5 / theta
+                else:
+                    t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                    if theta < 0.0:
+                        t = -t
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                sn = t * c
+                for k in range(4):       # columns p, q of a R
+                    akp = a[k, p]
+                    akq = a[k, q]
+                    a[k, p] = c * akp - sn * akq
+                    a[k, q] = sn * akp + c * akq
+                for k in range(4):       # rows p, q of R^T (a R)
+                    apk = a[p, k]
+                    aqk = a[q, k]
+                    a[p, k] = c * apk - sn * aqk
+                    a[q, k] = sn * apk + c * aqk
+                a[p, q] = 0.0
+                a[q, p] = 0.0
+                for k in range(4):
+                    vkp = vec[k, p]
+                    vkq = vec[k, q]
+                    vec[k, p] = c * vkp - sn * vkq
+                    vec[k, q] = sn * vkp + c * vkq
+    top = max(max(a[0, 0], a[1, 1]), max(a[2, 2], a[3, 3]))
+    cut = PINV_RTOL * top
+    for p in range(4):
+        for q in range(4):
+            out[p, q] = 0.0
+    for k in range(4):
+        e = a[k, k]
+        if e > cut:
+            inv = 1.0 / e
+            for p in range(4):
+                w = vec[p, k] * inv
+                for q in range(4):
+                    out[p, q] += w * vec[q, k]
+
+
+# -- preparation (ContactSolver.__init__, replace, refresh_inertia) ----------------------
+
+@kernel(inline="always")
+def _tangents(n0, n1, n2):
+    """Two unit tangents of the unit normal (n0, n1, n2): t1 = n x helper / |.|, t2 = n x t1,
+    the helper the x axis unless n is close to it (then y): continuous away from that switch,
+    so warm-start impulses project consistently (engine.solver.tangent_basis)."""
+    h0, h1 = (1.0, 0.0) if abs(n0) < 0.57735 else (0.0, 1.0)
+    a0 = n1 * 0.0 - n2 * h1
+    a1 = n2 * h0 - n0 * 0.0
+    a2 = n0 * h1 - n1 * h0
+    ln = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+    a0 /= ln
+    a1 /= ln
+    a2 /= ln
+    return a0, a1, a2, n1 * a2 - n2 * a1, n2 * a0 - n0 * a2, n0 * a1 - n1 * a0
+
+
+@kernel
+def set_directions(rows, src, normal, dirs):
+    """dirs[rows[j]] (3, 3) = (normal, tangent 1, tangent 2) of the unit normal normal[src[j]]
+    (see _tangents)."""
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        n0, n1, n2 = normal[src[j], 0], normal[src[j], 1], normal[src[j], 2]
+        a0, a1, a2, b0, b1, b2 = _tangents(n0, n1, n2)
+        dirs[i, 0, 0], dirs[i, 0, 1], dirs[i, 0, 2] = n0, n1, n2
+        dirs[i, 1, 0], dirs[i, 1, 1], dirs[i, 1, 2] = a0, a1, a2
+        dirs[i, 2, 0], dirs[i, 2, 1], dirs[i, 2, 2] = b0, b1, b2
+
+
+@kernel(inline="always")
+def _clamped_arm(arm, body, x_com, points, s, p, box_axes, box_lo, box_hi, reach):
+    """arm (3,) = points[s, p] - x_com[body], clamped into the body's principal box
+    (engine.arm_box: an arm inside it is kept bit for bit) and then to its reach (the
+    bounding radius about its centre of mass).
+
+    Why the reach: a contact point lies on the other body's surface; in a deep overlap of a
+    big body and a small one it can be metres outside the small one, and its arm then gives
+    the small body torques its own shape never could: a 27 g needle (smallest inertia 7e-8
+    kg m^2) 0.8 m from such a point was spun to 1e4 rad/s and flung at 3e5 m/s (issue 11,
+    fuzzer seed 137). Arms within reach are unchanged."""
+    for k in range(3):
+        arm[k] = points[s, p, k] - x_com[body, k]
+    inside = True
+    loc0 = 0.0
+    loc1 = 0.0
+    loc2 = 0.0
+    for k in range(3):   # the arm along the box's axes (its columns)
+        c = box_axes[body, 0, k] * arm[0] + box_axes[body, 1, k] * arm[1] \
+            + box_axes[body, 2, k] * arm[2]
+        if not (box_lo[body, k] <= c <= box_hi[body, k]):
+            inside = False
+        if k == 0:
+            loc0 = c
+        elif k == 1:
+            loc1 = c
+        else:
+            loc2 = c
+    if not inside:
+        loc0 = min(max(loc0, box_lo[body, 0]), box_hi[body, 0])
+        loc1 = min(max(loc1, box_lo[body, 1]), box_hi[body, 1])
+        loc2 = min(max(loc2, box_lo[body, 2]), box_hi[body, 2])
+        for k in range(3):
+            arm[k] = box_axes[body, k, 0] * loc0 + box_axes[body, k, 1] * loc1 \
+                + box_axes[body, k, 2] * loc2
+    length = math.sqrt(arm[0] * arm[0] + arm[1] * arm[1] + arm[2] * arm[2])
+    lim = reach[body]
+    if length > lim:
+        f = lim / length
+        for k in range(3):
+            arm[k] *= f
+
+
+@kernel
+def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, reach, ra, rb):
+    """Lever arms ra, rb (m, 4, 3) of manifolds rows (K,) from the narrowphase's manifolds
+    src (K,) of points (., 4, 3): the points' arms about the centres of mass x_com, clamped
+    by the box (axes, lo, hi (N, ...)) and the reach (N,) of each body (zero on unused
+    slots)."""
+    arm = np.empty(3)
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        s = src[j]
+        for p in range(4):
+            if p >= count[i]:
+                for k in range(3):
+                    ra[i, p, k] = 0.0
+                    rb[i, p, k] = 0.0
+                continue
+            for side in range(2):
+                out = ra if side == 0 else rb
+                _clamped_arm(arm, idx[i, side], x_com, points, s, p, box_axes, box_lo,
+                             box_hi, reach)
+                for k in range(3):
+                    out[i, p, k] = arm[k]
+
+
+@kernel
+def start_state(src, count, friction, warm_normal, warm_friction, sep, dirs, imp, sep0):
+    """Per manifold i (from the caller's manifold src[i]): the warm-start impulses imp (m, 12)
+    (normal as carried, friction world vectors projected on the tangents, scaled into the
+    friction disc) and the separations sep0 (m, 4) (UNUSED_SEPARATION on unused slots)."""
+    for i in range(src.shape[0]):
+        s = src[i]
+        mu = friction[i]
+        for r in range(12):
+            imp[i, r] = 0.0
+        for p in range(4):
+            if p < count[i]:
+                sep0[i, p] = sep[s, p]
+                n = warm_normal[s, p]
+                f0 = 0.0
+                f1 = 0.0
+                for k in range(3):
+                    f0 += warm_friction[s, p, k] * dirs[i, 1, k]
+                    f1 += warm_friction[s, p, k] * dirs[i, 2, k]
+                lim = mu * n
+                mag = math.hypot(f0, f1)
+                if mag > lim:
+                    scale = lim / (mag if mag > 0.0 else 1.0)
+                    f0 *= scale
+                    f1 *= scale
+                imp[i, p] = n
+                imp[i, 4 + 2 * p] = f0
+                imp[i, 5 + 2 * p] = f1
+            else:
+                sep0[i, p] = UNUSED_SEPARATION
+
+
+@kernel
+def impact_speeds(rows, idx, jr, vel, accel_n, h, sep, out):
+    """The impact speeds (K, 4) of the manifolds rows (K,) into out, accel_n and sep (K, ...)
+    theirs (see _impact_row)."""
+    for j in range(rows.shape[0]):
+        _impact_row(rows[j], j, idx, jr, vel, accel_n[j], h, sep, out)
+
+
+@kernel(inline="always")
+def _impact_row(i, j, idx, jr, vel, a, h, sep, out):
+    """out[j] (4,) = the impact speeds of manifold i's points (engine.solver's docstring):
+    under the relative normal acceleration a, a point at separation s = sep[j, p] > 0
+    closing at v0 hits at -sqrt((v0 + a h/2)^2 - 2 a s); a touching one at
+    min(v0 + a h/2, v0)."""
+    ba = idx[i, 0]
+    bb = idx[i, 1]
+    for p in range(4):
+        vn0 = 0.0
+        for k in range(6):
+            vn0 += jr[i, p, k] * vel[ba, k]
+        for k in range(6):
+            vn0 += jr[i, p, 6 + k] * vel[bb, k]
+        c0 = vn0 + 0.5 * a * h
+        s = sep[j, p]
+        if s > 0.0:
+            out[j, p] = -math.sqrt(max(c0 * c0 - 2.0 * a * s, 0.0))
+        else:
+            out[j, p] = min(c0, vn0)

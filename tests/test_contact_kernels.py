@@ -193,7 +193,8 @@ NOT_PER_MANIFOLD = {"x_com", "inv_mass", "inv_inertia", "vel"}
 def test_round_bodies_normal_rows_leave_out_their_axis():
     """build_rows with round-body axes: the normal rows' angular parts of each body have no
     component along that body's axis (the rest of them as without axes), the tangent rows
-    are those without axes, and K is J M^-1 J^T of the rows built."""
+    are those without axes, K is J M^-1 J^T of the rows built and kp the pseudo-inverse of
+    its normal block."""
     rng = np.random.default_rng(12)
     scene = random_scene(rng)
     ref = Reference(scene, 1.0 / 240.0, SETTINGS)
@@ -201,17 +202,19 @@ def test_round_bodies_normal_rows_leave_out_their_axis():
     x = scene["x_com"]
     ra = scene["points"] - x[scene["ia"]][:, None]
     rb = scene["points"] - x[scene["ib"]][:, None]
-    valid = np.arange(4)[None, :] < scene["count"][:, None]
     axes = rng.normal(size=(2, m, 3))
     axes /= np.linalg.norm(axes, axis=2, keepdims=True)
     axes[:, ::3] = 0.0            # some manifolds without a round body
     out = [np.empty((m, 12, 12)), np.empty((m, 12, 12)), np.empty((m, 12, 12)),
-           np.empty((m, 12))]
+           np.empty((m, 12)), np.empty((m, 4, 4))]
     im, ii = scene["inv_mass"], scene["inv_inertia"]
     ia, ib = scene["ia"], scene["ib"]
-    kern.build_rows(ra, rb, ref.dirs, valid, im[ia], im[ib], ii[ia], ii[ib], axes[0], axes[1],
-                    *out)
-    jr, mjr, kmat, eff = out
+    kern.build_rows(np.arange(m), ref.idx, ref.count, ra, rb, ref.dirs, im[ia], im[ib], ii,
+                    axes[0], axes[1], *out)
+    jr, mjr, kmat, eff, kp = out
+    # The block step's pseudo-inverse (Jacobi in the kernel) against numpy's SVD one.
+    np.testing.assert_allclose(kp, np.linalg.pinv(kmat[:, :4, :4], rcond=1e-9, hermitian=True),
+                               rtol=1e-9, atol=1e-9 * np.abs(kp).max())
     for side, cols in ((0, slice(3, 6)), (1, slice(9, 12))):
         ang = ref.jr[:, :4, cols]
         along = np.einsum("mri,mi->mr", ang, axes[side])
