@@ -1,11 +1,15 @@
-"""The contact solver's per-substep passes as compiled kernels (engine.jit).
+"""The contact solver's preparation and per-substep passes as compiled kernels (engine.jit).
 
 ContactSolver (engine/solver.py) prepares, once per collision pass, the rows of every manifold
 as flat per-manifold arrays (manifold first, in the order the passes sweep them):
 
     idx (m, 2)         body indices a, b
     count (m,)         used point slots (0-4)
-    jr, mjr (m, 12, 12) per row: the Jacobian J over [v_a, w_a, v_b, w_b] and M^-1 J^T
+    dirs (m, 3, 3)     normal (from a to b) and the two tangents
+    ima, imb (m,)      inverse masses of a and b (0 for a body the solver must not move)
+    jang (m, 12, 6)    per row, the angular part of its Jacobian J over [v_a, w_a, v_b, w_b]:
+                       J = [-d, jang[:3], d, jang[3:]], d the row's direction
+    mang (m, 12, 6)    the angular part of M^-1 J^T: [-ima d, mang[:3], imb d, mang[3:]]
     kmat (m, 12, 12)   the Delassus matrix K = J M^-1 J^T of the manifold's rows
     eff (m, 12)        1 / K_rr (0 on unused rows)
     kp (m, 4, 4)       pseudo-inverse of the normal block of K (the block normal step)
@@ -14,8 +18,11 @@ as flat per-manifold arrays (manifold first, in the order the passes sweep them)
     friction (m,)      combined friction coefficient
 
 Rows of a manifold (engine.solver.ROWS): 0-3 the normals of point slots 0-3, then per slot p
-its two tangents at 4 + 2p and 5 + 2p. Velocities vel (N, 6) = [linear, angular] and the
-pass's displacements dpose (N, 6) are updated in place.
+its two tangents at 4 + 2p and 5 + 2p. Only the rows of used slots are read. The linear
+parts of the rows are the manifold's directions, stored once: J v = d . (v_b - v_a) + the
+angular part, 9 products a row instead of 12, and about half the bytes a sweep reads (it
+reads every row of every manifold each time). Velocities vel (N, 6) = [linear, angular] and
+the pass's displacements dpose (N, 6) are updated in place.
 
 Each pass is plain sequential Gauss-Seidel over the manifolds in array order, deterministic.
 Inside a manifold it works in impulse space: the row velocities u = J v are taken once, an
@@ -39,41 +46,114 @@ UNUSED_SEPARATION = 1.0e3
 TINY = 1e-200
 
 
+@kernel(inline="always")
+def _row_slot(r):
+    """(point slot, direction: 0 normal, 1-2 tangents) of row r."""
+    if r < 4:
+        return r, 0
+    return (r - 4) >> 1, 1 + ((r - 4) & 1)
+
+
+@kernel(inline="always")
+def _live(r, npts):
+    """Is row r one of the rows of the npts used slots?"""
+    return r < npts or 4 <= r < 4 + 2 * npts
+
+
+@kernel(inline="always")
+def _row_velocity(i, r, dirs, jang, v):
+    """J v of manifold i's row r at the pair's velocities v (12,) = [v_a, w_a, v_b, w_b]."""
+    _, di = _row_slot(r)
+    s = 0.0
+    for k in range(3):
+        s += dirs[i, di, k] * (v[6 + k] - v[k])
+    for k in range(3):
+        s += jang[i, r, k] * v[3 + k] + jang[i, r, 3 + k] * v[9 + k]
+    return s
+
+
+@kernel(inline="always")
+def _row_motion(i, p, a, b, dirs, jang, dpose):
+    """J dpose of manifold i's normal row p: the point's separation gained since dpose = 0."""
+    s = 0.0
+    for k in range(3):
+        s += dirs[i, 0, k] * (dpose[b, k] - dpose[a, k])
+    for k in range(3):
+        s += jang[i, p, k] * dpose[a, 3 + k] + jang[i, p, 3 + k] * dpose[b, 3 + k]
+    return s
+
+
 @kernel
-def warm_start(vel, idx, count, mjr, imp):
+def warm_start(vel, idx, count, dirs, ima, imb, mang, imp):
     """vel += M^-1 J^T imp for every manifold (the impulses carried into the substep)."""
+    zero = np.zeros(12)
     for i in range(idx.shape[0]):
-        a = idx[i, 0]
-        b = idx[i, 1]
-        npts = count[i]
-        for k in range(6):
-            da = 0.0
-            db = 0.0
-            for r in range(4 + 2 * npts):
-                if npts <= r < 4:
-                    continue            # unused slots' rows: no impulse
-                da += imp[i, r] * mjr[i, r, k]
-                db += imp[i, r] * mjr[i, r, 6 + k]
-            vel[a, k] += da
-            vel[b, k] += db
+        _push(i, idx[i, 0], idx[i, 1], vel, count[i], dirs, ima, imb, mang, imp, zero, True)
+
+
+@kernel(inline="always")
+def _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, tangents):
+    """Bodies a, b of manifold i take M^-1 J^T (imp[i] - lam0) over the rows of its npts
+    used slots (their tangent rows too if tangents), lam0 (12,). Fixed bodies have zero
+    inverse mass and inertia: they keep their velocities."""
+    end = 4 + 2 * npts if tangents else 4
+    f0 = 0.0
+    f1 = 0.0
+    f2 = 0.0
+    wa0 = 0.0
+    wa1 = 0.0
+    wa2 = 0.0
+    wb0 = 0.0
+    wb1 = 0.0
+    wb2 = 0.0
+    for r in range(end):
+        if npts <= r < 4:
+            continue
+        d = imp[i, r] - lam0[r]
+        if d == 0.0:
+            continue
+        _, di = _row_slot(r)
+        f0 += d * dirs[i, di, 0]
+        f1 += d * dirs[i, di, 1]
+        f2 += d * dirs[i, di, 2]
+        wa0 += d * mang[i, r, 0]
+        wa1 += d * mang[i, r, 1]
+        wa2 += d * mang[i, r, 2]
+        wb0 += d * mang[i, r, 3]
+        wb1 += d * mang[i, r, 4]
+        wb2 += d * mang[i, r, 5]
+    ma = ima[i]
+    mb = imb[i]
+    vel[a, 0] -= ma * f0
+    vel[a, 1] -= ma * f1
+    vel[a, 2] -= ma * f2
+    vel[a, 3] += wa0
+    vel[a, 4] += wa1
+    vel[a, 5] += wa2
+    vel[b, 0] += mb * f0
+    vel[b, 1] += mb * f1
+    vel[b, 2] += mb * f2
+    vel[b, 3] += wb0
+    vel[b, 4] += wb1
+    vel[b, 5] += wb2
 
 
 @kernel
-def separations(idx, jr, sep0, dpose, out):
-    """out (m, 4) = each point's separation now: sep0 + J_n dpose (linearised; see solver)."""
+def separations(idx, count, dirs, jang, sep0, dpose, out):
+    """out (m, 4) = each point's separation now: sep0 + J_n dpose (linearised; see solver);
+    unused slots keep sep0."""
     for i in range(idx.shape[0]):
         a = idx[i, 0]
         b = idx[i, 1]
         for p in range(4):
-            s = 0.0
-            for k in range(6):
-                s += jr[i, p, k] * dpose[a, k] + jr[i, p, 6 + k] * dpose[b, k]
-            out[i, p] = sep0[i, p] + s
+            out[i, p] = sep0[i, p]
+            if p < count[i]:
+                out[i, p] += _row_motion(i, p, a, b, dirs, jang, dpose)
 
 
 @kernel
-def solve_pass(vel, dpose, use_bias, idx, count, jr, mjr, kmat, eff, kp, sep0, imp,
-               max_normal, friction, soft):
+def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kmat, eff, kp,
+               sep0, imp, max_normal, friction, soft):
     """One Gauss-Seidel sweep over all manifolds: the biased pass (use_bias) or relax.
 
     Per manifold: the soft coefficients of its normal rows from their separation now, the
@@ -92,22 +172,17 @@ def solve_pass(vel, dpose, use_bias, idx, count, jr, mjr, kmat, eff, kp, sep0, i
     for i in range(idx.shape[0]):
         a = idx[i, 0]
         b = idx[i, 1]
+        npts = count[i]
         for k in range(6):
             v[k] = vel[a, k]
             v[6 + k] = vel[b, k]
-        block = _normal_gains(i, a, b, use_bias, dpose, jr, sep0, eff, soft, a_n, ab, rhs,
-                              msc, isc)
-        npts = count[i]
-        # Rows of unused slots are zero and keep a zero impulse: only the live rows (the
-        # normals of slots < npts, their tangents) are read and applied.
+        block = _normal_gains(i, a, b, npts, use_bias, dpose, dirs, jang, sep0, eff, soft,
+                              a_n, ab, rhs, msc, isc)
+        # Rows of unused slots keep a zero impulse: only the live rows (the normals of slots
+        # < npts, their tangents) are read and applied.
         for r in range(12):
             lam0[r] = imp[i, r]
-            u[r] = 0.0
-            if r < npts or 4 <= r < 4 + 2 * npts:
-                s = 0.0
-                for k in range(12):
-                    s += jr[i, r, k] * v[k]
-                u[r] = s
+            u[r] = _row_velocity(i, r, dirs, jang, v) if _live(r, npts) else 0.0
         for p in range(4):
             rhs[p] += u[p]
         if block:
@@ -117,11 +192,12 @@ def solve_pass(vel, dpose, use_bias, idx, count, jr, mjr, kmat, eff, kp, sep0, i
             if imp[i, p] > max_normal[i, p]:
                 max_normal[i, p] = imp[i, p]
         _friction_sweep(i, npts, kmat, eff, imp, u, friction[i])
-        _apply(i, a, b, vel, v, mjr, imp, lam0, npts, True)
+        _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, True)
 
 
 @kernel(inline="always")
-def _normal_gains(i, a, b, use_bias, dpose, jr, sep0, eff, soft, a_n, ab, bias, msc, isc):
+def _normal_gains(i, a, b, npts, use_bias, dpose, dirs, jang, sep0, eff, soft, a_n, ab, bias,
+                  msc, isc):
     """Soft coefficients of manifold i's normal rows; bias (4,) gets each row's bias
     velocity. Returns whether the block normal step may be tried.
 
@@ -133,8 +209,8 @@ def _normal_gains(i, a, b, use_bias, dpose, jr, sep0, eff, soft, a_n, ab, bias, 
     block = True
     for p in range(4):
         s = sep0[i, p]
-        for k in range(6):
-            s += jr[i, p, k] * dpose[a, k] + jr[i, p, 6 + k] * dpose[b, k]
+        if p < npts:
+            s += _row_motion(i, p, a, b, dirs, jang, dpose)
         e = eff[i, p]
         if use_bias:
             if s > 0.0:
@@ -228,28 +304,9 @@ def _friction_sweep(i, npts, kmat, eff, imp, u, mu):
         imp[i, r + 1] = f1
 
 
-@kernel(inline="always")
-def _apply(i, a, b, vel, v, mjr, imp, lam0, npts, tangents):
-    """Bodies a, b of manifold i leave with v + M^-1 J^T (imp - lam0) over the rows of its
-    npts used slots (their tangent rows too if tangents). Fixed bodies have zero M^-1 J^T:
-    they are written back unchanged."""
-    end = 4 + 2 * npts if tangents else 4
-    for k in range(6):
-        da = 0.0
-        db = 0.0
-        for r in range(end):
-            if npts <= r < 4:
-                continue
-            d = imp[i, r] - lam0[r]
-            da += d * mjr[i, r, k]
-            db += d * mjr[i, r, 6 + k]
-        vel[a, k] = v[k] + da
-        vel[b, k] = v[6 + k] + db
-
-
 @kernel
-def restitution(vel, idx, count, jr, mjr, kmat, eff, kp, imp, max_normal, v_impact, coef, accel_n,
-                h, threshold):
+def restitution(vel, idx, count, dirs, ima, imb, jang, mang, kmat, eff, kp, imp, max_normal,
+                v_impact, coef, accel_n, h, threshold):
     """After the substeps: each manifold's closing points leave at -e * (impact speed).
 
     Per manifold with a bouncing point (impact faster than threshold, an impulse taken at
@@ -272,6 +329,7 @@ def restitution(vel, idx, count, jr, mjr, kmat, eff, kp, imp, max_normal, v_impa
             continue
         a = idx[i, 0]
         b = idx[i, 1]
+        npts = count[i]
         for k in range(6):
             v[k] = vel[a, k]
             v[6 + k] = vel[b, k]
@@ -279,10 +337,7 @@ def restitution(vel, idx, count, jr, mjr, kmat, eff, kp, imp, max_normal, v_impa
             lam0[r] = imp[i, r]
         ok = True
         for p in range(4):
-            s = 0.0
-            for k in range(12):
-                s += jr[i, p, k] * v[k]
-            vn[p] = s
+            vn[p] = _row_velocity(i, p, dirs, jang, v) if p < npts else 0.0
             target[p] = -e * v_impact[i, p] - 0.5 * accel_n[i] * h
             if not want[p] and eff[i, p] != 0.0:
                 ok = False          # a used point that does not bounce
@@ -313,40 +368,42 @@ def restitution(vel, idx, count, jr, mjr, kmat, eff, kp, imp, max_normal, v_impa
                 imp[i, p] = x
                 for q in range(4):
                     vn[q] += kmat[i, p, q] * d
-        _apply(i, a, b, vel, v, mjr, imp, lam0, count[i], False)
+        _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, False)
 
 
 @kernel
-def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jr, mjr, kmat,
-               eff, kp):
-    """The rows of manifolds rows (K,) into jr, mjr, kmat (m, 12, 12), eff (m, 12) and kp
-    (m, 4, 4), from their body indices idx (m, 2), used slots count (m,), lever arms ra, rb
-    (m, 4, 3), directions dirs (m, 3, 3) (normal, tangents), inverse masses ima, imb (m,),
-    the world inverse inertias inv_inertia (N, 3, 3) and the axes axa, axb (m, 3) of round
-    bodies (zero elsewhere), which their normal rows leave out (see engine.solver).
+def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jang, mang,
+               kmat, eff, kp):
+    """The rows of manifolds rows (K,) into jang, mang (m, 12, 6), kmat (m, 12, 12), eff
+    (m, 12) and kp (m, 4, 4), from their body indices idx (m, 2), used slots count (m,),
+    lever arms ra, rb (m, 4, 3), directions dirs (m, 3, 3) (normal, tangents), inverse
+    masses ima, imb (m,), the world inverse inertias inv_inertia (N, 3, 3) and the axes
+    axa, axb (m, 3) of round bodies (zero elsewhere), which their normal rows leave out (see
+    engine.solver).
 
-    Row r is J = [-d, -ra x d, d, rb x d] with d the direction of row r at its point slot
-    (zero on unused slots), and M^-1 J^T the same weighted by the inverse mass and inertia.
-    K = J M^-1 J^T by parts: the angular part is the product over the 6 angular terms; the
-    directions of a manifold are orthonormal, so the linear part is 1/m_a + 1/m_b exactly
-    where two live rows share a direction and exactly 0 elsewhere (a product over J would
-    give that to round-off). kp: the pseudo-inverse of K's normal block (the block normal
-    step's; four coplanar points are rank 3, and the least-norm answer is the symmetric
-    split)."""
-    ang = np.empty((12, 6))     # (ra x d, rb x d) per row
-    ang_m = np.empty((12, 6))   # (I_a^-1 (ra x d), I_b^-1 (rb x d)) per row
+    Row r is J = [-d, -ra x d, d, rb x d] with d the direction of row r at its point slot,
+    and M^-1 J^T the same weighted by the inverse mass and inertia; rows of unused slots are
+    zero. K = J M^-1 J^T by parts: the angular part is the product over the 6 angular terms;
+    the directions of a manifold are orthonormal, so the linear part is 1/m_a + 1/m_b
+    exactly where two live rows share a direction and exactly 0 elsewhere (a product over J
+    would give that to round-off). K is symmetric: each pair of rows is taken once. kp: the
+    pseudo-inverse of K's normal block (the block normal step's; four coplanar points are
+    rank 3, and the least-norm answer is the symmetric split)."""
     work = np.empty((4, 4))
     vec = np.empty((4, 4))
     for j in range(rows.shape[0]):
         i = rows[j]
         npts = count[i]
         for r in range(12):
-            p = r if r < 4 else (r - 4) // 2
-            di = 0 if r < 4 else 1 + (r - 4) % 2
-            live = 1.0 if p < npts else 0.0
-            d0 = dirs[i, di, 0] * live
-            d1 = dirs[i, di, 1] * live
-            d2 = dirs[i, di, 2] * live
+            p, di = _row_slot(r)
+            if p >= npts:
+                for k in range(6):
+                    jang[i, r, k] = 0.0
+                    mang[i, r, k] = 0.0
+                continue
+            d0 = dirs[i, di, 0]
+            d1 = dirs[i, di, 1]
+            d2 = dirs[i, di, 2]
             for side in range(2):
                 arm = ra if side == 0 else rb
                 c0 = arm[i, p, 1] * d2 - arm[i, p, 2] * d1
@@ -360,37 +417,31 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
                     c0 -= t * ax[i, 0]
                     c1 -= t * ax[i, 1]
                     c2 -= t * ax[i, 2]
-                ang[r, 3 * side] = c0
-                ang[r, 3 * side + 1] = c1
-                ang[r, 3 * side + 2] = c2
+                if side == 0:       # body a's rows are -(ra x d)
+                    c0, c1, c2 = -c0, -c1, -c2
                 body = idx[i, side]
+                jang[i, r, 3 * side] = c0
+                jang[i, r, 3 * side + 1] = c1
+                jang[i, r, 3 * side + 2] = c2
                 for k in range(3):
-                    ang_m[r, 3 * side + k] = (inv_inertia[body, k, 0] * c0
-                                              + inv_inertia[body, k, 1] * c1
-                                              + inv_inertia[body, k, 2] * c2)
-            for k in range(3):
-                d = dirs[i, di, k] * live
-                jr[i, r, k] = -d
-                jr[i, r, 3 + k] = -ang[r, k]
-                jr[i, r, 6 + k] = d
-                jr[i, r, 9 + k] = ang[r, 3 + k]
-                mjr[i, r, k] = -ima[i] * d
-                mjr[i, r, 3 + k] = -ang_m[r, k]
-                mjr[i, r, 6 + k] = imb[i] * d
-                mjr[i, r, 9 + k] = ang_m[r, 3 + k]
+                    mang[i, r, 3 * side + k] = (inv_inertia[body, k, 0] * c0
+                                                + inv_inertia[body, k, 1] * c1
+                                                + inv_inertia[body, k, 2] * c2)
         lin = ima[i] + imb[i]
         for r in range(12):
-            p = r if r < 4 else (r - 4) // 2
-            di = 0 if r < 4 else 1 + (r - 4) % 2
-            for s in range(12):
-                q = s if s < 4 else (s - 4) // 2
-                ds = 0 if s < 4 else 1 + (s - 4) % 2
-                acc = 0.0
-                for k in range(6):
-                    acc += ang[r, k] * ang_m[s, k]
-                if di == ds and p < npts and q < npts:
-                    acc += lin
+            p, di = _row_slot(r)
+            for s in range(r, 12):
+                q, ds = _row_slot(s)
+                if p >= npts or q >= npts:
+                    acc = 0.0
+                else:
+                    acc = 0.0
+                    for k in range(6):
+                        acc += jang[i, r, k] * mang[i, s, k]
+                    if di == ds:
+                        acc += lin
                 kmat[i, r, s] = acc
+                kmat[i, s, r] = acc
             kr = kmat[i, r, r]
             eff[i, r] = 1.0 / kr if kr > 1e-12 else 0.0
         for p in range(4):
@@ -404,6 +455,10 @@ PINV_RTOL = 1e-9
 # Jacobi sweeps of pinv_psd4: each sweep squares the off-diagonal's relative size, so a
 # 4 x 4 is diagonal to round-off in 4-6; the cap only bounds a pathological input.
 JACOBI_SWEEPS = 30
+# Done when the off-diagonal's sum of squares is below this times the diagonal's: entries
+# 1e-15 of the diagonal's size, the round-off the rotations leave (asking for less never
+# stops), which moves an eigenvalue by ~1e-30 of the largest.
+JACOBI_TOL = 1e-30
 
 
 @kernel(inline="always")
@@ -422,7 +477,7 @@ def pinv_psd4(a, vec, out):
             diag += a[p, p] * a[p, p]
             for q in range(p + 1, 4):
                 off += a[p, q] * a[p, q]
-        if not off > 1e-36 * diag:   # diagonal to round-off (a NaN stops too)
+        if not off > JACOBI_TOL * diag:   # diagonal to round-off (a NaN stops too)
             break
         for p in range(3):
             for q in range(p + 1, 4):
@@ -603,30 +658,23 @@ def start_state(src, count, friction, warm_normal, warm_friction, sep, dirs, imp
 
 
 @kernel
-def impact_speeds(rows, idx, jr, vel, accel_n, h, sep, out):
-    """The impact speeds (K, 4) of the manifolds rows (K,) into out, accel_n and sep (K, ...)
-    theirs (see _impact_row)."""
+def impact_speeds(rows, idx, count, dirs, jang, vel, accel_n, h, sep, out):
+    """out (K, 4) = the impact speeds of the manifolds rows (K,) (engine.solver's
+    docstring), accel_n (K,) and sep (K, 4) theirs: under the relative normal acceleration
+    a, a point at separation s > 0 closing at v0 hits at -sqrt((v0 + a h/2)^2 - 2 a s); a
+    touching one at min(v0 + a h/2, v0)."""
+    v = np.empty(12)
     for j in range(rows.shape[0]):
-        _impact_row(rows[j], j, idx, jr, vel, accel_n[j], h, sep, out)
-
-
-@kernel(inline="always")
-def _impact_row(i, j, idx, jr, vel, a, h, sep, out):
-    """out[j] (4,) = the impact speeds of manifold i's points (engine.solver's docstring):
-    under the relative normal acceleration a, a point at separation s = sep[j, p] > 0
-    closing at v0 hits at -sqrt((v0 + a h/2)^2 - 2 a s); a touching one at
-    min(v0 + a h/2, v0)."""
-    ba = idx[i, 0]
-    bb = idx[i, 1]
-    for p in range(4):
-        vn0 = 0.0
+        i = rows[j]
         for k in range(6):
-            vn0 += jr[i, p, k] * vel[ba, k]
-        for k in range(6):
-            vn0 += jr[i, p, 6 + k] * vel[bb, k]
-        c0 = vn0 + 0.5 * a * h
-        s = sep[j, p]
-        if s > 0.0:
-            out[j, p] = -math.sqrt(max(c0 * c0 - 2.0 * a * s, 0.0))
-        else:
-            out[j, p] = min(c0, vn0)
+            v[k] = vel[idx[i, 0], k]
+            v[6 + k] = vel[idx[i, 1], k]
+        a = accel_n[j]
+        for p in range(4):
+            vn0 = _row_velocity(i, p, dirs, jang, v) if p < count[i] else 0.0
+            c0 = vn0 + 0.5 * a * h
+            s = sep[j, p]
+            if s > 0.0:
+                out[j, p] = -math.sqrt(max(c0 * c0 - 2.0 * a * s, 0.0))
+            else:
+                out[j, p] = min(c0, vn0)

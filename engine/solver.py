@@ -168,7 +168,8 @@ class ContactSolver:
         kern.set_directions(every, order, _f64(normal), self.dirs)
         kern.set_arms(every, order, idx, cnt, _f64(points), x_com,
                       *_bounds(len(x_com), box, reach), self.ra, self.rb)
-        self.jr, self.mjr, self.kmat = (np.empty((m, ROWS, 12)) for _ in range(3))
+        self.jang, self.mang = np.empty((m, ROWS, 6)), np.empty((m, ROWS, 6))
+        self.kmat = np.empty((m, ROWS, ROWS))
         self.eff, self.k_pinv = np.empty((m, ROWS)), np.empty((m, 4, 4))
         self._build(every, inv_inertia)
         # Warm start impulses (normal as is, friction projected on this step's tangents),
@@ -178,15 +179,15 @@ class ContactSolver:
         self.v_impact = np.empty((m, 4))
         kern.start_state(order, cnt, self.friction, _f64(warm_normal), _f64(warm_friction),
                          _f64(separation), self.dirs, self.imp, self.sep0)
-        kern.impact_speeds(every, idx, self.jr, _f64(vel), self.accel_n, float(h), self.sep0,
-                           self.v_impact)
+        kern.impact_speeds(every, idx, cnt, self.dirs, self.jang, _f64(vel), self.accel_n,
+                           float(h), self.sep0, self.v_impact)
         self.max_normal = np.zeros((m, 4))
 
     def _build(self, rows, inv_inertia):
         """Rows, Delassus matrices and pseudo-inverses of the manifolds rows (sweep order)
         from their arms and directions, with the world inverse inertia (N, 3, 3) now."""
         kern.build_rows(rows, self.idx, self.count, self.ra, self.rb, self.dirs, self.ima,
-                        self.imb, _f64(inv_inertia), self.axa, self.axb, self.jr, self.mjr,
+                        self.imb, _f64(inv_inertia), self.axa, self.axb, self.jang, self.mang,
                         self.kmat, self.eff, self.k_pinv)
 
     def separations(self, dpose):
@@ -194,7 +195,7 @@ class ContactSolver:
         docstring), dpose (N, 6) the pass's displacements so far."""
         out = np.empty((self.m, 4))
         if self.m:
-            kern.separations(self.idx, self.jr, self.sep0, dpose, out)
+            kern.separations(self.idx, self.count, self.dirs, self.jang, self.sep0, dpose, out)
         return out
 
     def refresh_inertia(self, bodies, turn, inv_inertia, dpose):
@@ -238,8 +239,8 @@ class ContactSolver:
     def _rebase(self, rows, sep_now, dpose):
         """sep0 of the manifolds rows (sweep order), whose rows were just built again, from
         their separations now sep_now (K, 4): sep0 = sep_now - J_n dpose."""
-        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
-        moved = np.einsum("mpk,mk->mp", self.jr[rows, :4], dp)
+        self.sep0[rows] = 0.0
+        moved = self.separations(dpose)[rows]
         valid = np.arange(4)[None, :] < self.count[rows, None]
         self.sep0[rows] = np.where(valid, sep_now - moved, UNUSED_SEPARATION)
 
@@ -279,7 +280,8 @@ class ContactSolver:
         # Impact speeds: a kept point already touching keeps the one it hit with.
         a_n = np.ascontiguousarray(fresh["accel_n"], dtype=float)
         v_new = np.empty((len(r), 4))
-        kern.impact_speeds(r, self.idx, self.jr, _f64(vel), a_n, float(self.h), sep_now, v_new)
+        kern.impact_speeds(r, self.idx, self.count, self.dirs, self.jang, _f64(vel), a_n,
+                           float(self.h), sep_now, v_new)
         self.v_impact[r] = np.where(kept & (sep_now <= 0.0), v_old, v_new)
         self.accel_n[r] = a_n
 
@@ -309,7 +311,8 @@ class ContactSolver:
     def warm_start(self, vel):
         """Apply the accumulated impulses to the velocities vel (N, 6), in place."""
         if self.m:
-            kern.warm_start(vel, self.idx, self.count, self.mjr, self.imp)
+            kern.warm_start(vel, self.idx, self.count, self.dirs, self.ima, self.imb, self.mang,
+                            self.imp)
 
     def solve(self, vel, dpose, use_bias):
         """One Gauss-Seidel sweep over the manifolds, in place on vel (N, 6) and the impulses.
@@ -335,9 +338,10 @@ class ContactSolver:
           mu * Pn.
         """
         if self.m:
-            kern.solve_pass(vel, dpose, bool(use_bias), self.idx, self.count, self.jr,
-                            self.mjr, self.kmat, self.eff, self.k_pinv, self.sep0, self.imp,
-                            self.max_normal, self.friction, self.soft)
+            kern.solve_pass(vel, dpose, bool(use_bias), self.idx, self.count, self.dirs,
+                            self.ima, self.imb, self.jang, self.mang, self.kmat, self.eff,
+                            self.k_pinv, self.sep0, self.imp, self.max_normal, self.friction,
+                            self.soft)
 
     def restitution(self, vel, threshold=1.0):
         """After the substeps: make closing points leave at -e * (impact speed).
@@ -352,12 +356,32 @@ class ContactSolver:
         huge push on one (against a huge pull on the other), and that push launched a 5 mm
         sphere at 540 m/s (issue 11, tests/test_robust_step.py)."""
         if self.m:
-            kern.restitution(vel, self.idx, self.count, self.jr, self.mjr, self.kmat, self.eff,
-                             self.k_pinv, self.imp, self.max_normal, self.v_impact,
+            kern.restitution(vel, self.idx, self.count, self.dirs, self.ima, self.imb,
+                             self.jang, self.mang, self.kmat, self.eff, self.k_pinv, self.imp,
+                             self.max_normal, self.v_impact,
                              self.restitution_coef, self.accel_n, float(self.h),
                              float(threshold))
 
     # -- results --------------------------------------------------------------------------
+    @property
+    def jr(self):
+        """(M, 12, 12) each row's whole Jacobian over [v_a, w_a, v_b, w_b], in sweep order
+        (for inspection: the kernels keep its parts, engine/contact_kernels.py)."""
+        return self._whole(self.jang, -1.0, 1.0)
+
+    @property
+    def mjr(self):
+        """(M, 12, 12) each row's M^-1 J^T, as jr."""
+        return self._whole(self.mang, -self.ima[:, None], self.imb[:, None])
+
+    def _whole(self, ang, lin_a, lin_b):
+        live = np.arange(4)[None, :] < self.count[:, None]
+        slot = np.r_[np.arange(4), np.repeat(np.arange(4), 2)]
+        d = self.dirs[:, [0, 0, 0, 0, 1, 2, 1, 2, 1, 2, 1, 2]] * live[:, slot, None]
+        lin_a = np.asarray(lin_a)[..., None] if np.ndim(lin_a) else lin_a
+        lin_b = np.asarray(lin_b)[..., None] if np.ndim(lin_b) else lin_b
+        return np.concatenate((lin_a * d, ang[..., :3], lin_b * d, ang[..., 3:]), axis=2)
+
     def impulses(self):
         """(normal (M, 4), friction world vectors (M, 4, 3), friction (M, 4, 2) along the
         tangents, tangents (M, 2, 3)) in the caller's original manifold order."""
