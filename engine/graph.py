@@ -13,7 +13,9 @@ order (the colouring Box2D computes in creation order), one constraint at a time
 a hash of the index, and the input order (pairs sorted by body, from the broadphase), which
 gives fewer colours when bodies are numbered coherently in space, as scenes usually are: 26
 instead of 29-32 on a 1000-cube pile whose busiest body has D = 26 constraints. The input
-order is kept when it uses fewer colours than the hash order.
+order is kept when it uses fewer colours than the hash order and its chains of
+consecutive constraints are not much longer (INPUT_ORDER_DEPTH_FACTOR: the sweep order
+this gives stacks better).
 
 Greedy first fit uses at most 2*D - 1 colours (D = most constraints at one dynamic body);
 no colouring can use fewer than D.
@@ -33,6 +35,12 @@ from .jit import kernel
 # Colours before the rest go to one shared overflow colour (one 64-bit mask per body; a
 # 1000-cube pile needs 26).
 DEFAULT_MAX_COLOURS = 64
+# The input order is kept only if its longest falling chain (see _first_fit) is at most this
+# many times the hash order's (+ 16). The colour order is the contact solver's sweep order,
+# and this is the rule the colouring was measured with: first fit in the input order taken
+# whatever its chains, the 210-box pyramid of bench/quality_figures.py drifted 34 mm at
+# 1/24 s instead of 3.8 mm (a pile listed row by row is one long falling chain).
+INPUT_ORDER_DEPTH_FACTOR = 3
 
 
 class Colouring(NamedTuple):
@@ -63,11 +71,12 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
     if m:
         # First fit in the hash order; then, unless that already reached the lower bound D
         # without overflow, in the input order, kept if it needs fewer colours.
-        top = _first_fit(a, b, is_static, _hash_order(m), max_colours, max_colours + 1,
-                         colour)
+        top, depth = _first_fit(a, b, is_static, _hash_order(m), max_colours,
+                                max_colours + 1, m, colour)
         if top > _max_degree(a, b, is_static, n) or top > max_colours:
             again = np.empty(m, dtype=np.int64)
-            if _first_fit(a, b, is_static, np.arange(m), max_colours, top - 1, again) >= 0:
+            if _first_fit(a, b, is_static, np.arange(m), max_colours, top - 1,
+                          INPUT_ORDER_DEPTH_FACTOR * depth + 16, again)[0] >= 0:
                 colour = again
     n_colours = int(colour.max()) + 1 if m else 0
     order = np.empty(m, dtype=np.int64)
@@ -124,17 +133,23 @@ def _root(parent, x):
 
 
 @kernel
-def _first_fit(a, b, is_static, visit, max_colours, give_up_at, colour):
+def _first_fit(a, b, is_static, visit, max_colours, give_up_at, max_depth, colour):
     """First-fit colouring visiting constraints in the order visit (M,): each takes the
     lowest colour none of its dynamic bodies has yet, or max_colours (overflow) if all
-    below are taken; a constraint touching no dynamic body takes colour 0. Returns the
-    colours used (highest + 1, overflow counting as colour max_colours), or -1 (colour then
-    unfinished) as soon as a constraint needs colour give_up_at or more (this order then
-    cannot beat one that used give_up_at + 1 colours)."""
+    below are taken; a constraint touching no dynamic body takes colour 0.
+
+    Returns (colours used: highest + 1, overflow counting as colour max_colours; depth), or
+    colours -1 (colour then unfinished) as soon as a constraint needs colour give_up_at or
+    more (this order then cannot beat one that used give_up_at + 1 colours) or the depth
+    passes max_depth. The depth is the longest chain of constraints, each sharing a dynamic
+    body with the next, that the visit order walks in order (a colouring in parallel rounds,
+    Jones-Plassmann, would take that many rounds)."""
     n = is_static.shape[0]
     used = np.zeros(n, dtype=np.uint64)
+    chain = np.zeros(n, dtype=np.int64)   # depth of the last constraint visited at a body
     one = np.uint64(1)
     top = 0
+    depth = 0
     for j in range(visit.shape[0]):
         c = visit[j]
         u = a[c]
@@ -149,8 +164,14 @@ def _first_fit(a, b, is_static, visit, max_colours, give_up_at, colour):
         col = 0
         while col < max_colours and (taken >> np.uint64(col)) & one:
             col += 1
-        if col >= give_up_at:
-            return -1
+        k = 1 + max(chain[u] if dyn_u else 0, chain[v] if dyn_v else 0)
+        if dyn_u:
+            chain[u] = k
+        if dyn_v:
+            chain[v] = k
+        depth = max(depth, k)
+        if col >= give_up_at or depth > max_depth:
+            return -1, depth
         colour[c] = col
         if col < max_colours:
             bit = one << np.uint64(col)
@@ -160,7 +181,7 @@ def _first_fit(a, b, is_static, visit, max_colours, give_up_at, colour):
                 used[v] |= bit
         if col + 1 > top:
             top = col + 1
-    return top
+    return top, depth
 
 
 @kernel
