@@ -73,6 +73,23 @@ def _row_velocity(i, r, dirs, jang, v):
 
 
 @kernel(inline="always")
+def _row_velocities(i, npts, dirs, jang, v, u):
+    """u (12,) = J v of manifold i's rows at the pair's velocities v (12,) (0 on the rows of
+    unused slots)."""
+    dv0 = v[6] - v[0]
+    dv1 = v[7] - v[1]
+    dv2 = v[8] - v[2]
+    for r in range(12):
+        u[r] = 0.0
+    for p in range(npts):
+        for di in range(3):
+            r = p if di == 0 else 3 + 2 * p + di
+            u[r] = (dirs[i, di, 0] * dv0 + dirs[i, di, 1] * dv1 + dirs[i, di, 2] * dv2
+                    + jang[i, r, 0] * v[3] + jang[i, r, 1] * v[4] + jang[i, r, 2] * v[5]
+                    + jang[i, r, 3] * v[9] + jang[i, r, 4] * v[10] + jang[i, r, 5] * v[11])
+
+
+@kernel(inline="always")
 def _row_motion(i, p, a, b, dirs, jang, dpose):
     """J dpose of manifold i's normal row p: the point's separation gained since dpose = 0."""
     s = 0.0
@@ -96,7 +113,6 @@ def _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, tangents):
     """Bodies a, b of manifold i take M^-1 J^T (imp[i] - lam0) over the rows of its npts
     used slots (their tangent rows too if tangents), lam0 (12,). Fixed bodies have zero
     inverse mass and inertia: they keep their velocities."""
-    end = 4 + 2 * npts if tangents else 4
     f0 = 0.0
     f1 = 0.0
     f2 = 0.0
@@ -106,22 +122,19 @@ def _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, tangents):
     wb0 = 0.0
     wb1 = 0.0
     wb2 = 0.0
-    for r in range(end):
-        if npts <= r < 4:
-            continue
-        d = imp[i, r] - lam0[r]
-        if d == 0.0:
-            continue
-        _, di = _row_slot(r)
-        f0 += d * dirs[i, di, 0]
-        f1 += d * dirs[i, di, 1]
-        f2 += d * dirs[i, di, 2]
-        wa0 += d * mang[i, r, 0]
-        wa1 += d * mang[i, r, 1]
-        wa2 += d * mang[i, r, 2]
-        wb0 += d * mang[i, r, 3]
-        wb1 += d * mang[i, r, 4]
-        wb2 += d * mang[i, r, 5]
+    for p in range(npts):
+        for di in range(3 if tangents else 1):
+            r = p if di == 0 else 3 + 2 * p + di
+            d = imp[i, r] - lam0[r]
+            f0 += d * dirs[i, di, 0]
+            f1 += d * dirs[i, di, 1]
+            f2 += d * dirs[i, di, 2]
+            wa0 += d * mang[i, r, 0]
+            wa1 += d * mang[i, r, 1]
+            wa2 += d * mang[i, r, 2]
+            wb0 += d * mang[i, r, 3]
+            wb1 += d * mang[i, r, 4]
+            wb2 += d * mang[i, r, 5]
     ma = ima[i]
     mb = imb[i]
     vel[a, 0] -= ma * f0
@@ -180,9 +193,9 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
                               a_n, ab, rhs, msc, isc)
         # Rows of unused slots keep a zero impulse: only the live rows (the normals of slots
         # < npts, their tangents) are read and applied.
+        _row_velocities(i, npts, dirs, jang, v, u)
         for r in range(12):
             lam0[r] = imp[i, r]
-            u[r] = _row_velocity(i, r, dirs, jang, v) if _live(r, npts) else 0.0
         for p in range(4):
             rhs[p] += u[p]
         if block:

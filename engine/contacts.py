@@ -53,19 +53,9 @@ def _match(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, 
     sorted by (key, sub)) by binary search, then per used slot the first used old slot with
     the same feature id, whose impulses go to normal (M, 4), friction (M, 4, 3) and
     matched (M, 4) (left as they are where nothing matches)."""
-    n = t_keys.shape[0]
     for i in range(keys.shape[0]):
-        k = keys[i]
-        s = sub[i]
-        lo = 0
-        hi = n
-        while lo < hi:
-            mid = (lo + hi) >> 1
-            if t_keys[mid] < k or (t_keys[mid] == k and t_sub[mid] < s):
-                lo = mid + 1
-            else:
-                hi = mid
-        if lo == n or t_keys[lo] != k or t_sub[lo] != s:
+        lo = _row(t_keys, t_sub, keys[i], sub[i])
+        if lo < 0:
             continue
         for p in range(count[i]):
             for q in range(t_count[lo]):
@@ -75,6 +65,31 @@ def _match(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, 
                         friction[i, p, c] = t_friction[lo, q, c]
                     matched[i, p] = True
                     break
+
+
+@kernel(inline="always")
+def _row(t_keys, t_sub, k, s):
+    """The row of (k, s) in the table's columns (sorted by (key, sub)), or -1: a binary
+    search."""
+    n = t_keys.shape[0]
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if t_keys[mid] < k or (t_keys[mid] == k and t_sub[mid] < s):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == n or t_keys[lo] != k or t_sub[lo] != s:
+        return -1
+    return lo
+
+
+@kernel
+def _rows(t_keys, t_sub, keys, sub, out):
+    """out (M,) = the row of each (keys, sub) in the table, or -1."""
+    for i in range(keys.shape[0]):
+        out[i] = _row(t_keys, t_sub, keys[i], sub[i])
 
 
 class PairTable:
@@ -96,6 +111,13 @@ class PairTable:
     @staticmethod
     def _sub(sub, m):
         return np.zeros(m, dtype=np.int64) if sub is None else np.asarray(sub, np.int64)
+
+    def _find(self, keys, sub):
+        """Row of each (key, sub) in the table, or -1."""
+        out = np.empty(len(keys), dtype=np.int64)
+        _rows(self.keys, self.sub, np.asarray(keys, dtype=np.int64),
+              np.asarray(sub, dtype=np.int64), out)
+        return out
 
     def match(self, keys, ids, count, sub=None):
         """Warm-start impulses for this step's manifolds.
