@@ -55,12 +55,6 @@ def _row_slot(r):
 
 
 @kernel(inline="always")
-def _live(r, npts):
-    """Is row r one of the rows of the npts used slots?"""
-    return r < npts or 4 <= r < 4 + 2 * npts
-
-
-@kernel(inline="always")
 def _row_velocity(i, r, dirs, jang, v):
     """J v of manifold i's row r at the pair's velocities v (12,) = [v_a, w_a, v_b, w_b]."""
     _, di = _row_slot(r)
