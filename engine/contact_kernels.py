@@ -298,7 +298,10 @@ def _friction_sweep(i, npts, kmat, eff, imp, u, mu):
         o1 = imp[i, r + 1]
         f0 = o0 - eff[i, r] * u[r]
         f1 = o1 - eff[i, r + 1] * u[r + 1]
-        mag = math.hypot(f0, f1)
+        # The sqrt of the squares, not hypot: hypot is a libm call, and the sweep took 0.61
+        # instead of 0.43 ms on the 1000-cube pile with it (the same rows swept both ways).
+        # Impulses are far from where the squares could overflow.
+        mag = math.sqrt(f0 * f0 + f1 * f1)
         scale = lim / (mag if mag > TINY else TINY)
         if scale < 1.0:
             f0 *= scale
