@@ -42,6 +42,7 @@ class Reference:
         dirs = np.stack((n, t1, t2), axis=1)
         self.dirs = dirs
         x, im, ii = scene["x_com"], scene["inv_mass"], scene["inv_inertia"]
+        self.ima, self.imb = im[ia].astype(float), im[ib].astype(float)
         self.jr = np.zeros((m, 12, 12))
         self.mjr = np.zeros((m, 12, 12))
         for i in range(m):
@@ -84,8 +85,10 @@ class Reference:
 
     def kernel_arrays(self):
         """The rows in the kernels' argument order after (vel, dpose, use_bias)."""
-        return (self.idx, self.count, self.jr, self.mjr, self.kmat, self.eff, self.k_pinv,
-                self.sep0, self.imp, self.max_normal, self.friction,
+        ang = [3, 4, 5, 9, 10, 11]
+        return (self.idx, self.count, self.dirs, self.ima, self.imb, self.jr[..., ang],
+                self.mjr[..., ang], self.kmat, self.eff, self.k_pinv, self.sep0, self.imp,
+                self.max_normal, self.friction,
                 np.array([1.0 / self.h, self.bias_rate, self.mass_scale, self.impulse_scale,
                           self.max_push, RELAX_SLOP]))
 

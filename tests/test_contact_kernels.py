@@ -65,7 +65,7 @@ def test_kernels_equal_the_reference(kind, chained, seed):
         for vel in (vel_r, vel_k):
             integrate_velocities(vel, movers, GRAVITY, ones, ones, h)
         ref.warm_start(vel_r)
-        kern.warm_start(vel_k, mine.idx, mine.count, mine.mjr, mine.imp)
+        kern.warm_start(vel_k, *args[:5], args[6], mine.imp)
         compare(f"warm start {k}")
         ref.solve(vel_r, dpose_r, True)
         kern.solve_pass(vel_k, dpose_k, True, *args)
@@ -78,8 +78,7 @@ def test_kernels_equal_the_reference(kind, chained, seed):
             compare(f"relax pass {i} of substep {k}")
     bounced = ref.imp[:, :4].copy()
     ref.restitution(vel_r, 1.0)
-    kern.restitution(vel_k, mine.idx, mine.count, mine.jr, mine.mjr, mine.kmat, mine.eff,
-                     mine.k_pinv, mine.imp, mine.max_normal, mine.v_impact, mine.coef,
+    kern.restitution(vel_k, *args[:10], mine.imp, mine.max_normal, mine.v_impact, mine.coef,
                      mine.accel_n, h, 1.0)
     compare("restitution")
 
@@ -107,7 +106,8 @@ def test_separations_follow_the_displacements():
     dpose = rng.normal(size=scene["vel"].shape) * 1e-3
     dpose[scene["inv_mass"] == 0.0] = 0.0
     out = np.empty((ref.m, 4))
-    kern.separations(ref.idx, ref.jr, ref.sep0, dpose, out)
+    args = ref.kernel_arrays()
+    kern.separations(ref.idx, ref.count, ref.dirs, args[5], ref.sep0, dpose, out)
     x = scene["x_com"]
     for i, (a, b) in enumerate(ref.idx):
         n = ref.dirs[i, 0]
@@ -128,11 +128,12 @@ def test_passes_leave_fixed_bodies_alone():
     vel = scene["vel"].copy()
     before = vel[:3].copy()
     dpose = np.zeros_like(vel)
-    kern.warm_start(vel, ref.idx, ref.count, ref.mjr, ref.imp)
+    args = ref.kernel_arrays()
+    kern.warm_start(vel, *args[:5], args[6], ref.imp)
     for use_bias in (True, False):
-        kern.solve_pass(vel, dpose, use_bias, *ref.kernel_arrays())
-    kern.restitution(vel, ref.idx, ref.count, ref.jr, ref.mjr, ref.kmat, ref.eff, ref.k_pinv,
-                     ref.imp, ref.max_normal, ref.v_impact, ref.coef, ref.accel_n, ref.h, 1.0)
+        kern.solve_pass(vel, dpose, use_bias, *args)
+    kern.restitution(vel, *args[:10], ref.imp, ref.max_normal, ref.v_impact, ref.coef, ref.accel_n,
+                     ref.h, 1.0)
     np.testing.assert_array_equal(vel[:3], before)
     assert np.abs(ref.imp).max() > 0.0
 
@@ -193,7 +194,8 @@ NOT_PER_MANIFOLD = {"x_com", "inv_mass", "inv_inertia", "vel"}
 def test_round_bodies_normal_rows_leave_out_their_axis():
     """build_rows with round-body axes: the normal rows' angular parts of each body have no
     component along that body's axis (the rest of them as without axes), the tangent rows
-    are those without axes, and K is J M^-1 J^T of the rows built."""
+    are those without axes, K is J M^-1 J^T of the rows built and kp the pseudo-inverse of
+    its normal block."""
     rng = np.random.default_rng(12)
     scene = random_scene(rng)
     ref = Reference(scene, 1.0 / 240.0, SETTINGS)
@@ -201,17 +203,24 @@ def test_round_bodies_normal_rows_leave_out_their_axis():
     x = scene["x_com"]
     ra = scene["points"] - x[scene["ia"]][:, None]
     rb = scene["points"] - x[scene["ib"]][:, None]
-    valid = np.arange(4)[None, :] < scene["count"][:, None]
     axes = rng.normal(size=(2, m, 3))
     axes /= np.linalg.norm(axes, axis=2, keepdims=True)
     axes[:, ::3] = 0.0            # some manifolds without a round body
-    out = [np.empty((m, 12, 12)), np.empty((m, 12, 12)), np.empty((m, 12, 12)),
-           np.empty((m, 12))]
+    out = [np.empty((m, 12, 6)), np.empty((m, 12, 6)), np.empty((m, 12, 12)),
+           np.empty((m, 12)), np.empty((m, 4, 4))]
     im, ii = scene["inv_mass"], scene["inv_inertia"]
     ia, ib = scene["ia"], scene["ib"]
-    kern.build_rows(ra, rb, ref.dirs, valid, im[ia], im[ib], ii[ia], ii[ib], axes[0], axes[1],
-                    *out)
-    jr, mjr, kmat, eff = out
+    kern.build_rows(np.arange(m), ref.idx, ref.count, ra, rb, ref.dirs, im[ia], im[ib], ii,
+                    axes[0], axes[1], *out)
+    jang, mang, kmat, eff, kp = out
+    # The whole rows: the linear parts are -d, d (-d/m_a, d/m_b) on the rows of used slots.
+    d = ref.jr[..., 6:9]
+    jr = np.concatenate((-d, jang[..., :3], d, jang[..., 3:]), axis=2)
+    mjr = np.concatenate((-im[ia, None, None] * d, mang[..., :3], im[ib, None, None] * d,
+                          mang[..., 3:]), axis=2)
+    # The block step's pseudo-inverse (Jacobi in the kernel) against numpy's SVD one.
+    np.testing.assert_allclose(kp, np.linalg.pinv(kmat[:, :4, :4], rcond=1e-9, hermitian=True),
+                               rtol=1e-9, atol=1e-9 * np.abs(kp).max())
     for side, cols in ((0, slice(3, 6)), (1, slice(9, 12))):
         ang = ref.jr[:, :4, cols]
         along = np.einsum("mri,mi->mr", ang, axes[side])

@@ -10,7 +10,8 @@ import pytest
 
 from engine import Box, World
 from engine.core import quat
-from engine.dynamics.arm_box import ArmBoxes, clamp_to_box
+from engine.dynamics import contact_kernels as kern
+from engine.dynamics.arm_box import ArmBoxes
 from engine.dynamics.inertia_refresh import InertiaRefresh
 
 # (seed, kept bodies, steps). 549: a 0.27 m x 2 cm, 0.78 kg plate hit at a corner by a 74 kg
@@ -101,7 +102,13 @@ def test_arm_boxes_bound_arms_by_the_shape_along_its_principal_axes():
     r_body = np.array([[0.5, 0.001, -0.001], [0.95, 0.3, -0.01], [-2.0, 0.0, 0.5],
                        [0.1, -0.004, 0.002]])
     r = (r_body @ rot[b].T)[None]        # (1, 4, 3) world arms
-    out = clamp_to_box(r, axes[[b]], lo[[b]], hi[[b]])[0]
+    # The solver's arms (engine.dynamics.contact_kernels.set_arms) of points r about a centre of mass
+    # at the origin, with no reach clamp: the box alone.
+    out = np.empty((1, 4, 3))
+    kern.set_arms(np.zeros(1, np.int64), np.zeros(1, np.int64), np.array([[b, b]]),
+                  np.array([4]), r, np.zeros((len(axes), 3)), axes, lo, hi,
+                  np.full(len(axes), np.inf), out, np.empty((1, 4, 3)))
+    out = out[0]
     np.testing.assert_array_equal(out[0], r[0, 0])      # inside: unchanged
     # On the boundary: unchanged but for round-off (the arm turned into the box's frame by a
     # BLAS product may land 1e-17 outside, on some CPUs, and be clamped back onto it).

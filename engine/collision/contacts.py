@@ -4,13 +4,13 @@ A row is one *manifold*, identified by two int64 columns: ``keys`` = (a << 32) |
 pair with a < b (``pair_keys``), and ``sub``, which manifold of that pair it is (0 for convex
 pairs; part pair and normal cluster for compounds and triangle meshes, see
 engine.collision.nonconvex). Rows are kept sorted by (key, sub), so a step's manifolds (which arrive
-sorted the same way) are matched to last step's with one ``searchsorted`` on the two columns
-viewed as one structured array. Keys are exact, not folded into one integer: a body pair may
-have any number of manifolds, and bodies only need to fit in 31 bits (``MAX_BODIES``).
+sorted the same way) are matched to last step's by a binary search on the two columns in a
+kernel (engine.core.jit). Keys are exact, not folded into one integer: a body pair may have any
+number of manifolds, and bodies only need to fit in 31 bits (``MAX_BODIES``).
 
 Inside a matched manifold, points are matched by feature id (the narrowphase gives each point
-an id that is stable while the same features touch): an (M, 4, 4) equality test picks, for
-each new slot, the old slot with the same id. No Python dict, no loop over contacts.
+an id that is stable while the same features touch): each new slot takes the first old slot
+with the same id.
 
 What is stored per manifold: the 4 point ids, the accumulated normal impulse of each point and
 its friction impulse as a *world* vector (tangent bases may turn between steps; the solver
@@ -20,11 +20,11 @@ projects the vector on its new tangents), and the manifold's captured geometry f
 import numpy as np
 
 from ..core.errors import EngineError
+from ..core.jit import kernel
 from . import manifold_cache
 
 # A pair key packs two body indices of 31 bits each into one int64 (sorted, searchsorted).
 MAX_BODIES = 1 << 31
-_KEY = np.dtype([("pair", np.int64), ("sub", np.int64)])
 _EMPTY_I = np.zeros(0, dtype=np.int64)
 
 
@@ -46,11 +46,50 @@ def check_body_count(n):
                           f"31-bit body indices), got {n}; split the scene")
 
 
-def _joint(keys, sub):
-    out = np.empty(len(keys), dtype=_KEY)
-    out["pair"] = keys
-    out["sub"] = sub
-    return out
+@kernel
+def _match(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, count,
+           normal, friction, matched):
+    """For each manifold i (keys, sub, ids (M, 4), count (M,)): its row in the table (t_...,
+    sorted by (key, sub)) by binary search, then per used slot the first used old slot with
+    the same feature id, whose impulses go to normal (M, 4), friction (M, 4, 3) and
+    matched (M, 4) (left as they are where nothing matches)."""
+    for i in range(keys.shape[0]):
+        lo = _row(t_keys, t_sub, keys[i], sub[i])
+        if lo < 0:
+            continue
+        for p in range(count[i]):
+            for q in range(t_count[lo]):
+                if ids[i, p] == t_ids[lo, q]:
+                    normal[i, p] = t_normal[lo, q]
+                    for c in range(3):
+                        friction[i, p, c] = t_friction[lo, q, c]
+                    matched[i, p] = True
+                    break
+
+
+@kernel(inline="always")
+def _row(t_keys, t_sub, k, s):
+    """The row of (k, s) in the table's columns (sorted by (key, sub)), or -1: a binary
+    search."""
+    n = t_keys.shape[0]
+    lo = 0
+    hi = n
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if t_keys[mid] < k or (t_keys[mid] == k and t_sub[mid] < s):
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == n or t_keys[lo] != k or t_sub[lo] != s:
+        return -1
+    return lo
+
+
+@kernel
+def _rows(t_keys, t_sub, keys, sub, out):
+    """out (M,) = the row of each (keys, sub) in the table, or -1."""
+    for i in range(keys.shape[0]):
+        out[i] = _row(t_keys, t_sub, keys[i], sub[i])
 
 
 class PairTable:
@@ -75,14 +114,10 @@ class PairTable:
 
     def _find(self, keys, sub):
         """Row of each (key, sub) in the table, or -1."""
-        if len(self.keys) == 0 or len(keys) == 0:
-            return np.full(len(keys), -1, dtype=np.int64)
-        if not self.sub.any() and not sub.any():
-            table, query = self.keys, keys      # convex-only worlds: plain int64 search
-        else:
-            table, query = _joint(self.keys, self.sub), _joint(keys, sub)
-        pos = np.minimum(np.searchsorted(table, query), len(table) - 1)
-        return np.where(table[pos] == query, pos, -1)
+        out = np.empty(len(keys), dtype=np.int64)
+        _rows(self.keys, self.sub, np.asarray(keys, dtype=np.int64),
+              np.asarray(sub, dtype=np.int64), out)
+        return out
 
     def match(self, keys, ids, count, sub=None):
         """Warm-start impulses for this step's manifolds.
@@ -95,22 +130,10 @@ class PairTable:
         normal = np.zeros((m, 4))
         friction = np.zeros((m, 4, 3))
         matched = np.zeros((m, 4), dtype=bool)
-        found_row = self._find(keys, self._sub(sub, m))
-        rows = np.flatnonzero(found_row >= 0)
-        if len(rows) == 0:
-            return normal, friction, matched
-        old = found_row[rows]
-        slot = np.arange(4)
-        new_valid = slot[None, :] < np.asarray(count)[rows, None]
-        old_valid = slot[None, :] < self.count[old, None]
-        eq = ((np.asarray(ids)[rows][:, :, None] == self.ids[old][:, None, :])
-              & new_valid[:, :, None] & old_valid[:, None, :])  # (R, 4 new, 4 old)
-        found = eq.any(axis=2)
-        which = np.argmax(eq, axis=2)  # first matching old slot
-        r_idx = np.broadcast_to(old[:, None], which.shape)
-        normal[rows] = np.where(found, self.normal[r_idx, which], 0.0)
-        friction[rows] = np.where(found[..., None], self.friction[r_idx, which], 0.0)
-        matched[rows] = found
+        if m and len(self.keys):
+            _match(self.keys, self.sub, self.ids, self.count, self.normal, self.friction, keys,
+                   self._sub(sub, m), np.asarray(ids, dtype=np.int64),
+                   np.asarray(count, dtype=np.int64), normal, friction, matched)
         return normal, friction, matched
 
     def store(self, keys, ids, count, normal, friction, keep=None, sub=None, geo=None):

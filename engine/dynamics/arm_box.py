@@ -12,8 +12,8 @@ into the body's principal box bounds every torque by what the shape allows; a po
 the box keeps its arm bit for bit. Only thin shapes (``THIN``) are clamped: for chunky ones the
 reach clamp already bounds the torques within a small factor, and clamping their speculative
 midpoints onto the faces changed resting and swinging scenes the add-on tests pin down (a
-Connect chain, a box following its ground down in the Live Preview). (engine.dynamics.solver._clamp_arm
-bounds the arm's length by the body's reach as well.)
+Connect chain, a box following its ground down in the Live Preview). (engine.dynamics.contact_kernels._clamped_arm
+clamps the arms into these boxes, then bounds their length by the body's reach.)
 """
 import numpy as np
 
@@ -55,7 +55,7 @@ class ArmBoxes:
             lo, hi = local.min(axis=0) - r, local.max(axis=0) + r
             ext = hi - lo
             if ext.min() >= THIN * ext.max():
-                # Not thin: the reach clamp (engine.dynamics.solver._clamp_arm) already keeps every
+                # Not thin: the reach clamp (engine.dynamics.contact_kernels._clamped_arm) already keeps every
                 # torque within a small factor of what the shape allows; leave the arms be.
                 lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
             self.axes[sid], self.lo[sid], self.hi[sid] = axes, lo, hi
@@ -77,13 +77,3 @@ class ArmBoxes:
         hi[dyn] = self.hi[sid]
         return axes, lo, hi
 
-
-def clamp_to_box(r, axes, lo, hi):
-    """Arms r (m, 4, 3) clamped into boxes (axes (m, 3, 3) columns, lo, hi (m, 3)); arms
-    inside their box are returned unchanged (bit for bit)."""
-    local = np.einsum("mji,mpj->mpi", axes, r)
-    inside = ((local >= lo[:, None]) & (local <= hi[:, None])).all(axis=2)
-    if inside.all():
-        return r
-    clamped = np.clip(local, lo[:, None], hi[:, None])
-    return np.where(inside[..., None], r, np.einsum("mij,mpj->mpi", axes, clamped))

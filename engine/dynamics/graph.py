@@ -1,50 +1,46 @@
-"""Constraint graph: colouring for the batched solver, islands for sleeping.
+"""Constraint graph: colouring (the contact solver's sweep order, the joint solver's batches)
+and islands for sleeping, as compiled kernels (engine.core.jit).
 
-Colouring. The solver updates all constraints of one colour at once with fancy indexing, which
-is only a correct Gauss-Seidel sweep if no two of them touch the same *dynamic* body (two
-writes to one body's velocity in one batch would lose one). Static and kinematic bodies are
-never written, so they are shared freely, as in Box2D v3's graph colouring; this matters,
-since every box on the ground touches the same ground body.
+Colouring. No two constraints of one colour touch the same *dynamic* body. Static and
+kinematic bodies are never written, so they are shared freely, as in Box2D v3's graph
+colouring; this matters, since every box on the ground touches the same ground body. The
+contact solver sweeps the manifolds colour by colour (measured to stack better than the
+narrowphase's order: engine.dynamics.solver), the joint solver batches a colour at once.
 
 We compute the greedy "first free colour" colouring of the constraints taken in a fixed
-order (the colouring Box2D computes in creation order), but in parallel rounds, as in Jones &
-Plassmann (1993): a constraint is coloured in the round where it comes first, in that order,
-among the still-uncoloured constraints at each of its dynamic bodies. Its earlier neighbours
-are then all coloured, so it sees what sequential first fit would see, and the constraints
-coloured in one round share no dynamic body, so their colour bits can be written at once.
-Each body keeps its constraints sorted by the order, so "first uncoloured at this body" is
-a pointer that advances by one when that constraint is coloured.
-
-The number of rounds is the longest path of adjacent constraints along which the order falls, so
-the order matters twice. A hash of the index keeps chains short on any graph (about 85 rounds
-on a 1000-cube pile). The input order (pairs sorted by body, from the broadphase) gives fewer
-colours when bodies are numbered coherently in space, as scenes usually are: 26 instead of
-29-32 on a 1000-cube pile whose busiest body has D = 26 constraints, but it can take one round
-per link on a chain listed link by link. We run the hash order, then the input order with a
-round budget of a few times what the hash order took, and keep the one with fewer colours.
+order (the colouring Box2D computes in creation order), one constraint at a time in a kernel
+(each body keeps a 64-bit mask of the colours its constraints took). Two orders are tried:
+a hash of the index, and the input order (pairs sorted by body, from the broadphase), which
+gives fewer colours when bodies are numbered coherently in space, as scenes usually are: 26
+instead of 29-32 on a 1000-cube pile whose busiest body has D = 26 constraints. The input
+order is kept when it uses fewer colours than the hash order and its chains of
+consecutive constraints are not much longer (INPUT_ORDER_DEPTH_FACTOR: the sweep order
+this gives stacks better).
 
 Greedy first fit uses at most 2*D - 1 colours (D = most constraints at one dynamic body);
 no colouring can use fewer than D.
 
 Islands. Bodies linked by a constraint chain through dynamic bodies form an island (they
 sleep and wake together). Static bodies join nothing: the ground does not merge every pile
-resting on it into one island. Labels come from min-label hooking with pointer jumping, a
-vectorised union-find: each round, every root hooks to the smallest root across its edges,
-then all pointers jump to their roots. Parents only ever decrease, so the final label of a
-body is the smallest body index in its island.
+resting on it into one island. Labels come from a union-find that always hooks the larger
+root under the smaller, so the label of a body is the smallest body index in its island.
 """
 from typing import NamedTuple
 
 import numpy as np
 
 from ..core.errors import EngineError
+from ..core.jit import kernel
 
-# Colours before the rest go to one shared (Jacobi, scatter-add) overflow colour: each colour
-# costs a solver pass of numpy calls, and a 1000-cube pile needs 26.
+# Colours before the rest go to one shared overflow colour (one 64-bit mask per body; a
+# 1000-cube pile needs 26).
 DEFAULT_MAX_COLOURS = 64
-# The input-order first fit is abandoned past this many times the rounds the hash order took
-# (a long chain of consecutive constraints takes one round per link in that order).
-INPUT_ORDER_ROUND_FACTOR = 3
+# The input order is kept only if its longest falling chain (see _first_fit) is at most this
+# many times the hash order's (+ 16). The colour order is the contact solver's sweep order,
+# and this is the rule the colouring was measured with: first fit in the input order taken
+# whatever its chains, the 210-box pyramid of bench/quality_figures.py drifted 34 mm at
+# 1/24 s instead of 3.8 mm (a pile listed row by row is one long falling chain).
+INPUT_ORDER_DEPTH_FACTOR = 3
 
 
 class Colouring(NamedTuple):
@@ -70,49 +66,23 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
         raise EngineError(f"max_colours must be in [1, 64] (one 64-bit mask per body), got "
                           f"{max_colours}; constraints beyond it share the overflow colour")
     m = len(a)
-    dyn_a = ~is_static[a]
-    dyn_b = ~is_static[b] & (b != a)  # a constraint from a body to itself has one end
+    n = len(is_static)
+    colour = np.zeros(m, dtype=np.int64)
     if m:
-        # Incidence entries (body, constraint, other end) for each dynamic end. "Other end"
-        # is the body itself when the other end is static, so the readiness test needs no
-        # special case. Each constraint is coloured from one canonical entry: its `a` end if
-        # dynamic, else its `b` end.
-        ca, cb = np.flatnonzero(dyn_a), np.flatnonzero(dyn_b)
-        inc = (np.concatenate((ca, cb)),
-               np.concatenate((a[ca], b[cb])),
-               np.concatenate((np.where(dyn_b[ca], b[ca], a[ca]),
-                               np.where(dyn_a[cb], a[cb], b[cb]))),
-               np.concatenate((np.ones(len(ca), bool), ~dyn_a[cb])))
-        n = len(is_static)
-        allowed = ~np.uint64(0) >> np.uint64(64 - max_colours)
-        # Two first-fit orders, keep the one with fewer colours:
-        # - a hash of the index: decreasing chains, hence rounds, stay short on any graph;
-        # - the input order: pairs come from the broadphase sorted by body, and when bodies
-        #   are numbered coherently in space (as scenes are usually built), first fit in
-        #   that order gets close to the D-colour bound (26 instead of 29-32 colours on a
-        #   1000-cube pile, D = 26). A long chain of consecutive constraints would take one
-        #   round per link in that order, so it is abandoned past a few times the rounds
-        #   the hash order took, or as soon as it reaches the hash order's top colour.
-        cbit, rounds = _first_fit(inc, _priority_rank(m), n, m, allowed)
-        bound = int(np.bincount(inc[1], minlength=n).max()) if len(inc[1]) else 0
-        if np.count_nonzero(cbit == 0) or int(cbit.max()).bit_length() > bound:
-            # Not yet at the lower bound D: try the input order.
-            cbit_in, _ = _first_fit(inc, np.arange(m), n, m, allowed,
-                                    max_rounds=INPUT_ORDER_ROUND_FACTOR * rounds + 16,
-                                    give_up_at=cbit.max())
-            if cbit_in is not None and _worse(cbit, cbit_in):
-                cbit = cbit_in
-    else:
-        cbit = np.ones(0, dtype=np.uint64)
-    # frexp(2^k) = (0.5, k + 1) exactly; frexp(0) = (0, 0) gives -1: the overflow colour.
-    colour = np.frexp(cbit.astype(np.float64))[1].astype(np.int64) - 1
-    overflow = int(np.count_nonzero(cbit == 0))
-    colour[cbit == 0] = max_colours
+        # First fit in the hash order; then, unless that already reached the lower bound D
+        # without overflow, in the input order, kept if it needs fewer colours.
+        top, depth = _first_fit(a, b, is_static, _hash_order(m), max_colours,
+                                max_colours + 1, m, colour)
+        if top > _max_degree(a, b, is_static, n) or top > max_colours:
+            again = np.empty(m, dtype=np.int64)
+            if _first_fit(a, b, is_static, np.arange(m), max_colours, top - 1,
+                          INPUT_ORDER_DEPTH_FACTOR * depth + 16, again)[0] >= 0:
+                colour = again
     n_colours = int(colour.max()) + 1 if m else 0
-    # Colours fit in a byte, and a stable sort of bytes is a fast radix sort in numpy.
-    order = np.argsort(colour.astype(np.uint8), kind="stable")
+    order = np.empty(m, dtype=np.int64)
     offsets = np.zeros(n_colours + 1, dtype=np.int64)
-    np.cumsum(np.bincount(colour, minlength=n_colours), out=offsets[1:])
+    _sort_by_colour(colour, order, offsets)
+    overflow = int(offsets[-1] - offsets[-2]) if n_colours > max_colours else 0
     return Colouring(colour, n_colours, order, offsets, overflow)
 
 
@@ -126,79 +96,124 @@ def islands(n_bodies, body_a, body_b, is_static):
     if len(is_static) != n_bodies:
         raise EngineError(f"islands: is_static has {len(is_static)} entries for {n_bodies} "
                           "bodies; pass one flag per body")
-    keep = ~is_static[a] & ~is_static[b] & (a != b)
-    u, v = a[keep], b[keep]
-    parent = np.arange(n_bodies, dtype=np.int64)
-    while len(u):
-        pu, pv = parent[u], parent[v]
-        cross = pu != pv
-        # An edge inside one tree stays inside it: drop it for good.
-        u, v, pu, pv = u[cross], v[cross], pu[cross], pv[cross]
-        if not len(u):
-            break
-        # pu, pv are roots (pointers are fully jumped below): hook the larger root under
-        # the smallest root it touches. parent[x] <= x always, so no cycle can form.
-        np.minimum.at(parent, np.maximum(pu, pv), np.minimum(pu, pv))
-        while True:
-            jumped = parent[parent]
-            if np.array_equal(jumped, parent):
-                break
-            parent = jumped
-    parent[is_static] = -1
-    return parent
+    label = np.empty(n_bodies, dtype=np.int64)
+    _label_islands(a, b, is_static, label)
+    return label
 
 
-def _first_fit(inc, rank, n, m, allowed, max_rounds=None, give_up_at=None):
-    """First-fit colouring in `rank` order by Jones-Plassmann rounds.
-
-    inc: incidence entries (constraint, body, other end, canonical?) of the dynamic ends.
-    Returns (cbit, rounds): each constraint's colour as a one-bit mask (0 = no colour below
-    the cap: overflow; a constraint touching no dynamic body keeps colour 0, bit 1), and the
-    rounds taken. cbit is None if max_rounds ran out first, or if some constraint took the
-    colour bit `give_up_at` or a higher one, or overflowed (then this colouring cannot beat
-    the one that used `give_up_at` as its top colour)."""
-    cons, body, other, canon = inc
-    cbit = np.ones(m, dtype=np.uint64)
-    if not len(cons):
-        return cbit, 0
-    used = np.zeros(n, dtype=np.uint64)   # colour bits taken at each body
-    head = np.zeros(n, dtype=np.int64)    # best uncoloured constraint at each body
-    srt = np.argsort(body * np.int64(m) + rank[cons])  # keys are distinct: any sort
-    cons, body, other, canon = cons[srt], body[srt], other[srt], canon[srt]
-    ptr = np.flatnonzero(np.concatenate(([True], body[1:] != body[:-1])))  # list starts
-    end = np.append(ptr[1:], len(body))
-    live = body[ptr]                      # bodies with uncoloured constraints
-    rounds = 0
-    while len(live):
-        if max_rounds is not None and rounds >= max_rounds:
-            return None, rounds
-        rounds += 1
-        h = cons[ptr]
-        head[live] = h
-        # h is ready when it is the head at its other end too.
-        ready = head[other[ptr]] == h
-        e = ptr[ready & canon[ptr]]
-        v, o = body[e], other[e]
-        free = ~(used[v] | used[o]) & allowed
-        low = free & -free  # lowest free colour bit (0 if none: overflow)
-        cbit[cons[e]] = low
-        if give_up_at is not None and len(low) and (low.max() >= give_up_at or not low.min()):
-            return None, rounds
-        # In one round no two ready constraints share a dynamic body: plain writes.
-        used[v] |= low
-        used[o] |= low
-        # Every body whose head was coloured moves on to its next constraint.
-        ptr = ptr + ready
-        alive = ptr < end
-        live, ptr, end = live[alive], ptr[alive], end[alive]
-    return cbit, rounds
+@kernel
+def _label_islands(a, b, is_static, parent):
+    """parent (N,) = the smallest body of each dynamic body's island, -1 for static ones."""
+    for i in range(parent.shape[0]):
+        parent[i] = i
+    for k in range(a.shape[0]):
+        u = a[k]
+        v = b[k]
+        if is_static[u] or is_static[v] or u == v:
+            continue
+        ru = _root(parent, u)
+        rv = _root(parent, v)
+        # The larger root goes under the smaller: a root is the smallest body of its tree.
+        if ru < rv:
+            parent[rv] = ru
+        elif rv < ru:
+            parent[ru] = rv
+    for i in range(parent.shape[0]):
+        parent[i] = -1 if is_static[i] else _root(parent, i)
 
 
-def _worse(cbit, other):
-    """Does colouring `cbit` have more overflow, or as much and more colours, than `other`?"""
-    key = (np.count_nonzero(cbit == 0), int(cbit.max()))
-    key_other = (np.count_nonzero(other == 0), int(other.max()))
-    return key_other < key
+@kernel(inline="always")
+def _root(parent, x):
+    """The root of x, halving the path on the way (each visited node skips to its
+    grandparent, which keeps it in its tree)."""
+    while parent[x] != x:
+        parent[x] = parent[parent[x]]
+        x = parent[x]
+    return x
+
+
+@kernel
+def _first_fit(a, b, is_static, visit, max_colours, give_up_at, max_depth, colour):
+    """First-fit colouring visiting constraints in the order visit (M,): each takes the
+    lowest colour none of its dynamic bodies has yet, or max_colours (overflow) if all
+    below are taken; a constraint touching no dynamic body takes colour 0.
+
+    Returns (colours used: highest + 1, overflow counting as colour max_colours; depth), or
+    colours -1 (colour then unfinished) as soon as a constraint needs colour give_up_at or
+    more (this order then cannot beat one that used give_up_at + 1 colours) or the depth
+    passes max_depth. The depth is the longest chain of constraints, each sharing a dynamic
+    body with the next, that the visit order walks in order (a colouring in parallel rounds,
+    Jones-Plassmann, would take that many rounds)."""
+    n = is_static.shape[0]
+    used = np.zeros(n, dtype=np.uint64)
+    chain = np.zeros(n, dtype=np.int64)   # depth of the last constraint visited at a body
+    one = np.uint64(1)
+    top = 0
+    depth = 0
+    for j in range(visit.shape[0]):
+        c = visit[j]
+        u = a[c]
+        v = b[c]
+        dyn_u = not is_static[u]
+        dyn_v = not is_static[v] and v != u
+        taken = np.uint64(0)
+        if dyn_u:
+            taken |= used[u]
+        if dyn_v:
+            taken |= used[v]
+        col = 0
+        while col < max_colours and (taken >> np.uint64(col)) & one:
+            col += 1
+        k = 1 + max(chain[u] if dyn_u else 0, chain[v] if dyn_v else 0)
+        if dyn_u:
+            chain[u] = k
+        if dyn_v:
+            chain[v] = k
+        depth = max(depth, k)
+        if col >= give_up_at or depth > max_depth:
+            return -1, depth
+        colour[c] = col
+        if col < max_colours:
+            bit = one << np.uint64(col)
+            if dyn_u:
+                used[u] |= bit
+            if dyn_v:
+                used[v] |= bit
+        if col + 1 > top:
+            top = col + 1
+    return top, depth
+
+
+@kernel
+def _max_degree(a, b, is_static, n):
+    """D: the most constraints at one dynamic body (a constraint from a body to itself
+    counts once)."""
+    deg = np.zeros(n, dtype=np.int64)
+    best = 0
+    for k in range(a.shape[0]):
+        u = a[k]
+        v = b[k]
+        if not is_static[u]:
+            deg[u] += 1
+            best = max(best, deg[u])
+        if not is_static[v] and v != u:
+            deg[v] += 1
+            best = max(best, deg[v])
+    return best
+
+
+@kernel
+def _sort_by_colour(colour, order, offsets):
+    """Constraint indices by colour, in index order inside a colour (a counting sort):
+    colour c is order[offsets[c]:offsets[c + 1]]."""
+    for k in range(colour.shape[0]):
+        offsets[colour[k] + 1] += 1
+    for c in range(offsets.shape[0] - 1):
+        offsets[c + 1] += offsets[c]
+    fill = offsets[:-1].copy()
+    for k in range(colour.shape[0]):
+        order[fill[colour[k]]] = k
+        fill[colour[k]] += 1
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -220,11 +235,12 @@ def _check_graph(body_a, body_b, is_static):
 _PERM_CACHE: dict = {}
 
 
-def _priority_rank(m):
-    """Distinct pseudo-random ranks 0..m-1 from a hash of the index (no RNG state).
+def _hash_order(m):
+    """0..m-1 in the order of a hash of the index (no RNG state): decreasing runs of
+    neighbouring constraints stay short on any graph.
 
     The hash order of 0..M-1 (M = m rounded up to a power of two) is computed once and
-    cached; the ranks for any m <= M are that order restricted to indices below m, so
+    cached; the order for any m <= M is that order restricted to indices below m, so
     changing m from step to step costs no sort."""
     size = 1 << max(int(m - 1).bit_length(), 4)
     perm = _PERM_CACHE.get(size)
@@ -240,7 +256,4 @@ def _priority_rank(m):
         if len(_PERM_CACHE) > 8:
             _PERM_CACHE.clear()
         _PERM_CACHE[size] = perm
-    order = perm[perm < m]
-    rank = np.empty(m, dtype=np.int64)
-    rank[order] = np.arange(m)
-    return rank
+    return perm[perm < m]

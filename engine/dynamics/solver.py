@@ -1,5 +1,5 @@
-"""Soft-step contact solver (the Box2D v3 / Solver2D "soft step" scheme): rows prepared with
-numpy once per collision pass, the per-substep passes in compiled kernels (contact_kernels.py).
+"""Soft-step contact solver (the Box2D v3 / Solver2D "soft step" scheme): rows prepared once per
+collision pass and the per-substep passes, all in compiled kernels (contact_kernels.py).
 
 Per step the world calls, in order::
 
@@ -66,12 +66,9 @@ import math
 
 import numpy as np
 
-from ..core.vec import cross, norm
 from . import contact_kernels as kern
-from .arm_box import clamp_to_box
+from .contact_kernels import UNUSED_SEPARATION
 
-# Separation given to unused point slots: finite (inf * 0 would be NaN) and far apart.
-UNUSED_SEPARATION = 1.0e3
 # Relax counts a point as still apart only beyond this separation (m). A point whose gap the
 # biased pass closed sits at s = 0 up to the round-off of the displacements (~1e-18 m), and
 # its sign then decided, corner by corner, which points of a box landing flat relax solved:
@@ -94,15 +91,12 @@ def soft_params(hertz, damping_ratio, h):
 
 def tangent_basis(n):
     """Two unit tangents (M, 3) orthogonal to unit normals n (M, 3), a continuous function of n
-    away from the switch between the helper axes, so warm-start impulses project consistently."""
-    use_x = np.abs(n[:, 0]) < 0.57735
-    helper = np.zeros_like(n)
-    helper[use_x, 0] = 1.0
-    helper[~use_x, 1] = 1.0
-    t1 = cross(n, helper)
-    t1 /= norm(t1, axis=1, keepdims=True)
-    t2 = cross(n, t1)
-    return t1, t2
+    away from the switch between the helper axes, so warm-start impulses project consistently
+    (the solver's own, engine.dynamics.contact_kernels._tangents)."""
+    every = np.arange(len(n))
+    dirs = np.empty((len(n), 3, 3))
+    kern.set_directions(every, every, np.ascontiguousarray(n, dtype=float), dirs)
+    return dirs[:, 1], dirs[:, 2]
 
 
 # Row layout of one manifold: 4 normal rows (one per point slot), then the two tangent rows of
@@ -122,7 +116,8 @@ class ContactSolver:
     h the substep (s); settings the world's WorldSettings (contact_hertz, damping_ratio,
     max_push: the solver has no defaults of its own). order (M,): the order the passes sweep
     the manifolds in (None: as given); box and reach bound the lever arms (engine.dynamics.arm_box,
-    _clamp_arm); round_axes (N, 3) the axes of round bodies (engine.dynamics.round_bodies) or None.
+    engine.dynamics.contact_kernels._clamped_arm); round_axes (N, 3) the axes of round bodies
+    (engine.dynamics.round_bodies) or None.
 
     The arrays the kernels read are attributes, in sweep order (engine/dynamics/contact_kernels.py
     says what each holds); impulses() answers in the caller's order.
@@ -152,60 +147,55 @@ class ContactSolver:
             self.dirs = np.zeros((0, 3, 3))
             return
 
-        ia = ia[order]
-        ib = ib[order]
-        n = normal[order]
-        pts = points[order]
-        sep = separation[order]
+        self.idx = idx = np.empty((m, 2), dtype=np.int64)
+        idx[:, 0] = ia[order]
+        idx[:, 1] = ib[order]
         self.count = cnt = np.ascontiguousarray(count[order], dtype=np.int64)
-        valid = np.arange(4)[None, :] < cnt[:, None]  # (m, 4)
-        self.idx = np.stack((ia, ib), axis=1)  # (m, 2)
         self.friction = np.ascontiguousarray(friction[order], dtype=float)
         self.restitution_coef = np.ascontiguousarray(restitution[order], dtype=float)
-
-        t1, t2 = tangent_basis(n)
-        dirs = np.stack((n, t1, t2), axis=1)  # (m, 3, 3)
-        # Unused slots' points are never read (a NaN there would survive a multiply by 0).
-        pts = np.where(valid[..., None], pts, 0.0)
-        ra = pts - x_com[ia][:, None, :]  # (m, 4, 3)
-        rb = pts - x_com[ib][:, None, :]
-        if box is not None:   # (axes, lo, hi) per body: engine.dynamics.arm_box
-            axes, lo, hi = box
-            ra = clamp_to_box(ra, axes[ia], lo[ia], hi[ia])
-            rb = clamp_to_box(rb, axes[ib], lo[ib], hi[ib])
-        if reach is not None:
-            ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
-        self.dirs = dirs
-        self._arms = [ra, rb, valid, inv_mass[ia], inv_mass[ib]]  # see refresh_inertia
-        # Axes of round bodies (engine.dynamics.round_bodies), zero elsewhere: None without any.
-        self.axes = None if round_axes is None else [round_axes[ia], round_axes[ib]]
-        self.jr, self.mjr, self.kmat, self.eff, self.k_pinv = _rows(
-            ra, rb, dirs, valid, inv_mass[ia], inv_mass[ib], inv_inertia[ia], inv_inertia[ib],
-            self.axes)
-        self.sep0 = np.where(valid, sep, UNUSED_SEPARATION)  # (m, 4)
-
-        # Warm start impulses: normal as is, friction projected on this step's tangents.
-        wn = warm_normal[order]
-        wf = warm_friction[order]
-        imp = np.zeros((m, ROWS))
-        imp[:, :4] = np.where(valid, wn, 0.0)
-        imp[:, 4::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t1), 0.0)
-        imp[:, 5::2] = np.where(valid, np.einsum("mpi,mi->mp", wf, t2), 0.0)
-        _clamp_to_cone(imp, self.friction)
-        self.imp = imp
+        self.accel_n = np.ascontiguousarray(accel_n[order], dtype=float)
+        self.ima = np.ascontiguousarray(inv_mass[idx[:, 0]], dtype=float)
+        self.imb = np.ascontiguousarray(inv_mass[idx[:, 1]], dtype=float)
+        # The axes of round bodies (engine.dynamics.round_bodies, zero elsewhere).
+        self.round = round_axes is not None
+        self.axa, self.axb = np.zeros((m, 3)), np.zeros((m, 3))
+        if self.round:
+            self.axa[:], self.axb[:] = round_axes[idx[:, 0]], round_axes[idx[:, 1]]
+        self.dirs = np.empty((m, 3, 3))
+        self.ra, self.rb = np.empty((m, 4, 3)), np.empty((m, 4, 3))
+        every = np.arange(m)
+        x_com = np.ascontiguousarray(x_com, dtype=float)
+        kern.set_directions(every, order, _f64(normal), self.dirs)
+        kern.set_arms(every, order, idx, cnt, _f64(points), x_com,
+                      *_bounds(len(x_com), box, reach), self.ra, self.rb)
+        self.jang, self.mang = np.empty((m, ROWS, 6)), np.empty((m, ROWS, 6))
+        self.kmat = np.empty((m, ROWS, ROWS))
+        self.eff, self.k_pinv = np.empty((m, ROWS)), np.empty((m, 4, 4))
+        self._build(every, inv_inertia)
+        # Warm start impulses (normal as is, friction projected on this step's tangents),
+        # separations, impact speeds for restitution (see module docstring).
+        self.imp = np.empty((m, ROWS))
+        self.sep0 = np.empty((m, 4))
+        self.v_impact = np.empty((m, 4))
+        kern.start_state(order, cnt, self.friction, _f64(warm_normal), _f64(warm_friction),
+                         _f64(separation), self.dirs, self.imp, self.sep0)
+        kern.impact_speeds(every, idx, cnt, self.dirs, self.jang, _f64(vel), self.accel_n,
+                           float(h), self.sep0, self.v_impact)
         self.max_normal = np.zeros((m, 4))
 
-        # Impact speed for restitution (see module docstring).
-        self.accel_n = np.ascontiguousarray(accel_n[order], dtype=float)
-        self.v_impact = self._impact_speeds(self.jr[:, :4], vel[self.idx].reshape(m, 12),
-                                            self.accel_n, self.sep0)
+    def _build(self, rows, inv_inertia):
+        """Rows, Delassus matrices and pseudo-inverses of the manifolds rows (sweep order)
+        from their arms and directions, with the world inverse inertia (N, 3, 3) now."""
+        kern.build_rows(rows, self.idx, self.count, self.ra, self.rb, self.dirs, self.ima,
+                        self.imb, _f64(inv_inertia), self.axa, self.axb, self.jang, self.mang,
+                        self.kmat, self.eff, self.k_pinv)
 
     def separations(self, dpose):
         """(M, 4) each point's separation now, in sweep order (linearised: the module
         docstring), dpose (N, 6) the pass's displacements so far."""
         out = np.empty((self.m, 4))
         if self.m:
-            kern.separations(self.idx, self.jr, self.sep0, dpose, out)
+            kern.separations(self.idx, self.count, self.dirs, self.jang, self.sep0, dpose, out)
         return out
 
     def refresh_inertia(self, bodies, turn, inv_inertia, dpose):
@@ -234,32 +224,24 @@ class ContactSolver:
         rows = np.flatnonzero((sa >= 0) | (sb >= 0))
         if not len(rows):
             return
-        ra, rb, valid, ima, imb = self._arms
         eye = np.eye(3)
         ta = np.where((sa[rows] >= 0)[:, None, None], turn[sa[rows]], eye)
         tb = np.where((sb[rows] >= 0)[:, None, None], turn[sb[rows]], eye)
-        ra[rows] = np.einsum("mij,mpj->mpi", ta, ra[rows])
-        rb[rows] = np.einsum("mij,mpj->mpi", tb, rb[rows])
-        axes = None
-        if self.axes is not None:   # round bodies' axes turn with them
-            axa, axb = self.axes
-            axa[rows] = np.einsum("mij,mj->mi", ta, axa[rows])
-            axb[rows] = np.einsum("mij,mj->mi", tb, axb[rows])
-            axes = [axa[rows], axb[rows]]
+        self.ra[rows] = np.einsum("mij,mpj->mpi", ta, self.ra[rows])
+        self.rb[rows] = np.einsum("mij,mpj->mpi", tb, self.rb[rows])
+        if self.round:   # round bodies' axes turn with them
+            self.axa[rows] = np.einsum("mij,mj->mi", ta, self.axa[rows])
+            self.axb[rows] = np.einsum("mij,mj->mi", tb, self.axb[rows])
         sep_now = self.separations(dpose)[rows]
-        ia, ib = self.idx[rows, 0], self.idx[rows, 1]
-        self._store_rows(rows, _rows(ra[rows], rb[rows], self.dirs[rows], valid[rows],
-                                     ima[rows], imb[rows], inv_inertia[ia], inv_inertia[ib],
-                                     axes), sep_now, valid[rows], dpose)
+        self._build(rows, inv_inertia)
+        self._rebase(rows, sep_now, dpose)
 
-    def _store_rows(self, rows, built, sep_now, valid, dpose):
-        """Rows ``built`` by _rows for manifolds rows (sweep order), their separations now
-        sep_now (K, 4) rebased on the new normal rows (sep0 = sep_now - J_n dpose)."""
-        jr, mjr, kmat, eff, k_pinv = built
-        self.jr[rows], self.mjr[rows], self.kmat[rows] = jr, mjr, kmat
-        self.eff[rows], self.k_pinv[rows] = eff, k_pinv
-        dp = dpose[self.idx[rows]].reshape(len(rows), 12)
-        moved = np.einsum("mpk,mk->mp", jr[:, :4], dp)
+    def _rebase(self, rows, sep_now, dpose):
+        """sep0 of the manifolds rows (sweep order), whose rows were just built again, from
+        their separations now sep_now (K, 4): sep0 = sep_now - J_n dpose."""
+        self.sep0[rows] = 0.0
+        moved = self.separations(dpose)[rows]
+        valid = np.arange(4)[None, :] < self.count[rows, None]
         self.sep0[rows] = np.where(valid, sep_now - moved, UNUSED_SEPARATION)
 
     def replace(self, rows, fresh, x_com, inv_inertia, box, reach, vel, dpose):
@@ -280,43 +262,34 @@ class ContactSolver:
         inv = np.empty(self.m, dtype=np.int64)
         inv[self.order] = np.arange(self.m)
         r = inv[rows]
-        ia, ib = self.idx[r, 0], self.idx[r, 1]
         valid = np.arange(4)[None, :] < fresh["count"][:, None]
-        n = fresh["normal"]
-        t1, t2 = tangent_basis(n)
-        dirs = np.stack((n, t1, t2), axis=1)
-        pts = np.where(valid[..., None], fresh["points"], 0.0)
-        ra = pts - x_com[ia][:, None, :]
-        rb = pts - x_com[ib][:, None, :]
-        if box is not None:
-            axes, lo, hi = box
-            ra = clamp_to_box(ra, axes[ia], lo[ia], hi[ia])
-            rb = clamp_to_box(rb, axes[ib], lo[ib], hi[ib])
-        if reach is not None:
-            ra, rb = _clamp_arm(ra, reach[ia]), _clamp_arm(rb, reach[ib])
-        kept, imp, max_n, v_old = self._carried(r, fresh, valid, dirs)
-        arm_a, arm_b, live, ima, imb = self._arms
-        arm_a[r], arm_b[r], live[r] = ra, rb, valid
+        live = np.arange(4)[None, :] < self.count[r, None]
+        k = np.arange(len(r))
+        dirs = np.empty((len(r), 3, 3))
+        kern.set_directions(k, k, _f64(fresh["normal"]), dirs)
+        kept, imp, max_n, v_old = self._carried(r, fresh, valid, live, dirs)
         self.dirs[r] = dirs
         self.count[r] = fresh["count"]
-        axes_r = None if self.axes is None else [self.axes[0][r], self.axes[1][r]]
+        kern.set_arms(r, k, self.idx, self.count, _f64(fresh["points"]), _f64(x_com),
+                      *_bounds(len(x_com), box, reach), self.ra, self.rb)
         sep_now = np.where(valid, fresh["separation"], UNUSED_SEPARATION)   # (K, 4)
-        self._store_rows(r, _rows(ra, rb, dirs, valid, ima[r], imb[r], inv_inertia[ia],
-                                  inv_inertia[ib], axes_r), sep_now, valid, dpose)
+        self._build(r, inv_inertia)
+        self._rebase(r, sep_now, dpose)
         self.imp[r] = imp
         self.max_normal[r] = max_n
         # Impact speeds: a kept point already touching keeps the one it hit with.
-        v_new = self._impact_speeds(self.jr[r, :4], vel[self.idx[r]].reshape(len(r), 12),
-                                    fresh["accel_n"], sep_now)
+        a_n = np.ascontiguousarray(fresh["accel_n"], dtype=float)
+        v_new = np.empty((len(r), 4))
+        kern.impact_speeds(r, self.idx, self.count, self.dirs, self.jang, _f64(vel), a_n,
+                           float(self.h), sep_now, v_new)
         self.v_impact[r] = np.where(kept & (sep_now <= 0.0), v_old, v_new)
-        self.accel_n[r] = fresh["accel_n"]
+        self.accel_n[r] = a_n
 
-    def _carried(self, r, fresh, valid, dirs):
+    def _carried(self, r, fresh, valid, live, dirs):
         """What the points of the solver's manifolds r keep through replace, matched by
         feature id as the pair table matches them: (kept (K, 4), impulses (K, 12) on the new
         directions dirs (K, 3, 3), clamped into the friction cone, largest normal impulses
-        (K, 4), old impact speeds (K, 4))."""
-        live = self._arms[2][r]
+        (K, 4), old impact speeds (K, 4)). valid, live (K, 4): the new and old used slots."""
         same = ((fresh["ids"][:, :, None] == fresh["old_ids"][:, None, :])
                 & valid[:, :, None] & live[:, None, :])
         kept, src = same.any(axis=2), same.argmax(axis=2)       # (K, 4)
@@ -334,20 +307,12 @@ class ContactSolver:
         max_n = np.where(kept, pick(self.max_normal[r], src, axis=1), 0.0)
         return kept, imp, max_n, pick(self.v_impact[r], src, axis=1)
 
-    def _impact_speeds(self, jn, vab, a, sep):
-        """Impact speeds (K, 4) (see the module docstring) of normal rows jn (K, 4, 12) at
-        pair velocities vab (K, 12), relative normal accelerations a (K,), separations sep
-        (K, 4)."""
-        vn0 = np.einsum("mpk,mk->mp", jn, vab)
-        c0 = vn0 + 0.5 * a[:, None] * self.h
-        ballistic = -np.sqrt(np.maximum(c0 * c0 - 2.0 * a[:, None] * sep, 0.0))
-        return np.where(sep > 0.0, ballistic, np.minimum(c0, vn0))
-
     # -- passes (engine/dynamics/contact_kernels.py) -----------------------------------------------
     def warm_start(self, vel):
         """Apply the accumulated impulses to the velocities vel (N, 6), in place."""
         if self.m:
-            kern.warm_start(vel, self.idx, self.count, self.mjr, self.imp)
+            kern.warm_start(vel, self.idx, self.count, self.dirs, self.ima, self.imb, self.mang,
+                            self.imp)
 
     def solve(self, vel, dpose, use_bias):
         """One Gauss-Seidel sweep over the manifolds, in place on vel (N, 6) and the impulses.
@@ -373,9 +338,10 @@ class ContactSolver:
           mu * Pn.
         """
         if self.m:
-            kern.solve_pass(vel, dpose, bool(use_bias), self.idx, self.count, self.jr,
-                            self.mjr, self.kmat, self.eff, self.k_pinv, self.sep0, self.imp,
-                            self.max_normal, self.friction, self.soft)
+            kern.solve_pass(vel, dpose, bool(use_bias), self.idx, self.count, self.dirs,
+                            self.ima, self.imb, self.jang, self.mang, self.kmat, self.eff,
+                            self.k_pinv, self.sep0, self.imp, self.max_normal, self.friction,
+                            self.soft)
 
     def restitution(self, vel, threshold=1.0):
         """After the substeps: make closing points leave at -e * (impact speed).
@@ -390,12 +356,32 @@ class ContactSolver:
         huge push on one (against a huge pull on the other), and that push launched a 5 mm
         sphere at 540 m/s (issue 11, tests/test_robust_step.py)."""
         if self.m:
-            kern.restitution(vel, self.idx, self.count, self.jr, self.mjr, self.kmat, self.eff,
-                             self.k_pinv, self.imp, self.max_normal, self.v_impact,
+            kern.restitution(vel, self.idx, self.count, self.dirs, self.ima, self.imb,
+                             self.jang, self.mang, self.kmat, self.eff, self.k_pinv, self.imp,
+                             self.max_normal, self.v_impact,
                              self.restitution_coef, self.accel_n, float(self.h),
                              float(threshold))
 
     # -- results --------------------------------------------------------------------------
+    @property
+    def jr(self):
+        """(M, 12, 12) each row's whole Jacobian over [v_a, w_a, v_b, w_b], in sweep order
+        (for inspection: the kernels keep its parts, engine/dynamics/contact_kernels.py)."""
+        return self._whole(self.jang, -1.0, 1.0)
+
+    @property
+    def mjr(self):
+        """(M, 12, 12) each row's M^-1 J^T, as jr."""
+        return self._whole(self.mang, -self.ima[:, None], self.imb[:, None])
+
+    def _whole(self, ang, lin_a, lin_b):
+        live = np.arange(4)[None, :] < self.count[:, None]
+        slot = np.r_[np.arange(4), np.repeat(np.arange(4), 2)]
+        d = self.dirs[:, [0, 0, 0, 0, 1, 2, 1, 2, 1, 2, 1, 2]] * live[:, slot, None]
+        lin_a = np.asarray(lin_a)[..., None] if np.ndim(lin_a) else lin_a
+        lin_b = np.asarray(lin_b)[..., None] if np.ndim(lin_b) else lin_b
+        return np.concatenate((lin_a * d, ang[..., :3], lin_b * d, ang[..., 3:]), axis=2)
+
     def impulses(self):
         """(normal (M, 4), friction world vectors (M, 4, 3), friction (M, 4, 2) along the
         tangents, tangents (M, 2, 3)) in the caller's original manifold order."""
@@ -420,49 +406,16 @@ def _clamp_to_cone(imp, friction):
     imp[:, 5::2] *= scale
 
 
-def _rows(ra, rb, dirs, valid, ima, imb, iia, iib, axes=None):
-    """Rows of m manifolds from their lever arms ra, rb (m, 4, 3), directions dirs (m, 3, 3)
-    (normal, tangents), used slots valid (m, 4), inverse masses ima, imb (m,) and world
-    inverse inertias iia, iib (m, 3, 3): (jr, mjr, K, eff, k_pinv), each (m, ...), as
-    ContactSolver keeps them (engine.dynamics.contact_kernels.build_rows). axes: None, or the (m, 3)
-    axes of A and B that their normal rows must not read a turn about (zero where none:
-    engine.dynamics.round_bodies): arms held over a pass give a round body's normal rows a part along
-    its axis once the axis has turned (a spinning wheel's roll then reads as a normal
-    velocity)."""
-    m = len(ra)
-    jr, mjr, kt = np.empty((m, ROWS, 12)), np.empty((m, ROWS, 12)), np.empty((m, ROWS, ROWS))
-    eff = np.empty((m, ROWS))
-    if axes is None:
-        axa = axb = np.zeros((m, 3))
-    else:
-        axa, axb = (np.ascontiguousarray(ax, dtype=float) for ax in axes)
-    kern.build_rows(*(np.ascontiguousarray(x, dtype=float) for x in
-                      (ra, rb, dirs)), np.ascontiguousarray(valid),
-                    *(np.ascontiguousarray(x, dtype=float) for x in (ima, imb, iia, iib)),
-                    axa, axb, jr, mjr, kt, eff)
-    # The block normal step's pseudo-inverse: four coplanar points are rank 3, and the
-    # least-norm answer is the symmetric split.
-    k_pinv = _pinv_psd(np.ascontiguousarray(kt[:, :4, :4]))
-    return jr, mjr, kt, eff, k_pinv
+def _f64(x):
+    return np.ascontiguousarray(x, dtype=float)
 
 
-def _clamp_arm(r, reach):
-    """Lever arms r (m, 4, 3) shortened to at most the body's reach (m,) (bounding radius
-    about its centre of mass). A contact point lies on the other body's surface; in a deep
-    overlap of a big body and a small one it can be metres outside the small one, and its
-    arm then gives the small body torques its own shape never could: a 27 g needle
-    (smallest inertia 7e-8 kg m^2) 0.8 m from such a point was spun to 1e4 rad/s and
-    flung at 3e5 m/s (issue 11, fuzzer seed 137). Points within reach are unchanged."""
-    n = np.sqrt(np.einsum("mpi,mpi->mp", r, r))
-    lim = reach[:, None]
-    return r * np.where(n > lim, lim / np.where(n > lim, n, 1.0), 1.0)[..., None]
-
-
-def _pinv_psd(k, rtol=1e-9):
-    """Pseudo-inverses of symmetric positive semi-definite matrices (..., n, n)."""
-    if k.shape[0] == 0:
-        return k.copy()
-    e, vec = np.linalg.eigh(k)
-    cut = rtol * e.max(axis=-1, keepdims=True)
-    inv_e = np.where(e > cut, 1.0 / np.where(e > cut, e, 1.0), 0.0)
-    return np.einsum("...ik,...k,...jk->...ij", vec, inv_e, vec)
+def _bounds(n, box, reach):
+    """The arm clamps of n bodies as the kernels read them: (axes (n, 3, 3), lo, hi (n, 3))
+    of engine.dynamics.arm_box, and reach (n,) (engine.dynamics.contact_kernels._clamped_arm); unbounded where
+    box or reach is None."""
+    if box is None:
+        box = (np.broadcast_to(np.eye(3), (n, 3, 3)), np.full((n, 3), -np.inf),
+               np.full((n, 3), np.inf))
+    axes, lo, hi = (_f64(x) for x in box)
+    return axes, lo, hi, np.full(n, np.inf) if reach is None else _f64(reach)
