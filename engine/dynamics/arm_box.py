@@ -12,8 +12,9 @@ into the body's principal box bounds every torque by what the shape allows; a po
 the box keeps its arm bit for bit. Only thin shapes (``THIN``) are clamped: for chunky ones the
 reach clamp already bounds the torques within a small factor, and clamping their speculative
 midpoints onto the faces changed resting and swinging scenes the add-on tests pin down (a
-Connect chain, a box following its ground down in the Live Preview). (engine.dynamics.contact_kernels._clamped_arm
-clamps the arms into these boxes, then bounds their length by the body's reach.)
+Connect chain, a box following its ground down in the Live Preview).
+(engine.dynamics.contact_kernels._clamped_arm clamps the arms into these boxes, then bounds
+their length by the body's reach.)
 """
 import numpy as np
 
