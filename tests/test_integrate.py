@@ -12,14 +12,13 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from engine.core import quat
+from engine.core.vec import cross
 from engine.dynamics.integrate import (
-    cross,
     damping_factor,
     gyroscopic,
     integrate_positions,
     integrate_velocities,
     skew,
-    solve3,
     world_inverse_inertia,
 )
 
@@ -54,15 +53,6 @@ def test_cross_equals_numpy_cross_bit_for_bit(rng):
     a, b = rng.normal(size=(7, 5, 3)), rng.normal(size=(7, 5, 3))
     np.testing.assert_array_equal(cross(a, b), np.cross(a, b))
     np.testing.assert_array_equal(cross(a[0, 0], b), np.cross(a[0, 0], b))  # broadcasting
-
-
-def test_solve3_matches_numpy_solve(rng):
-    m = rng.normal(size=(100, 3, 3)) + 3.0 * np.eye(3)
-    f = rng.normal(size=(100, 3))
-    x = solve3(m, f)
-    np.testing.assert_allclose(x, np.linalg.solve(m, f[..., None])[..., 0], rtol=1e-12,
-                               atol=1e-13)
-    np.testing.assert_allclose(np.einsum("nij,nj->ni", m, x), f, atol=1e-13)
 
 
 def test_world_inverse_inertia(rng):

@@ -20,9 +20,8 @@ import math
 
 import numpy as np
 
-from ..core import detmath, quat
+from ..core import detmath
 from ..core.jit import kernel
-from ..core.vec import cross
 
 
 def skew(a):
@@ -33,26 +32,6 @@ def skew(a):
     m[:, 1, 0], m[:, 1, 2] = z, -x
     m[:, 2, 0], m[:, 2, 1] = -y, x
     return m
-
-
-# Cyclic index shifts: (a x b)_i = a_{i+1} b_{i+2} - a_{i+2} b_{i+1}.
-_P1 = np.array([1, 2, 0])
-_P2 = np.array([2, 0, 1])
-
-
-def solve3(m, f):
-    """x (K, 3) with m x = f for (K, 3, 3) matrices m, by the adjugate: with rows r0, r1, r2
-    the inverse's columns are r1 x r2, r2 x r0, r0 x r1 over the determinant (all three
-    from one cross of row-shifted copies). np.linalg.solve on a handful of 3 x 3 systems is
-    all call overhead; the Newton matrices it is used for are I + O(h |w|) I, far from
-    singular."""
-    cof = cross(m[:, _P1], m[:, _P2])  # (K, 3, 3): row i = r_{i+1} x r_{i+2}
-    det = np.einsum("ni,ni->n", m[:, 0], cof[:, 0])
-    # A singular Newton matrix (not seen, but not excluded for a needle-thin inertia at a
-    # large h |w|) gives no step rather than inf/NaN: gyroscopic() then keeps w1 as it is.
-    ok = np.abs(det) > 0.0
-    x = np.einsum("nji,nj->ni", cof, f) / np.where(ok, det, 1.0)[:, None]
-    return np.where(ok[:, None] & np.isfinite(x), x, 0.0)
 
 
 def world_inverse_inertia(rot, inv_inertia_body):
@@ -70,54 +49,145 @@ def gyroscopic(q, w, inertia_body, h, iterations=2):
     """New world angular velocities (K, 3) after the free gyroscopic motion over h.
 
     q (K, 4) orientations, w (K, 3) world angular velocities, inertia_body (K, 3, 3) the inertia
-    tensor about the centre of mass in the body frame. Implicit midpoint solved by Newton.
+    tensor about the centre of mass in the body frame. Implicit midpoint solved by Newton
+    (the kernel gyro_kick; this batch form is for tests and tools).
 
     Fast spinners. Newton from w0 converges for h |w| up to about 1; beyond (a thin box hit
     into 10^4 rad/s, h = 1/360 s) two steps left a residual that *added* energy every substep:
     x19 in 1 s for a 4 cm stick at 10^4 rad/s (issue 11; tests/test_robust_step.py). Such
-    bodies take ceil(h |w|) midpoint steps of h / n instead (a loop over that count, for those
-    rows only), and, whatever Newton did, a body never leaves with more rotational energy than
-    it came with: w1 is scaled down to the exact solution's energy if it exceeds it.
+    bodies take ceil(h |w|) midpoint steps of h / n instead, at most MAX_GYRO_SPLIT, and,
+    whatever Newton did, a body never leaves with more rotational energy than it came with:
+    w1 is scaled down to the exact solution's energy if it exceeds it.
     """
-    rot = quat.to_matrix(q)
-    w0 = np.einsum("kji,kj->ki", rot, w)  # body frame: R^T w
-    hw = h * np.sqrt(np.einsum("ki,ki->k", w0, w0))
-    w1 = _midpoint(w0, inertia_body, h, iterations)
-    fast = np.flatnonzero(hw > 1.0)
-    if len(fast):
-        # At most MAX_GYRO_SPLIT sub-steps: a body spun absurdly fast (by a bug elsewhere)
-        # must not stall the step in this loop; past the cap the energy clamp below bounds it.
-        n = np.minimum(np.ceil(hw[fast]), MAX_GYRO_SPLIT)
-        hf = h / n
-        wf = w0[fast]
-        for j in range(int(n.max())):
-            rows = np.flatnonzero(j < n)
-            wf[rows] = _midpoint(wf[rows], inertia_body[fast[rows]], hf[rows, None], iterations)
-        w1[fast] = wf
-    # Never gain energy (the exact midpoint conserves it; see above).
-    e0 = np.einsum("ki,kij,kj->k", w0, inertia_body, w0)
-    e1 = np.einsum("ki,kij,kj->k", w1, inertia_body, w1)
-    gain = e1 > e0
-    if gain.any():
-        w1[gain] *= np.sqrt(e0[gain] / e1[gain])[:, None]
-    return np.einsum("kij,kj->ki", rot, w1)
+    q = np.ascontiguousarray(q, dtype=np.float64)
+    k = len(q)
+    vel = np.zeros((k, 6))
+    vel[:, 3:] = w
+    gyro_kick(vel, np.arange(k), q, np.ascontiguousarray(inertia_body, dtype=np.float64),
+              float(h), int(iterations))
+    return vel[:, 3:]
 
 
-def _midpoint(w0, inertia_body, h, iterations):
-    """Body-frame w1 of the implicit midpoint step I (w1 - w0) + h wm x I wm = 0 (Newton from
-    w0; h a scalar or (K, 1))."""
-    i_w0 = np.einsum("kij,kj->ki", inertia_body, w0)
-    w1 = w0
+@kernel
+def gyro_kick(vel, index, q, inertia_body, h, iterations):
+    """In place: the angular velocities vel[index, 3:] after the free gyroscopic motion over
+    h (see gyroscopic); q (N, 4) the bodies' orientations, inertia_body (K, 3, 3) aligned
+    with index. Returns the midpoint steps taken (at most MAX_GYRO_SPLIT a body)."""
+    r = np.empty((3, 3))
+    w0 = np.empty(3)
+    w1 = np.empty(3)
+    ws = np.empty(3)
+    steps = 0
+    for j in range(index.shape[0]):
+        b = index[j]
+        inertia = inertia_body[j]
+        _rotation_of(q[b], r)
+        for i in range(3):      # body frame: R^T w
+            w0[i] = r[0, i] * vel[b, 3] + r[1, i] * vel[b, 4] + r[2, i] * vel[b, 5]
+        hw = h * math.sqrt(w0[0] * w0[0] + w0[1] * w0[1] + w0[2] * w0[2])
+        n = 1
+        if hw > 1.0:
+            n = int(min(math.ceil(hw), MAX_GYRO_SPLIT))
+        ws[:] = w0
+        for _ in range(n):
+            _midpoint(ws, inertia, h / n, iterations, w1)
+            ws[:] = w1
+        steps += n
+        # Never gain energy (the exact midpoint conserves it; see gyroscopic).
+        e0 = _energy(w0, inertia)
+        e1 = _energy(ws, inertia)
+        if e1 > e0:
+            scale = math.sqrt(e0 / e1)
+            for i in range(3):
+                ws[i] *= scale
+        for i in range(3):
+            vel[b, 3 + i] = r[i, 0] * ws[0] + r[i, 1] * ws[1] + r[i, 2] * ws[2]
+    return steps
+
+
+@kernel
+def _rotation_of(q, r):
+    """r (3, 3): quat.to_matrix of the unit quaternion q (4,), term for term."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    r[0, 0], r[0, 1], r[0, 2] = 1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)
+    r[1, 0], r[1, 1], r[1, 2] = 2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)
+    r[2, 0], r[2, 1], r[2, 2] = 2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)
+
+
+@kernel
+def _energy(w, inertia):
+    e = 0.0
+    for i in range(3):
+        e += w[i] * (inertia[i, 0] * w[0] + inertia[i, 1] * w[1] + inertia[i, 2] * w[2])
+    return e
+
+
+@kernel
+def _midpoint(w0, inertia, h, iterations, w1):
+    """w1 (3,): the body-frame velocity after the implicit midpoint step
+    I (w1 - w0) + h wm x I wm = 0, by Newton from w0. The Jacobian
+    I + h/2 (skew(wm) I - skew(I wm)) is solved by its adjugate; a singular one (not seen,
+    but not excluded for a needle-thin inertia at a large h |w|) gives no step."""
+    jac = np.empty((3, 3))
+    f = np.empty(3)
+    wm = np.empty(3)
+    iw0 = np.empty(3)
+    iwm = np.empty(3)
+    for i in range(3):
+        iw0[i] = inertia[i, 0] * w0[0] + inertia[i, 1] * w0[1] + inertia[i, 2] * w0[2]
+        w1[i] = w0[i]
     for _ in range(iterations):
-        wm = 0.5 * (w0 + w1)
-        i_wm = np.einsum("kij,kj->ki", inertia_body, wm)
-        f = np.einsum("kij,kj->ki", inertia_body, w1) - i_w0 + h * cross(wm, i_wm)
-        # Jacobian I + h/2 (skew(wm) I - skew(I wm)) (einsum, not matmul: see the solver).
-        sk_i = np.einsum("nij,njl->nil", skew(wm), inertia_body)
-        hh = 0.5 * np.reshape(h, (-1, 1, 1)) if np.ndim(h) else 0.5 * h
-        jac = inertia_body + hh * (sk_i - skew(i_wm))
-        w1 = w1 - solve3(jac, f)
-    return w1
+        for i in range(3):
+            wm[i] = 0.5 * (w0[i] + w1[i])
+        for i in range(3):
+            iwm[i] = inertia[i, 0] * wm[0] + inertia[i, 1] * wm[1] + inertia[i, 2] * wm[2]
+        cx = wm[1] * iwm[2] - wm[2] * iwm[1]
+        cy = wm[2] * iwm[0] - wm[0] * iwm[2]
+        cz = wm[0] * iwm[1] - wm[1] * iwm[0]
+        for i in range(3):
+            f[i] = (inertia[i, 0] * w1[0] + inertia[i, 1] * w1[1] + inertia[i, 2] * w1[2]
+                    - iw0[i])
+        f[0] += h * cx
+        f[1] += h * cy
+        f[2] += h * cz
+        hh = 0.5 * h
+        for col in range(3):
+            # skew(wm) I[:, col] - skew(I wm)[:, col]
+            ic0, ic1, ic2 = inertia[0, col], inertia[1, col], inertia[2, col]
+            s0 = wm[1] * ic2 - wm[2] * ic1
+            s1 = wm[2] * ic0 - wm[0] * ic2
+            s2 = wm[0] * ic1 - wm[1] * ic0
+            e = np.zeros(3)
+            e[col] = 1.0
+            t0 = iwm[1] * e[2] - iwm[2] * e[1]
+            t1 = iwm[2] * e[0] - iwm[0] * e[2]
+            t2 = iwm[0] * e[1] - iwm[1] * e[0]
+            jac[0, col] = ic0 + hh * (s0 - t0)
+            jac[1, col] = ic1 + hh * (s1 - t1)
+            jac[2, col] = ic2 + hh * (s2 - t2)
+        # Adjugate solve: the inverse's columns are r1 x r2, r2 x r0, r0 x r1 over det.
+        c00 = jac[1, 1] * jac[2, 2] - jac[1, 2] * jac[2, 1]
+        c01 = jac[1, 2] * jac[2, 0] - jac[1, 0] * jac[2, 2]
+        c02 = jac[1, 0] * jac[2, 1] - jac[1, 1] * jac[2, 0]
+        c10 = jac[2, 1] * jac[0, 2] - jac[2, 2] * jac[0, 1]
+        c11 = jac[2, 2] * jac[0, 0] - jac[2, 0] * jac[0, 2]
+        c12 = jac[2, 0] * jac[0, 1] - jac[2, 1] * jac[0, 0]
+        c20 = jac[0, 1] * jac[1, 2] - jac[0, 2] * jac[1, 1]
+        c21 = jac[0, 2] * jac[1, 0] - jac[0, 0] * jac[1, 2]
+        c22 = jac[0, 0] * jac[1, 1] - jac[0, 1] * jac[1, 0]
+        det = jac[0, 0] * c00 + jac[0, 1] * c01 + jac[0, 2] * c02
+        if not abs(det) > 0.0:
+            continue
+        x0 = (c00 * f[0] + c10 * f[1] + c20 * f[2]) / det
+        x1 = (c01 * f[0] + c11 * f[1] + c21 * f[2]) / det
+        x2 = (c02 * f[0] + c12 * f[1] + c22 * f[2]) / det
+        if math.isfinite(x0) and math.isfinite(x1) and math.isfinite(x2):
+            w1[0] -= x0
+            w1[1] -= x1
+            w1[2] -= x2
 
 
 def damping_factor(damping, h):
@@ -136,7 +206,7 @@ def integrate_velocities(vel, active, gravity, lin_factor, ang_factor, h,
     if len(active):
         _kick(vel, active, np.asarray(gravity, dtype=float), lin_factor, ang_factor, h)
     if gyro_index is not None and len(gyro_index):
-        vel[gyro_index, 3:] = gyroscopic(q, vel[gyro_index, 3:], inertia_body, h)
+        gyro_kick(vel, gyro_index, q, inertia_body, float(h), 2)
 
 
 @kernel

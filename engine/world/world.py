@@ -600,7 +600,7 @@ class World(BodyControl, JointWorldMixin):
             for _ in range(nsub):
                 self._field_kick(vel, act, h)
                 integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
-                                     gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
+                                     gyro_index=gyro, q=q, inertia_body=inertia_g)
                 integrate_positions(x, q, vel, movers, h)
             imp_n, imp_f, imp_f2 = np.zeros((0, 4)), np.zeros((0, 4, 3)), np.zeros((0, 4, 2))
         else:
@@ -689,7 +689,7 @@ class World(BodyControl, JointWorldMixin):
         for s in range(nsub):
             self._field_kick(vel, act, h)
             integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
-                                 gyro_index=gyro, q=q[gyro], inertia_body=inertia_g)
+                                 gyro_index=gyro, q=q, inertia_body=inertia_g)
             solver.warm_start(vel)
             if joints:
                 joints.warm_start(vel, x, q)
