@@ -660,6 +660,10 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
         if count[i] == 0:
             _last_resort(points_t, npoints, a, b, pos_a[i], rot_a[i], pos_b[i], rot_b[i],
                          normal[i], margin[i], points[i, 0], sep, ids, count, i, w)
+        for j in range(count[i], 4):     # unused slots as Manifolds leaves them
+            sep[i, j] = np.inf
+            ids[i, j] = 0
+            points[i, j, :] = 0.0
 
 
 @kernel

@@ -14,7 +14,9 @@ group's routine and flips the normals of the swapped pairs back:
                         points when lying on it); cores overlapping: SAT of the point/segment
                         against the polytope (exact), face axes clipped, edge axes 1 point.
 
-Pairs are processed per group in chunks of CHUNK pairs (cache-sized temporaries).
+Pairs of the numpy routines are processed per group in chunks of CHUNK pairs (cache-sized
+temporaries); polytope pairs run compiled, all at once, and a batch of polytope pairs only
+(box and hull scenes) goes straight to collide_polytopes.
 
 Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 """
@@ -438,6 +440,8 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
 
     kind_a = table.kind[ids_a]
     kind_b = table.kind[ids_b]
+    if (kind_a == ShapeKind.POLYTOPE).all() and (kind_b == ShapeKind.POLYTOPE).all():
+        return collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin)
     swap = _RANK[kind_a] > _RANK[kind_b]
     sw = swap[:, None]
     ia = np.where(swap, ids_b, ids_a)
@@ -461,8 +465,9 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     for mask, routine in groups:
         idx = np.nonzero(mask)[0]
         # Chunks of CHUNK pairs keep the temporaries in cache (10k pairs cost 10x 1k, not more).
-        for start in range(0, len(idx), CHUNK):
-            sel = idx[start:start + CHUNK]
+        step = len(idx) if routine is collide_polytopes else CHUNK
+        for start in range(0, len(idx), max(step, 1)):
+            sel = idx[start:start + step]
             part = routine(table, ia[sel], pa[sel], ra[sel], ib[sel], pb[sel], rb[sel], margin[sel])
             out._put(sel, part)
     out.normal[swap] *= -1.0

@@ -40,7 +40,7 @@ from . import detmath, sat_kernels
 from .vec import cross
 
 # Axis kinds of a SAT answer (StepRecord.axis_kind); KIND_NONE for rows without one.
-FACE_A, FACE_B, EDGE = 0, 1, 2
+FACE_A, FACE_B, EDGE = sat_kernels.FACE_A, sat_kernels.FACE_B, sat_kernels.EDGE
 KIND_NONE = -1
 
 # Edge pairs closer to parallel than this (sine of the angle) give no axis: the cross
@@ -149,6 +149,14 @@ def queries(table, ids_a, ids_b, rot, trans, margin, box_path=True):
     """Face and edge queries of M pairs in A's frame (sat_kernels.queries): (sep_a, face_a,
     sep_b, face_b, sep_e, edge_a, edge_b, axis_e). Edge queries run only where the best face
     axis is within margin (scalar or (M,)); box_path=False sends boxes down the general path."""
+    out_f, out_i, axis = _queries(table, np.asarray(ids_a, dtype=np.int64),
+                                  np.asarray(ids_b, dtype=np.int64), rot, trans, margin, box_path)
+    return (out_f[:, 0], out_i[:, 0], out_f[:, 1], out_i[:, 1], out_f[:, 2], out_i[:, 2],
+            out_i[:, 3], axis)
+
+
+def _queries(table, ids_a, ids_b, rot, trans, margin, box_path):
+    """sat_kernels.queries' raw outputs (out_f (M, 3), out_i (M, 4), edge axis (M, 3))."""
     m = len(ids_a)
     margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
     out_f = np.empty((m, 3))
@@ -160,8 +168,7 @@ def queries(table, ids_a, ids_b, rot, trans, margin, box_path=True):
                         t.npoints, t.points, t.nfaces, t.planes, t.face_loops, t.nedges,
                         t.edges, t.edge_dirs, t.edge_normals, t.edge_faces, _edge_arcs(t),
                         t.bound_radius, out_f, out_i, axis)
-    return (out_f[:, 0], out_i[:, 0], out_f[:, 1], out_i[:, 1], out_f[:, 2], out_i[:, 2],
-            out_i[:, 3], axis)
+    return out_f, out_i, axis
 
 
 def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf, bias=True):
@@ -174,31 +181,21 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
     General pairs whose face separation already exceeds ``margin`` skip the (costlier) edge
     query: they are reported with their face axis, which proves them farther apart than margin.
     """
-    ids_a = np.asarray(ids_a, dtype=np.int64)
-    ids_b = np.asarray(ids_b, dtype=np.int64)
+    ids_a = np.ascontiguousarray(ids_a, dtype=np.int64)
+    ids_b = np.ascontiguousarray(ids_b, dtype=np.int64)
     m = len(ids_a)
     margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     rot, trans = relative_pose(pos_a, rot_a, pos_b, rot_b)
-    sep_a, face_a, sep_b, face_b, sep_e, edge_a, edge_b, axis_e = queries(
-        table, ids_a, ids_b, rot, trans, margin)
-
-    # Choice for the manifold, biased towards A's face, then B's face, then edges.
+    rot_a = np.ascontiguousarray(rot_a)
+    out_f, out_i, axis_e = _queries(table, ids_a, ids_b, rot, trans, margin, True)
     rel, ab = (REL_TOL, ABS_TOL) if bias else (0.0, 0.0)
-    scale = np.minimum(table.bound_radius[ids_a], table.bound_radius[ids_b])
-    use_b = sep_b > sep_a + rel * np.abs(sep_a) + ab * scale
-    face_sep = np.where(use_b, sep_b, sep_a)
-    use_e = sep_e > face_sep + rel * np.abs(face_sep) + ab * scale
-    kind = np.where(use_e, EDGE, np.where(use_b, FACE_B, FACE_A)).astype(np.int8)
-    index = np.stack((np.where(use_e, edge_a, np.where(use_b, face_b, face_a)),
-                      np.where(use_e, edge_b, -1)), axis=1)
-    axis_sep = np.where(use_e, sep_e, face_sep)
-
-    # Unit normal A -> B in A's frame: A's face normal, minus B's face normal, or the edge axis.
-    n_a = table.planes[ids_a, face_a, :3]
-    n_b = np.matmul(rot, table.planes[ids_b, face_b, :3][:, :, None])[:, :, 0]
-    local = np.where(use_e[:, None], axis_e, np.where(use_b[:, None], -n_b, n_a))
-    normal = np.matmul(rot_a, local[:, :, None])[:, :, 0]
-    return SatResult(separation=np.maximum(np.maximum(sep_a, sep_b), sep_e), kind=kind,
-                     index=index, axis_separation=axis_sep, normal=normal, local_normal=local,
-                     face_a=sep_a, face_b=sep_b, edge=sep_e, edge_index=np.stack((edge_a, edge_b), 1),
-                     edge_axis=axis_e, rot=rot, trans=trans)
+    separation, axis_sep = np.empty(m), np.empty(m)
+    kind = np.empty(m, dtype=np.int8)
+    index = np.empty((m, 2), dtype=np.int64)
+    local, normal = np.empty((m, 3)), np.empty((m, 3))
+    sat_kernels.choose(ids_a, ids_b, rot_a, rot, table.planes, table.bound_radius, out_f, out_i,
+                       axis_e, rel, ab, separation, kind, index, axis_sep, local, normal)
+    return SatResult(separation=separation, kind=kind, index=index, axis_separation=axis_sep,
+                     normal=normal, local_normal=local, face_a=out_f[:, 0], face_b=out_f[:, 1],
+                     edge=out_f[:, 2], edge_index=out_i[:, 2:], edge_axis=axis_e, rot=rot,
+                     trans=trans)

@@ -22,6 +22,7 @@ from .jit import kernel
 
 PARALLEL_SIN = 1e-5      # sat.PARALLEL_SIN (sat.py imports this module's constants)
 PRUNE_TOL = 1e-6         # sat.PRUNE_TOL
+FACE_A, FACE_B, EDGE = 0, 1, 2   # sat's axis kinds
 
 
 @kernel(inline="always")
@@ -322,3 +323,49 @@ def _edge_query(i, a, b, r, na, ka, keep_a, kb, keep_b, points, edges, edge_dirs
     axis[i, 0] = (da[1] * db[2] - da[2] * db[1]) * sc
     axis[i, 1] = (da[2] * db[0] - da[0] * db[2]) * sc
     axis[i, 2] = (da[0] * db[1] - da[1] * db[0]) * sc
+
+
+@kernel
+def choose(ids_a, ids_b, rot_a, rot, planes, bound_radius, out_f, out_i, axis_e, rel, ab,
+           separation, kind, index, axis_sep, local, normal):
+    """The axis each pair's manifold uses, biased towards A's face, then B's face, then the
+    edge pair (each must beat the previous by rel of its separation plus ab of the smaller
+    shape's bounding radius), with its unit normal A -> B in A's frame (local) and the world
+    (normal); separation is the exact max over all three."""
+    for i in range(ids_a.shape[0]):
+        a = ids_a[i]
+        b = ids_b[i]
+        sep_a = out_f[i, 0]
+        sep_b = out_f[i, 1]
+        sep_e = out_f[i, 2]
+        scale = min(bound_radius[a], bound_radius[b])
+        use_b = sep_b > sep_a + rel * abs(sep_a) + ab * scale
+        face_sep = sep_b if use_b else sep_a
+        use_e = sep_e > face_sep + rel * abs(face_sep) + ab * scale
+        separation[i] = max(max(sep_a, sep_b), sep_e)
+        if use_e:
+            kind[i] = EDGE
+            index[i, 0] = out_i[i, 2]
+            index[i, 1] = out_i[i, 3]
+            axis_sep[i] = sep_e
+            for k in range(3):
+                local[i, k] = axis_e[i, k]
+        elif use_b:
+            kind[i] = FACE_B
+            index[i, 0] = out_i[i, 1]
+            index[i, 1] = -1
+            axis_sep[i] = sep_b
+            n = planes[b, out_i[i, 1]]
+            r = rot[i]
+            for k in range(3):
+                local[i, k] = -(r[k, 0] * n[0] + r[k, 1] * n[1] + r[k, 2] * n[2])
+        else:
+            kind[i] = FACE_A
+            index[i, 0] = out_i[i, 0]
+            index[i, 1] = -1
+            axis_sep[i] = sep_a
+            for k in range(3):
+                local[i, k] = planes[a, out_i[i, 0], k]
+        r = rot_a[i]
+        for k in range(3):
+            normal[i, k] = r[k, 0] * local[i, 0] + r[k, 1] * local[i, 1] + r[k, 2] * local[i, 2]
