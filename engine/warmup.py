@@ -64,6 +64,12 @@ def _polytopes():
     w.add_body(Box([0.3, 0.05, 0.01]), position=(0.0, 0.8, 0.0095),
                angular_velocity=(0.0, 0.0, 40.0))
     _run(w)
+    # A box at rest on the ground: its pair's manifold is reused from the pair table
+    # (engine.manifold_cache's kernels).
+    w = World()
+    _ground(w)
+    w.add_body(Box([0.2, 0.2, 0.2]), position=(0.0, 0.0, 0.2))
+    _run(w)
 
 
 def _round_shapes():
