@@ -431,17 +431,16 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     pos_b = np.asarray(pos_b, dtype=np.float64).reshape(m, 3)
     rot_a = quat.to_matrix(quat.normalize(np.asarray(quat_a, dtype=np.float64).reshape(m, 4)))
     rot_b = quat.to_matrix(quat.normalize(np.asarray(quat_b, dtype=np.float64).reshape(m, 4)))
-    out = Manifolds(m)
     if m == 0:
-        return out
+        return Manifolds(0)
     margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     if np.any(np.isnan(margin)):
         raise EngineError("collide: margin is NaN; give a distance in metres (0 for touching only)")
-
     kind_a = table.kind[ids_a]
     kind_b = table.kind[ids_b]
     if (kind_a == ShapeKind.POLYTOPE).all() and (kind_b == ShapeKind.POLYTOPE).all():
         return collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin)
+    out = Manifolds(m)
     swap = _RANK[kind_a] > _RANK[kind_b]
     sw = swap[:, None]
     ia = np.where(swap, ids_b, ids_a)

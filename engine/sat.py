@@ -149,25 +149,32 @@ def queries(table, ids_a, ids_b, rot, trans, margin, box_path=True):
     """Face and edge queries of M pairs in A's frame (sat_kernels.queries): (sep_a, face_a,
     sep_b, face_b, sep_e, edge_a, edge_b, axis_e). Edge queries run only where the best face
     axis is within margin (scalar or (M,)); box_path=False sends boxes down the general path."""
-    out_f, out_i, axis = _queries(table, np.asarray(ids_a, dtype=np.int64),
-                                  np.asarray(ids_b, dtype=np.int64), rot, trans, margin, box_path)
+    rot = np.array(rot, dtype=np.float64)        # copies: the kernel's pose outputs
+    trans = np.array(trans, dtype=np.float64)
+    out_f, out_i, axis = _queries(table, np.ascontiguousarray(ids_a, dtype=np.int64),
+                                  np.ascontiguousarray(ids_b, dtype=np.int64), None, rot, trans,
+                                  margin, box_path)
     return (out_f[:, 0], out_i[:, 0], out_f[:, 1], out_i[:, 1], out_f[:, 2], out_i[:, 2],
             out_i[:, 3], axis)
 
 
-def _queries(table, ids_a, ids_b, rot, trans, margin, box_path):
-    """sat_kernels.queries' raw outputs (out_f (M, 3), out_i (M, 4), edge axis (M, 3))."""
+def _queries(table, ids_a, ids_b, world, rot, trans, margin, box_path):
+    """sat_kernels.queries' raw outputs (out_f (M, 3), out_i (M, 4), edge axis (M, 3)).
+    world: (pos_a, rot_a, pos_b, rot_b), from which the kernel writes rot, trans (M, 3, 3),
+    (M, 3); None: rot, trans are given."""
+    poses = world is not None
+    if not poses:
+        world = (trans, rot, trans, rot)     # unread
     m = len(ids_a)
     margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
     out_f = np.empty((m, 3))
     out_i = np.empty((m, 4), dtype=np.int64)
     axis = np.empty((m, 3))
     t = table
-    sat_kernels.queries(ids_a, ids_b, np.ascontiguousarray(rot), np.ascontiguousarray(trans),
-                        margin, box_path, PRUNE_GAUSS, t.is_box, t.box_half, _box_edge_lut(),
-                        t.npoints, t.points, t.nfaces, t.planes, t.face_loops, t.nedges,
-                        t.edges, t.edge_dirs, t.edge_normals, t.edge_faces, _edge_arcs(t),
-                        t.bound_radius, out_f, out_i, axis)
+    sat_kernels.queries(ids_a, ids_b, poses, *world, rot, trans, margin, box_path, PRUNE_GAUSS,
+                        t.is_box, t.box_half, _box_edge_lut(), t.npoints, t.points, t.nfaces,
+                        t.planes, t.face_loops, t.nedges, t.edges, t.edge_dirs, t.edge_normals,
+                        t.edge_faces, _edge_arcs(t), t.bound_radius, out_f, out_i, axis)
     return out_f, out_i, axis
 
 
@@ -185,9 +192,12 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
     ids_b = np.ascontiguousarray(ids_b, dtype=np.int64)
     m = len(ids_a)
     margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
-    rot, trans = relative_pose(pos_a, rot_a, pos_b, rot_b)
-    rot_a = np.ascontiguousarray(rot_a)
-    out_f, out_i, axis_e = _queries(table, ids_a, ids_b, rot, trans, margin, True)
+    c = np.ascontiguousarray
+    rot_a = c(rot_a, dtype=np.float64)
+    world = (c(pos_a, dtype=np.float64), rot_a, c(pos_b, dtype=np.float64),
+             c(rot_b, dtype=np.float64))
+    rot, trans = np.empty((m, 3, 3)), np.empty((m, 3))
+    out_f, out_i, axis_e = _queries(table, ids_a, ids_b, world, rot, trans, margin, True)
     rel, ab = (REL_TOL, ABS_TOL) if bias else (0.0, 0.0)
     separation, axis_sep = np.empty(m), np.empty(m)
     kind = np.empty(m, dtype=np.int8)

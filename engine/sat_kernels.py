@@ -155,11 +155,24 @@ def _caps(nf, sep, low, loops, own, other, face_best, tol, theta):
         theta[f] = 2.0 * math.asin(min(0.5 * chord, 1.0))
 
 
+@kernel(inline="always")
+def _relative_pose(pa, ra, pb, rb, rot, trans):
+    """rot = ra^T rb, trans = ra^T (pb - pa)."""
+    d0, d1, d2 = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+    for j in range(3):
+        for k in range(3):
+            rot[j, k] = ra[0, j] * rb[0, k] + ra[1, j] * rb[1, k] + ra[2, j] * rb[2, k]
+        trans[j] = ra[0, j] * d0 + ra[1, j] * d1 + ra[2, j] * d2
+
+
 @kernel
-def queries(ids_a, ids_b, rot, trans, margin, box_path, prune, is_box, box_half, lut,
-            npoints, points, nfaces, planes, face_loops, nedges, edges, edge_dirs,
-            edge_normals, edge_faces, arcs, bound_radius, out_f, out_i, axis):
+def queries(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin, box_path,
+            prune, is_box, box_half, lut, npoints, points, nfaces, planes, face_loops, nedges,
+            edges, edge_dirs, edge_normals, edge_faces, arcs, bound_radius, out_f, out_i, axis):
     """Face and edge queries of M pairs, in A's frame (rot, trans (M, 3, 3), (M, 3): B's pose).
+
+    poses: first write rot, trans from the world poses (pos_a, rot_a, pos_b, rot_b: B's pose
+    in A's frame, x_A = rot x_B + trans); else they are given (and the poses unused).
 
     out_f (M, 3): best separation of A's faces, of B's faces, of the edge pairs (-inf where the
     edge query did not run or found no Minkowski-face pair); out_i (M, 4): A's face, B's face,
@@ -186,6 +199,8 @@ def queries(ids_a, ids_b, rot, trans, margin, box_path, prune, is_box, box_half,
         b = ids_b[i]
         r = rot[i]
         t = trans[i]
+        if poses:
+            _relative_pose(pos_a[i], rot_a[i], pos_b[i], rot_b[i], r, t)
         if box_path and is_box[a] and is_box[b]:
             _box_pair(box_half[a], box_half[b], r, t, lut, out_f, out_i, axis, i)
             continue
