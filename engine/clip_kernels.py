@@ -527,12 +527,11 @@ def _edge_point(tab, a, b, ea, eb, rot, trans, axis, w):
 
 
 @kernel
-def _edge_clip(tab, a, b, ea, eb, rot, trans, axis, margin, consts, sc, w, rt, ti, nref,
-               pts, sep, ids):
-    """clip's edge-axis face clip for one pair: the faces beside the two SAT edges, the better
-    aligned one the reference, clipped along the axis (face_clip with a tilted normal) when
-    both are close enough to it (consts: EDGE_CLIP_COS, EDGE_INC_COS). Points in A's frame;
-    returns the count (0: not used or nothing found)."""
+def _edge_clip_faces(tab, a, b, ea, eb, rot, axis, consts):
+    """The faces beside the two SAT edges that support each shape along the edge axis (the
+    better aligned of each edge's two), whether they are close enough to the axis to be
+    clipped along it (consts: EDGE_CLIP_COS, EDGE_INC_COS), and which is the reference: the
+    better aligned one (flip: B's, ties to A's). Returns (use, flip, face of A, face of B)."""
     planes, edge_faces = tab[3], tab[12]
     ja = 0
     ca = -np.inf
@@ -554,28 +553,18 @@ def _edge_clip(tab, a, b, ea, eb, rot, trans, axis, margin, consts, sc, w, rt, t
         if c > cb:
             cb = c
             jb = s
-    if not (max(ca, cb) >= consts[0] and min(ca, cb) >= consts[1]):
-        return 0
-    face_a = edge_faces[a, ea, ja]
-    face_b = edge_faces[b, eb, jb]
-    flip = cb > ca
-    if flip:
-        for j in range(3):
-            for k in range(3):
-                rt[j, k] = rot[k, j]
+    use = max(ca, cb) >= consts[0] and min(ca, cb) >= consts[1]
+    return use, cb > ca, edge_faces[a, ea, ja], edge_faces[b, eb, jb]
+
+
+@kernel(inline="always")
+def _invert_pose(rot, trans, axis, rt, ti, n):
+    """rt = rot^T, ti = -rot^T trans (A's pose in B's frame), n = -rot^T axis."""
+    for j in range(3):
         for k in range(3):
-            ti[k] = -(rot[0, k] * trans[0] + rot[1, k] * trans[1] + rot[2, k] * trans[2])
-            nref[k] = -(rot[0, k] * axis[0] + rot[1, k] * axis[1] + rot[2, k] * axis[2])
-        cnt, _ = face_clip(tab, b, face_b, a, rt, ti, margin, True, face_a, nref, True, sc,
-                           pts, sep, ids)
-        for j in range(cnt):
-            for k in range(3):
-                w[k] = pts[j, k]
-            _rotate_into(rot, w[0:3], trans, pts[j])
-        return cnt
-    cnt, _ = face_clip(tab, a, face_a, b, rot, trans, margin, False, face_b, axis, True, sc,
-                       pts, sep, ids)
-    return cnt
+            rt[j, k] = rot[k, j]
+        ti[j] = -(rot[0, j] * trans[0] + rot[1, j] * trans[1] + rot[2, j] * trans[2])
+        n[j] = -(rot[0, j] * axis[0] + rot[1, j] * axis[1] + rot[2, j] * axis[2])
 
 
 @kernel
@@ -588,10 +577,13 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
     edge_axis: sat.polytope_sat's; consts: EDGE_CLIP_COS, EDGE_INC_COS, REL_TOL, ABS_TOL.
     normal, axis_kind, axis_index hold the SAT's answer and are updated where an edge point
     or clip replaces it; points, sep, ids, count (Manifolds arrays, world) are written.
-    Per pair: a face axis clips the reference and incident faces; an edge axis, or a face axis
-    whose clip found nothing while an edge pair is about as good, gives the edge point, or the
-    faces beside the edges clipped along the axis; an overlap still without a point gets B's
-    deepest vertex. clip_faces=False (tests) skips the face clip so the fallbacks answer."""
+    Per pair, in stages: (0) a face axis clips the reference and incident faces; (1) an edge
+    axis, or a face axis whose clip found nothing while an edge pair is about as good, gives
+    the edge point, replaced by the faces beside the edges clipped along the axis where those
+    are nearly parallel to it; then an overlap still without a point gets B's deepest vertex.
+    clip_faces=False (tests) skips stage 0's clip so the fallbacks answer. face_clip has one
+    call site per frame with run-time arguments (literal arguments would each compile a
+    specialisation of it)."""
     sc = _scratch_for(tab)
     bound_radius, points_t, npoints = tab[13], tab[0], tab[1]
     pts = np.empty((4, 3))
@@ -601,62 +593,77 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
     ti = np.empty(3)
     nref = np.empty(3)
     w = np.empty(15)
-    dummy = np.zeros(3)
+    zero = np.zeros(3)
     for i in range(ids_a.shape[0]):
         a = ids_a[i]
         b = ids_b[i]
         count[i] = 0
         if not separation[i] <= margin[i]:
             continue
-        cnt = 0
-        if kind[i] != EDGE and clip_faces:
-            flip = kind[i] == FACE_B
-            r = rot[i]
-            if flip:
-                for j in range(3):
-                    for k in range(3):
-                        rt[j, k] = r[k, j]
-                    ti[j] = -(r[0, j] * trans[i, 0] + r[1, j] * trans[i, 1] + r[2, j] * trans[i, 2])
-                cnt, inc = face_clip(tab, b, index[i, 0], a, rt, ti, margin[i], True, -1, dummy,
-                                     False, sc, pts, s4, id4)
-                ref_rot, ref_pos = rot_b[i], pos_b[i]
+        r = rot[i]
+        t = trans[i]
+        ax = edge_axis[i]
+        for stage in range(2):
+            if stage == 0:
+                if kind[i] == EDGE or not clip_faces:
+                    continue
+                tilted = kind[i] == EDGE                 # False (a run-time value)
+                flip = kind[i] == FACE_B
+                ref_face = index[i, 0]
+                inc_face = index[i, 1]                   # -1: face_clip chooses it
             else:
-                cnt, inc = face_clip(tab, a, index[i, 0], b, r, trans[i], margin[i], False, -1,
-                                     dummy, False, sc, pts, s4, id4)
-                ref_rot, ref_pos = rot_a[i], pos_a[i]
-            axis_index[i, 1] = inc
+                edge = kind[i] == EDGE
+                if not edge and count[i] == 0 and math.isfinite(edge_sep[i]):
+                    scale = min(bound_radius[a], bound_radius[b])
+                    s = separation[i]
+                    edge = edge_sep[i] >= s - consts[2] * abs(s) - consts[3] * scale
+                if not edge:
+                    break
+                ea = edge_index[i, 0]
+                eb = edge_index[i, 1]
+                s = _edge_point(tab, a, b, ea, eb, r, t, ax, w)
+                keep = s <= margin[i]
+                _rotate_into(rot_a[i], w[0:3], pos_a[i], points[i, 0])
+                sep[i, 0] = s if keep else np.inf
+                ids[i, 0] = (np.int64(ID_EDGE) << 59) | (np.int64(ea) << 24) | np.int64(eb)
+                count[i] = 1 if keep else 0
+                _rotate_into(rot_a[i], ax, zero, normal[i])
+                axis_kind[i] = EDGE
+                axis_index[i, 0] = ea
+                axis_index[i, 1] = eb
+                use, flip, face_a, face_b = _edge_clip_faces(tab, a, b, ea, eb, r, ax, consts)
+                if not use:
+                    break
+                tilted = use
+                ref_face = face_b if flip else face_a
+                inc_face = face_a if flip else face_b
+            # The reference is A, or B where flip (then the pose and normal are inverted).
+            _invert_pose(r, t, ax, rt, ti, nref)
+            if flip:
+                cnt, inc = face_clip(tab, b, ref_face, a, rt, ti, margin[i], flip, inc_face, nref,
+                                     tilted, sc, pts, s4, id4)
+            else:
+                cnt, inc = face_clip(tab, a, ref_face, b, r, t, margin[i], flip, inc_face, ax,
+                                     tilted, sc, pts, s4, id4)
+            if stage == 0:
+                axis_index[i, 1] = inc
+                count[i] = cnt
+                ref_rot = rot_b[i] if flip else rot_a[i]
+                ref_pos = pos_b[i] if flip else pos_a[i]
+            elif cnt > 0:                      # clip points to A's frame, then the world
+                count[i] = cnt
+                if flip:
+                    for j in range(cnt):
+                        _rotate_into(r, pts[j], t, w[0:3])
+                        pts[j, :] = w[0:3]
+                ref_rot = rot_a[i]
+                ref_pos = pos_a[i]
+            else:
+                break
             for j in range(4):
                 _rotate_into(ref_rot, pts[j], ref_pos, points[i, j])
                 sep[i, j] = s4[j]
                 ids[i, j] = id4[j]
-            count[i] = cnt
-        edge = kind[i] == EDGE
-        if not edge and cnt == 0 and math.isfinite(edge_sep[i]):
-            scale = min(bound_radius[a], bound_radius[b])
-            s = separation[i]
-            edge = edge_sep[i] >= s - consts[2] * abs(s) - consts[3] * scale
-        if edge:
-            ea = edge_index[i, 0]
-            eb = edge_index[i, 1]
-            ax = edge_axis[i]
-            s = _edge_point(tab, a, b, ea, eb, rot[i], trans[i], ax, w)
-            keep = s <= margin[i]
-            _rotate_into(rot_a[i], w[0:3], pos_a[i], points[i, 0])
-            sep[i, 0] = s if keep else np.inf
-            ids[i, 0] = (np.int64(ID_EDGE) << 59) | (np.int64(ea) << 24) | np.int64(eb)
-            count[i] = 1 if keep else 0
-            _rotate_into(rot_a[i], ax, dummy, normal[i])
-            axis_kind[i] = EDGE
-            axis_index[i, 0] = ea
-            axis_index[i, 1] = eb
-            cnt = _edge_clip(tab, a, b, ea, eb, rot[i], trans[i], ax, margin[i], consts, sc, w,
-                             rt, ti, nref, pts, s4, id4)
-            if cnt > 0:
-                for j in range(4):
-                    _rotate_into(rot_a[i], pts[j], pos_a[i], points[i, j])
-                    sep[i, j] = s4[j]
-                    ids[i, j] = id4[j]
-                count[i] = cnt
         if count[i] == 0:
             _last_resort(points_t, npoints, a, b, pos_a[i], rot_a[i], pos_b[i], rot_b[i],
                          normal[i], margin[i], points[i, 0], sep, ids, count, i, w)
