@@ -185,9 +185,9 @@ def test_big_hull_ids_stable_on_random_resting_pairs():
                 assert base.ids[k, j] == i
 
 
-def test_pruned_face_query_exact_on_small_and_degenerate_hulls(monkeypatch):
-    """The pruned face query forced on everywhere (it is used from FACE_PRUNE_MIN up): small,
-    sliver and box-like hulls, mixed sizes in one batch, same answer as the exhaustive route."""
+def test_pruned_route_exact_on_small_and_degenerate_hulls(monkeypatch):
+    """The Gauss-map pruning on small, sliver and box-like hulls, mixed sizes in one batch:
+    the same answer as the exhaustive route."""
     from test_sat import random_shapes
     rng = np.random.default_rng(21)
     shapes = random_shapes(rng, 12) + [rock(rng, 64)]
@@ -201,7 +201,6 @@ def test_pruned_face_query_exact_on_small_and_degenerate_hulls(monkeypatch):
     monkeypatch.setattr(sat, "PRUNE_GAUSS", False)
     ref = polytope_sat(table, ia, pa, ra, ib, pb, rb)
     monkeypatch.setattr(sat, "PRUNE_GAUSS", True)
-    monkeypatch.setattr(sat, "FACE_PRUNE_MIN", 0)
     res = polytope_sat(table, ia, pa, ra, ib, pb, rb)
     assert (ref.separation < 0).sum() > 300
     np.testing.assert_allclose(res.separation, ref.separation, rtol=0, atol=1e-12)

@@ -556,12 +556,7 @@ def test_last_resort_point_when_clipping_finds_nothing(monkeypatch):
     point at B's deepest vertex with the support gap along the normal as its separation."""
     import engine.collision.narrowphase as nph
 
-    def empty(table, ref_ids, ref_face, inc_ids, rot, trans, margin, flip):
-        m = len(ref_ids)
-        return (np.zeros((m, 4, 3)), np.full((m, 4), np.inf), np.zeros((m, 4), np.int64),
-                np.zeros(m, np.int64), np.zeros(m, np.int64))
-
-    monkeypatch.setattr(nph, "face_contact", empty)
+    monkeypatch.setattr(nph, "CLIP_FACES", False)
     hull = make_hull(np.array([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1.0], [1, 1, 0.2]]))
     table = ShapeTable([Box([1.0, 1.0, 0.5]), hull])
     # The hull's vertex (0, 0, 0) 0.05 below the box top (z = 0.5), the rest above it.
@@ -751,10 +746,22 @@ def test_ids_survive_sat_axis_switches():
     assert switches >= 5 and persisting >= 2 * switches and seen == {0, 1, EDGE}
 
 
+def face_contact(table, ref, ref_face, inc, rot, trans, margin, flip, inc_face):
+    """clip_kernels.face_clip for one pair, as (points, separation, ids, count) of 1 row."""
+    from engine.collision import clip_kernels
+    tab = clip_kernels.table_arrays(table)
+    sc = clip_kernels.scratch(max(table.face_loops.shape[2], table.patch_loops.shape[2]),
+                              table.points.shape[1])
+    pts, sep, ids = np.zeros((1, 4, 3)), np.zeros((1, 4)), np.zeros((1, 4), np.int64)
+    count, _ = clip_kernels.face_clip(tab, ref, ref_face, inc, np.ascontiguousarray(rot[0]),
+                                      np.ascontiguousarray(trans[0]), margin, flip, inc_face,
+                                      np.zeros(3), False, sc, pts[0], sep[0], ids[0])
+    return pts, sep, ids, np.array([count])
+
+
 def test_face_ids_name_a_and_b_features_whichever_face_is_reference():
     """Parallel faces (an octagon of two squares): clipping with A's face as reference or with
     B's gives the same points, and the same ids (they name A's and B's features)."""
-    from engine.collision.clip import face_contact
     from engine.collision.sat import relative_pose
     table = ShapeTable([Box([0.5, 0.5, 0.5]), Box([0.5, 0.5, 0.4])])
     for angle in (0.3, np.pi / 4, 0.0):
@@ -762,13 +769,11 @@ def test_face_ids_name_a_and_b_features_whichever_face_is_reference():
         rb = quat.to_matrix(q_axis([0, 0, 1], angle))[None]
         pb = np.array([[0.05, -0.03, 0.9 - 0.01]])
         rot, trans = relative_pose(np.zeros((1, 3)), ra, pb, rb)
-        top_a, bottom_b = np.array([5]), np.array([4])     # +z of A, -z of B
-        pa_, sa, ia_, ca, _ = face_contact(table, np.array([0]), top_a, np.array([1]), rot, trans,
-                                           0.0, np.array([False]), inc_face=bottom_b)
+        top_a, bottom_b = 5, 4     # +z of A, -z of B
+        pa_, sa, ia_, ca = face_contact(table, 0, top_a, 1, rot, trans, 0.0, False, bottom_b)
         rt = rot.transpose(0, 2, 1)
-        pb_, sb, ib_, cb, _ = face_contact(table, np.array([1]), bottom_b, np.array([0]), rt,
-                                           -(rt @ trans[:, :, None])[:, :, 0], 0.0, np.array([True]),
-                                           inc_face=top_a)
+        pb_, sb, ib_, cb = face_contact(table, 1, bottom_b, 0, rt,
+                                        -(rt @ trans[:, :, None])[:, :, 0], 0.0, True, top_a)
         assert ca[0] == cb[0] == 4
         pb_world = pb_[0] @ rb[0].T + pb[0]        # B's frame -> A's (= world)
         for p, s, i in zip(pa_[0], sa[0], ia_[0]):

@@ -201,7 +201,7 @@ def test_identical_shapes_same_pose():
 
 def test_box_fast_path_matches_general_path_and_oracle():
     """The analytic 15-axis box test gives the general path's answers (and the oracle's)."""
-    from engine.collision.sat import _box_queries, _general_queries, relative_pose
+    from engine.collision.sat import queries, relative_pose
     rng = np.random.default_rng(21)
     boxes = [Box(rng.uniform(0.1, 1.0, 3)) for _ in range(5)]
     table = ShapeTable(boxes)
@@ -216,9 +216,8 @@ def test_box_fast_path_matches_general_path_and_oracle():
     tiny_turn = quat.from_axis_angle(rng.normal(size=(m // 4, 3)), np.full(m // 4, 1e-7))
     rb[: m // 4] = ra[: m // 4] @ quat.to_matrix(tiny_turn)
     rot, trans = relative_pose(pa, ra, pb, rb)
-    half = table.box_half
-    fast = _box_queries(half[ia], half[ib], rot, trans)
-    slow = _general_queries(table, ia, ib, rot, trans, np.full(m, np.inf))
+    fast = queries(table, ia, ib, rot, trans, np.inf)
+    slow = queries(table, ia, ib, rot, trans, np.inf, box_path=False)
     for k in (0, 2):  # face separations of A and B
         assert np.allclose(fast[k], slow[k], atol=1e-12)
     # Edge separation: the fast path considers all 9 directions with exact supports, the general

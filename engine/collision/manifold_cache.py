@@ -20,7 +20,8 @@ impulses, so get_state / set_state replay bit for bit.
 """
 import numpy as np
 
-from ..core import detmath, quat
+from ..core import detmath
+from ..core.jit import kernel
 
 # Geometry columns per manifold row, and their trailing shapes and dtypes.
 COLUMNS = {
@@ -56,41 +57,117 @@ def capture(man, pos_a, q_a, pos_b, q_b, margin):
             "axis_index": np.asarray(man["axis_index"], dtype=np.int64)}
 
 
-def _relative(pos_a, q_a, pos_b, q_b):
-    """B's origin and orientation in A's frame."""
-    return (quat.rotate(quat.conjugate(q_a), pos_b - pos_a),
-            quat.multiply(quat.conjugate(q_a), q_b))
+@kernel(inline="always")
+def _relative(pa, qa, pb, qb, out_p, out_q):
+    """B's origin (out_p) and orientation (out_q) in A's frame: conj(qa) (pb - pa) qa and
+    conj(qa) qb (quat.rotate and quat.multiply's arithmetic)."""
+    w, x, y, z = qa[0], -qa[1], -qa[2], -qa[3]
+    v0, v1, v2 = pb[0] - pa[0], pb[1] - pa[1], pb[2] - pa[2]
+    t0 = 2.0 * (y * v2 - z * v1)
+    t1 = 2.0 * (z * v0 - x * v2)
+    t2 = 2.0 * (x * v1 - y * v0)
+    out_p[0] = v0 + w * t0 + (y * t2 - z * t1)
+    out_p[1] = v1 + w * t1 + (z * t0 - x * t2)
+    out_p[2] = v2 + w * t2 + (x * t1 - y * t0)
+    bw, bx, by, bz = qb[0], qb[1], qb[2], qb[3]
+    out_q[0] = w * bw - x * bx - y * by - z * bz
+    out_q[1] = w * bx + x * bw + y * bz - z * by
+    out_q[2] = w * by - x * bz + y * bw + z * bx
+    out_q[3] = w * bz + x * by - y * bx + z * bw
+
+
+@kernel
+def _still_valid(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, distance,
+                 cos_half_angle, out):
+    p0 = np.empty(3)
+    p1 = np.empty(3)
+    r0 = np.empty(4)
+    r1 = np.empty(4)
+    for i in range(out.shape[0]):
+        _relative(g_pa[i], g_qa[i], g_pb[i], g_qb[i], p0, r0)
+        _relative(pos_a[i], q_a[i], pos_b[i], q_b[i], p1, r1)
+        d0, d1, d2 = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+        moved = d0 * d0 + d1 * d1 + d2 * d2
+        cos_half = abs(r0[0] * r1[0] + r0[1] * r1[1] + r0[2] * r1[2] + r0[3] * r1[3])
+        # NaN rows (never reusable) compare False
+        out[i] = (moved < distance * distance and cos_half > cos_half_angle
+                  and margin[i] <= g_margin[i] + distance)
 
 
 def still_valid(geo, pos_a, q_a, pos_b, q_b, margin, distance, angle):
     """(M,) bool: the captured rows ``geo`` (dict of (M, ...) arrays) may be reused at these
     poses and margins: the relative translation moved less than ``distance``, the relative
     rotation turned less than ``angle`` (rad), the margin grew by less than ``distance``."""
-    p0, q0 = _relative(geo["pos_a"], geo["q_a"], geo["pos_b"], geo["q_b"])
-    p1, q1 = _relative(pos_a, q_a, pos_b, q_b)
-    d = p1 - p0
-    moved = np.einsum("mi,mi->m", d, d)
-    cos_half = np.abs(np.einsum("mi,mi->m", q0, q1))
-    with np.errstate(invalid="ignore"):      # NaN rows (never reusable) compare False
-        return ((moved < distance * distance) & (cos_half > detmath.cos(0.5 * angle))
-                & (margin <= geo["margin"] + distance))
+    c = np.ascontiguousarray
+    out = np.zeros(len(margin), dtype=bool)
+    _still_valid(c(geo["pos_a"]), c(geo["q_a"]), c(geo["pos_b"]), c(geo["q_b"]),
+                 c(geo["margin"]), c(pos_a), c(q_a), c(pos_b), c(q_b),
+                 c(margin, dtype=np.float64), float(distance), float(detmath.cos(0.5 * angle)),
+                 out)
+    return out
+
+
+@kernel(inline="always")
+def _turn(q, q0, m):
+    """Rotation matrix (quat.to_matrix) of q conj(q0): from the capture pose to now."""
+    w = q[0] * q0[0] + q[1] * q0[1] + q[2] * q0[2] + q[3] * q0[3]
+    x = -q[0] * q0[1] + q[1] * q0[0] - q[2] * q0[3] + q[3] * q0[2]
+    y = -q[0] * q0[2] + q[1] * q0[3] + q[2] * q0[0] - q[3] * q0[1]
+    z = -q[0] * q0[3] - q[1] * q0[2] + q[2] * q0[1] + q[3] * q0[0]
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    m[0, 0] = 1 - 2 * (yy + zz)
+    m[0, 1] = 2 * (xy - wz)
+    m[0, 2] = 2 * (xz + wy)
+    m[1, 0] = 2 * (xy + wz)
+    m[1, 1] = 1 - 2 * (xx + zz)
+    m[1, 2] = 2 * (yz - wx)
+    m[2, 0] = 2 * (xz - wy)
+    m[2, 1] = 2 * (yz + wx)
+    m[2, 2] = 1 - 2 * (xx + yy)
+
+
+@kernel
+def _rebuild(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a, pos_b, q_b,
+             normal, points, sep):
+    ta = np.empty((3, 3))
+    tb = np.empty((3, 3))
+    xa = np.empty(3)
+    xb = np.empty(3)
+    for i in range(count.shape[0]):
+        _turn(q_a[i], g_qa[i], ta)
+        _turn(q_b[i], g_qb[i], tb)
+        n0 = g_n[i]
+        for k in range(3):
+            normal[i, k] = ta[k, 0] * n0[0] + ta[k, 1] * n0[1] + ta[k, 2] * n0[2]
+        for j in range(4):
+            if j >= count[i]:
+                sep[i, j] = np.inf
+                points[i, j, :] = 0.0
+                continue
+            h = 0.5 * g_sep[i, j]
+            for k in range(3):
+                xa[k] = g_points[i, j, k] - h * n0[k] - g_pa[i, k]
+                xb[k] = g_points[i, j, k] + h * n0[k] - g_pb[i, k]
+            s = 0.0
+            for k in range(3):
+                pa = (ta[k, 0] * xa[0] + ta[k, 1] * xa[1] + ta[k, 2] * xa[2]) + pos_a[i, k]
+                pb = (tb[k, 0] * xb[0] + tb[k, 1] * xb[1] + tb[k, 2] * xb[2]) + pos_b[i, k]
+                s += (pb - pa) * normal[i, k]
+                points[i, j, k] = 0.5 * (pa + pb)
+            sep[i, j] = s
 
 
 def rebuild(geo, count, pos_a, q_a, pos_b, q_b):
     """Manifold arrays (normal (M, 3), points (M, 4, 3), separation (M, 4)) of captured rows
-    at the current poses; unused slots get +inf separation and zero points, as collide gives."""
-    # Rotations from the capture pose to the current one, per body: R1 R0^T.
-    turn_a = quat.to_matrix(quat.multiply(q_a, quat.conjugate(geo["q_a"])))
-    turn_b = quat.to_matrix(quat.multiply(q_b, quat.conjugate(geo["q_b"])))
-    n0 = geo["normal"]
-    sep0 = geo["separation"]
-    used = np.arange(4)[None, :] < count[:, None]
-    half = np.where(used, 0.5 * sep0, 0.0)[:, :, None] * n0[:, None, :]
-    pa = np.matmul(geo["points"] - half - geo["pos_a"][:, None], turn_a.transpose(0, 2, 1))
-    pb = np.matmul(geo["points"] + half - geo["pos_b"][:, None], turn_b.transpose(0, 2, 1))
-    pa += pos_a[:, None]
-    pb += pos_b[:, None]
-    n = np.matmul(turn_a, n0[:, :, None])[:, :, 0]
-    sep = np.where(used, np.einsum("mki,mi->mk", pb - pa, n), np.inf)
-    points = np.where(used[:, :, None], 0.5 * (pa + pb), 0.0)
-    return n, points, sep
+    at the current poses; unused slots get +inf separation and zero points, as collide gives.
+    Each point stands for its two surface points (midpoint -+ half the separation along the
+    normal), carried with their bodies from the capture poses; the normal turns with A."""
+    m = len(count)
+    c = np.ascontiguousarray
+    normal, points, sep = np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4))
+    _rebuild(c(geo["pos_a"]), c(geo["q_a"]), c(geo["pos_b"]), c(geo["q_b"]), c(geo["normal"]),
+             c(geo["points"]), c(geo["separation"]), c(count, dtype=np.int64), c(pos_a), c(q_a),
+             c(pos_b), c(q_b), normal, points, sep)
+    return normal, points, sep

@@ -4,8 +4,9 @@
 rounder shape first (sphere < capsule < polytope) so each group has one orientation, runs the
 group's routine and flips the normals of the swapped pairs back:
 
-    polytope-polytope   SAT (sat.py) + face clipping / edge-edge point (clip.py); an edge
-                        axis between nearly parallel faces clips those faces along the axis
+    polytope-polytope   SAT (sat.py) + face clipping / edge-edge point (clip.py), compiled
+                        (sat_kernels.py, clip_kernels.py); an edge axis between nearly
+                        parallel faces clips those faces along the axis
     sphere/capsule pairs closest points of the core segments (a sphere is a zero-length one);
                         near-parallel capsules get a second point
     sphere/capsule vs polytope  cores apart: GJK on the cores (exact distance and normal), and a
@@ -13,7 +14,9 @@ group's routine and flips the normals of the swapped pairs back:
                         points when lying on it); cores overlapping: SAT of the point/segment
                         against the polytope (exact), face axes clipped, edge axes 1 point.
 
-Pairs are processed per group in chunks of CHUNK pairs (cache-sized temporaries).
+Pairs of the numpy routines are processed per group in chunks of CHUNK pairs (cache-sized
+temporaries); polytope pairs run compiled, all at once, and a batch of polytope pairs only
+(box and hull scenes) goes straight to collide_polytopes.
 
 Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 """
@@ -24,21 +27,11 @@ from ..core.errors import EngineError
 from ..core.kinds import ShapeKind
 from ..core.vec import cross
 from ..shapes.curved import is_curved
-from . import clip
-from .clip import (
-    ID_FALLBACK,
-    ID_ROUND,
-    SNAP,
-    edge_contact,
-    edge_face_points,
-    edge_face_setup,
-    face_contact,
-    segment_closest,
-    tangent_basis,
-)
+from . import clip, clip_kernels
+from .clip import ID_ROUND, SNAP, segment_closest, tangent_basis
 from .curved_contacts import collide_curved
 from .gjk import gjk
-from .sat import ABS_TOL, EDGE, FACE_B, KIND_NONE, PARALLEL_SIN, REL_TOL, polytope_sat
+from .sat import ABS_TOL, KIND_NONE, PARALLEL_SIN, REL_TOL, polytope_sat
 
 # Points per manifold: four span any contact polygon (Box2D, Bullet, Jolt keep four too).
 WIDTH = 4
@@ -111,127 +104,45 @@ def _rotate(rot, v):
     return np.matmul(rot, v[..., None])[..., 0]
 
 
+# Test hook: False skips the face clip (the fallbacks then answer; tests/test_manifold.py).
+CLIP_FACES = True
+
+
 def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
-    """Manifolds for M polytope-polytope pairs (rotation matrices)."""
+    """Manifolds for M polytope-polytope pairs (rotation matrices): the SAT (sat.py), then
+    every pair's manifold in one compiled call (clip_kernels.manifolds):
+
+    - face axes clip the reference face against the incident face (clip.py);
+    - edge axes give one point at the closest points of the two edges, or, between nearly
+      parallel faces, those faces clipped along the axis (2-4 points, the deepest at the SAT
+      depth);
+    - a face axis whose clipping found nothing (the face bias kept a face axis where an edge
+      pair is the real contact) takes the edge route, but only if the SAT's best edge pair is
+      within the face bias of the pair's separation: the best of the edges its pruning kept
+      can be a useless axis (metres deep) when the face axis is far better;
+    - last resort (not seen in tests, kept so an overlap can never lose its contact): one point
+      at B's deepest vertex along the normal, with the support gap along it as separation.
+    """
     m = len(ids_a)
     out = Manifolds(m)
-    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
+    margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
     sat = polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=margin)
     out.normal[:] = sat.normal
     out.axis_kind[:] = sat.kind
     out.axis_index[:] = sat.index
     out.distance[:] = sat.separation
-    active = sat.separation <= margin
-
-    # Face axes, and edge axes between nearly parallel faces (clip.edge_face_setup), are
-    # clipped in one face_contact call (its cost is mostly per call, not per row).
-    face = np.nonzero(active & (sat.kind != EDGE))[0]
-    edge1 = np.nonzero(active & (sat.kind == EDGE))[0]
-    use1, eargs = _edge_clip_setup(table, sat, ids_a, ids_b, edge1, margin)
-    nf = len(face)
-    clip1 = None
-    if nf or use1.any():
-        args = _face_args(table, sat, ids_a, ids_b, face, margin)
-        extra = {}
-        if use1.any():
-            args = [np.concatenate((f, e)) for f, e in zip(args, eargs[:7])]
-            extra = dict(inc_face=np.concatenate((np.full(nf, -1, np.int64), eargs[7])),
-                         normal=np.concatenate((np.zeros((nf, 3)), eargs[8])),
-                         tilted=np.arange(nf + len(eargs[0])) >= nf)
-        pts, sep, ids, cnt, inc_face = face_contact(table, *args, **extra)
-        if nf:
-            flip = sat.kind[face] == FACE_B
-            fl = flip[:, None]
-            ref_rot = np.where(fl[:, :, None], rot_b[face], rot_a[face])
-            ref_pos = np.where(fl, pos_b[face], pos_a[face])
-            out.points[face] = np.matmul(pts[:nf], ref_rot.transpose(0, 2, 1)) + ref_pos[:, None]
-            out.separation[face] = sep[:nf]
-            out.ids[face] = ids[:nf]
-            out.count[face] = cnt[:nf]
-            out.axis_index[face, 1] = inc_face[:nf]
-        if use1.any():
-            clip1 = (pts[nf:], sep[nf:], ids[nf:], cnt[nf:])
-
-    # Edge-edge axes, and face axes whose clipping found nothing (the face bias kept a face
-    # axis where an edge pair is the real contact): one point at the closest edge points.
-    # Only an edge pair within the face bias of the pair's separation stands in for the face:
-    # the SAT's best edge is the best of the edges its pruning kept, which can be a useless
-    # axis (metres deep) when the face axis is far better; those pairs take the last resort.
-    scale = np.minimum(table.bound_radius[ids_a], table.bound_radius[ids_b])
-    close = sat.edge >= sat.separation - REL_TOL * np.abs(sat.separation) - ABS_TOL * scale
-    empty = active & (out.count == 0) & np.isfinite(sat.edge) & close & (sat.kind != EDGE)
-    edge2 = np.nonzero(empty)[0]
-    use2, eargs2 = _edge_clip_setup(table, sat, ids_a, ids_b, edge2, margin)
-    clip2 = clip.face_contact(table, *eargs2)[:4] if use2.any() else None
-    for rows, use, flip_e, clipped in ((edge1, use1, eargs[6], clip1),
-                                       (edge2, use2, eargs2[6], clip2)):
-        if not len(rows):
-            continue
-        ia, ib = ids_a[rows], ids_b[rows]
-        ea, eb = sat.edge_index[rows, 0], sat.edge_index[rows, 1]
-        axis = sat.edge_axis[rows]
-        r, t = sat.rot[rows], sat.trans[rows]
-        p, s, ids = edge_contact(table, ia, ea, ib, eb, r, t, axis)
-        keep = s <= margin[rows]
-        out.points[rows, 0] = _rotate(rot_a[rows], p) + pos_a[rows]
-        out.separation[rows, 0] = np.where(keep, s, np.inf)
-        out.ids[rows, 0] = ids
-        out.count[rows] = keep.astype(np.int64)
-        out.normal[rows] = _rotate(rot_a[rows], axis)
-        out.axis_kind[rows] = EDGE
-        out.axis_index[rows] = sat.edge_index[rows]
-        # Edge axes between nearly parallel faces: the clipped faces (2-4 points along the
-        # axis, the deepest at the SAT depth) replace the single point where clipping found any.
-        if clipped is None:
-            continue
-        cp, cs, cid, cc = clipped
-        cp = edge_face_points(cp, r[use], t[use], flip_e)
-        got = cc > 0
-        sel = rows[use][got]
-        out.points[sel] = np.matmul(cp[got], rot_a[sel].transpose(0, 2, 1)) + pos_a[sel, None]
-        out.separation[sel] = cs[got]
-        out.ids[sel] = cid[got]
-        out.count[sel] = cc[got]
-
-    # Last resort (not seen in tests, kept so an overlap can never lose its contact): one point
-    # at B's deepest vertex along the normal, with the support gap along it as separation.
-    lost = np.nonzero(active & (out.count == 0))[0]
-    if len(lost):
-        n = out.normal[lost]
-        va = int(table.npoints[ids_a[lost]].max())
-        vb = int(table.npoints[ids_b[lost]].max())
-        wa = np.matmul(table.points[ids_a[lost], :va], rot_a[lost].transpose(0, 2, 1)) + pos_a[lost, None]
-        wb = np.matmul(table.points[ids_b[lost], :vb], rot_b[lost].transpose(0, 2, 1)) + pos_b[lost, None]
-        hb = np.matmul(wb, n[:, :, None])[:, :, 0]
-        k = np.argmin(hb, axis=1)
-        r = np.arange(len(lost))
-        s = hb[r, k] - np.matmul(wa, n[:, :, None])[:, :, 0].max(axis=1)
-        keep = s <= margin[lost]
-        out.points[lost, 0] = wb[r, k] - (0.5 * s)[:, None] * n
-        out.separation[lost, 0] = s
-        out.ids[lost, 0] = (np.int64(ID_FALLBACK) << 59) | k
-        out.count[lost] = keep
+    c = np.ascontiguousarray
+    clip_kernels.manifolds(
+        clip_kernels.table_arrays(table), c(ids_a, dtype=np.int64), c(ids_b, dtype=np.int64),
+        c(pos_a), c(rot_a), c(pos_b), c(rot_b), c(sat.rot), c(sat.trans), margin,
+        c(sat.separation), c(sat.kind), c(sat.index), c(sat.edge), c(sat.edge_index),
+        c(sat.edge_axis), _CONSTS, CLIP_FACES, out.normal, out.axis_kind, out.axis_index,
+        out.points, out.separation, out.ids, out.count)
     return out
 
 
-def _face_args(table, sat, ids_a, ids_b, face, margin):
-    """face_contact's positional arguments for the SAT face-axis rows ``face`` (the reference
-    is the SAT face's shape; face_contact picks the incident face)."""
-    flip = sat.kind[face] == FACE_B
-    fl = flip[:, None]
-    r, t = sat.rot[face], sat.trans[face]
-    rt = r.transpose(0, 2, 1)
-    t_inv = -_rotate(rt, t)
-    return [np.where(flip, ids_b[face], ids_a[face]), sat.index[face, 0],
-            np.where(flip, ids_a[face], ids_b[face]), np.where(fl[:, :, None], rt, r),
-            np.where(fl, t_inv, t), margin[face], flip]
-
-
-def _edge_clip_setup(table, sat, ids_a, ids_b, rows, margin):
-    """clip.edge_face_setup for the edge-axis rows ``rows``."""
-    return edge_face_setup(table, ids_a[rows], sat.edge_index[rows, 0], ids_b[rows],
-                           sat.edge_index[rows, 1], sat.rot[rows], sat.trans[rows],
-                           sat.edge_axis[rows], margin[rows])
+# clip_kernels.manifolds' constants: the edge-axis clip's thresholds and the face bias.
+_CONSTS = np.array([clip.EDGE_CLIP_COS, clip.EDGE_INC_COS, REL_TOL, ABS_TOL])
 
 
 def _dot(a, b):
@@ -521,15 +432,16 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     pos_b = np.asarray(pos_b, dtype=np.float64).reshape(m, 3)
     rot_a = quat.to_matrix(quat.normalize(np.asarray(quat_a, dtype=np.float64).reshape(m, 4)))
     rot_b = quat.to_matrix(quat.normalize(np.asarray(quat_b, dtype=np.float64).reshape(m, 4)))
-    out = Manifolds(m)
     if m == 0:
-        return out
+        return Manifolds(0)
     margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
     if np.any(np.isnan(margin)):
         raise EngineError("collide: margin is NaN; give a distance in metres (0 for touching only)")
-
     kind_a = table.kind[ids_a]
     kind_b = table.kind[ids_b]
+    if (kind_a == ShapeKind.POLYTOPE).all() and (kind_b == ShapeKind.POLYTOPE).all():
+        return collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin)
+    out = Manifolds(m)
     swap = _RANK[kind_a] > _RANK[kind_b]
     sw = swap[:, None]
     ia = np.where(swap, ids_b, ids_a)
@@ -553,8 +465,9 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     for mask, routine in groups:
         idx = np.nonzero(mask)[0]
         # Chunks of CHUNK pairs keep the temporaries in cache (10k pairs cost 10x 1k, not more).
-        for start in range(0, len(idx), CHUNK):
-            sel = idx[start:start + CHUNK]
+        step = len(idx) if routine is collide_polytopes else CHUNK
+        for start in range(0, len(idx), max(step, 1)):
+            sel = idx[start:start + step]
             part = routine(table, ia[sel], pa[sel], ra[sel], ib[sel], pb[sel], rb[sel], margin[sel])
             out._put(sel, part)
     out.normal[swap] *= -1.0
