@@ -31,6 +31,7 @@ from .round_bodies import rolling, swing, world_axes
 # small while a body tumbling at 10 rad/s in a 1/48 s pass (0.2 rad) never pays for a rebuild.
 REFRESH_ANGLE = 0.25
 _COS_HALF = math.cos(0.5 * REFRESH_ANGLE)
+REFRESH_COS_HALF = _COS_HALF   # what the compiled substeps compare with (dynamics/substeps)
 # Turn (rad) after which a body the pass's joints share is retaken (InertiaRefresh.follow):
 # the joint rows use its present tensor at every substep, and two tensors of one body a
 # fifth of a radian apart made the contact and joint sweeps drive each other apart (a needle

@@ -307,6 +307,13 @@ class ContactSolver:
         max_n = np.where(kept, pick(self.max_normal[r], src, axis=1), 0.0)
         return kept, imp, max_n, pick(self.v_impact[r], src, axis=1)
 
+    def kernel_arrays(self):
+        """The rows and state a sweep reads, in contact_kernels.solve_pass's order (for
+        engine.dynamics.substeps, which runs the substeps of a pass in one call)."""
+        return (self.idx, self.count, self.dirs, self.ima, self.imb, self.jang, self.mang,
+                self.kmat, self.eff, self.k_pinv, self.sep0, self.imp, self.max_normal,
+                self.friction, self.soft)
+
     # -- passes (engine/dynamics/contact_kernels.py) -----------------------------------------------
     def warm_start(self, vel):
         """Apply the accumulated impulses to the velocities vel (N, 6), in place."""

@@ -51,21 +51,25 @@ from ..core.kinds import BodyKind, ShapeKind
 from ..core.vec import norm
 from ..dynamics.arm_box import ArmBoxes
 from ..dynamics.graph import colour_constraints, islands
-from ..dynamics.inertia_refresh import InertiaRefresh
+from ..dynamics.inertia_refresh import REFRESH_COS_HALF, InertiaRefresh
 from ..dynamics.integrate import damping_factor, integrate_positions, integrate_velocities
 from ..dynamics.round_bodies import centred_balls, feature_spin, round_about_z
 from ..dynamics.solver import ContactSolver
 from ..dynamics.struck import MAX_EARLY_ENDS, StruckBodies
+from ..dynamics.substeps import RECOLLIDE, REFRESH, run_substeps
 from ..features.deform import deform_mesh_body
 from ..features.fields import FieldTable, field_forces
 from .body_control import BodyControl
 from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
-from .recollide import Recollide
+from .recollide import EVERY, Recollide
 from .record import StepRecord
 from .settings import WorldSettings
 from .world_joints import JointSet, JointWorldMixin
 
 DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
+# No bodies, for the compiled substeps' checks that are off (engine.dynamics.substeps).
+_NO_BODIES = np.zeros(0, dtype=np.int64)
+_NO_FLOATS = np.zeros(0)
 # Candidate pairs from which a collision pass reuses part of its manifolds (engine.collision.manifold_cache):
 # below, the narrowphase costs about the same for any number of pairs, so a pass reuses all
 # or nothing (bench/bench_speed.py: partial reuse cost 27 cubes 0.5 ms per pass and saved
@@ -685,6 +689,25 @@ class World(BodyControl, JointWorldMixin):
             struck = StruckBodies(act, vel, self._reach(), balls,
                                   self.settings.speculative_distance)
         dpose = np.zeros((self._n, 6))
+        if joints is None and self.fields is None and not refresh.any_axial:
+            done = self._substeps_compiled(solver, refresh, struck, again, man, nsub, h, act,
+                                           movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i)
+        else:
+            done = self._substeps_python(solver, joints, refresh, struck, again, man, nsub, h,
+                                         act, movers, lin_f, ang_f, gyro, inertia_g, dpose,
+                                         inv_i)
+        if joints:
+            joints.finish()
+        self.last_recollided = 0 if again is None else again.taken
+        solver.restitution(vel, self.settings.restitution_threshold)
+        imp_n, imp_f, imp_f2, _ = solver.impulses()
+        return imp_n, imp_f, imp_f2, done
+
+    def _substeps_python(self, solver, joints, refresh, struck, again, man, nsub, h, act,
+                         movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i):
+        """The substeps of a pass with joints or fields (see _substeps_compiled), in Python.
+        Returns the substeps run."""
+        x, q, vel = self._v("x"), self._v("q"), self._v("vel")
         done = nsub
         for s in range(nsub):
             self._field_kick(vel, act, h)
@@ -724,12 +747,38 @@ class World(BodyControl, JointWorldMixin):
                 break
             if again is not None and s < nsub - 1:
                 again.update(solver, refresh, man, vel, dpose, h, (nsub - 1 - s) * h, inv_i)
-        if joints:
-            joints.finish()
-        self.last_recollided = 0 if again is None else again.taken
-        solver.restitution(vel, self.settings.restitution_threshold)
-        imp_n, imp_f, imp_f2, _ = solver.impulses()
-        return imp_n, imp_f, imp_f2, done
+        return done
+
+    def _substeps_compiled(self, solver, refresh, struck, again, man, nsub, h, act, movers,
+                           lin_f, ang_f, gyro, inertia_g, dpose, inv_i):
+        """The substeps of a pass of contacts alone, in one compiled call
+        (engine.dynamics.substeps), stopping only where refresh, struck or again has work.
+        Returns the substeps run."""
+        x, q, vel = self._v("x"), self._v("q"), self._v("vel")
+        rows = solver.kernel_arrays()
+        refresh_bodies, q_ref = refresh.bodies, refresh.q_ref
+        if struck is None:
+            struck_bodies, arm, start, allow = _NO_BODIES, _NO_FLOATS, _NO_FLOATS, _NO_FLOATS
+        else:
+            struck_bodies, arm, start, allow = struck.bodies, struck.arm, struck.start, struck.allow
+        every = EVERY if again is not None else 0
+        s, at_relax = 0, False
+        gravity = np.asarray(self.gravity, dtype=np.float64)
+        while True:
+            s, event, at_relax = run_substeps(
+                s, nsub, at_relax, self.settings.iterations, self.settings.relax_iterations,
+                h, vel, x, q, dpose, act, movers, gravity, lin_f, ang_f, gyro, inertia_g,
+                *rows, refresh_bodies, q_ref, REFRESH_COS_HALF, struck_bodies, arm, start,
+                allow, every)
+            if event == REFRESH:
+                refresh.update(solver, q, dpose, vel)
+                rows = solver.kernel_arrays()
+            elif event == RECOLLIDE:
+                again.done = s - 1      # update() counts the substep it follows
+                again.update(solver, refresh, man, vel, dpose, h, (nsub - s) * h, inv_i)
+                rows = solver.kernel_arrays()
+            else:
+                return s     # DONE, or STRUCK: the pass ends after substep s
 
     def _recollide(self, ia, ib, normal, awake):
         """The pass's Recollide (engine.world.recollide) over its polytope-pair manifolds, or None
