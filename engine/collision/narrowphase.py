@@ -41,6 +41,7 @@ CHUNK = 2048
 _RANK = np.zeros(8, dtype=np.int64)
 _RANK[ShapeKind.SPHERE], _RANK[ShapeKind.CAPSULE], _RANK[ShapeKind.POLYTOPE] = 0, 1, 2
 _RANK[ShapeKind.CYLINDER] = _RANK[ShapeKind.CONE] = 3   # curved pairs: curved_contacts, any order
+_POLYTOPE = int(ShapeKind.POLYTOPE)   # (an int: numpy probes an enum member's dunders)
 
 # Axis kinds reported for the debug overlays (SAT kinds 0-2 plus the analytic routes).
 AXIS_ROUND = 3       # closest points of the cores (sphere/capsule pairs, or GJK)
@@ -439,7 +440,7 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
         raise EngineError("collide: margin is NaN; give a distance in metres (0 for touching only)")
     kind_a = table.kind[ids_a]
     kind_b = table.kind[ids_b]
-    if (kind_a == ShapeKind.POLYTOPE).all() and (kind_b == ShapeKind.POLYTOPE).all():
+    if (kind_a == _POLYTOPE).all() and (kind_b == _POLYTOPE).all():
         return collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin)
     out = Manifolds(m)
     swap = _RANK[kind_a] > _RANK[kind_b]
@@ -456,8 +457,8 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     # Three groups after normalisation: round-round, round-polytope, polytope-polytope; and
     # pairs with a cylinder or cone (curved_contacts.py).
     curved = is_curved(ka) | is_curved(kb)
-    round_a = (ka != ShapeKind.POLYTOPE) & ~curved
-    round_b = (kb != ShapeKind.POLYTOPE) & ~curved
+    round_a = (ka != _POLYTOPE) & ~curved
+    round_b = (kb != _POLYTOPE) & ~curved
     groups = ((round_a & round_b, collide_round),
               (round_a & ~round_b & ~curved, collide_round_polytope),
               (~round_a & ~round_b & ~curved, collide_polytopes),

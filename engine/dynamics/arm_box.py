@@ -23,6 +23,7 @@ from ..core.kinds import BodyKind
 # A shape is thin when its smallest principal extent is below this fraction of its largest:
 # only then can an arm within its reach be far off the shape across its thin direction (a
 # needle's arm 40x its thickness off its axis); chunky shapes keep their arms as they are.
+_DYNAMIC = int(BodyKind.DYNAMIC)
 THIN = 0.25
 
 
@@ -67,7 +68,7 @@ class ArmBoxes:
         bodies that are not dynamic get an unbounded box (their arms only read kinematic
         surface velocities, which must stay exact)."""
         n = len(shape)
-        dyn = np.flatnonzero(kind == BodyKind.DYNAMIC)
+        dyn = np.flatnonzero(kind == _DYNAMIC)
         self._fill(table, shape[dyn], inertia[dyn], com[dyn])
         axes = np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
         lo = np.full((n, 3), -np.inf)

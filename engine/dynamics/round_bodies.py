@@ -34,20 +34,24 @@ from .integrate import skew
 ROLLING = 0.1
 
 ROUND_KINDS = (ShapeKind.SPHERE, ShapeKind.CAPSULE, ShapeKind.CYLINDER, ShapeKind.CONE)
+# Lookups by shape kind (np.isin and the enum's attribute access cost more than the question).
+_ROUND = np.zeros(max(ShapeKind) + 1, dtype=bool)
+_ROUND[list(ROUND_KINDS)] = True
+_SPHERE = int(ShapeKind.SPHERE)
 
 
 def round_about_z(shape_kind, com):
     """(K,) bool: shapes round about their local Z axis (Sphere, Capsule, Cylinder, Cone)
     with the centre of mass on it, but not centred balls: their normal rows have no angular
     part to leave out, and the solver then skips the projection for scenes of balls."""
-    return (np.isin(shape_kind, ROUND_KINDS) & (com[:, 0] == 0.0) & (com[:, 1] == 0.0)
+    return (_ROUND[shape_kind] & (com[:, 0] == 0.0) & (com[:, 1] == 0.0)
             & ~centred_balls(shape_kind, com))
 
 
 def centred_balls(shape_kind, com):
     """(K,) bool: Spheres (shape kinds shape_kind (K,)) with the centre of mass com (K, 3) at
     their centre."""
-    return (shape_kind == ShapeKind.SPHERE) & ~com.any(axis=1)
+    return (shape_kind == _SPHERE) & ~com.any(axis=1)
 
 
 def rolling(w, axis):

@@ -66,7 +66,10 @@ from .record import StepRecord
 from .settings import WorldSettings
 from .world_joints import JointSet, JointWorldMixin
 
-DYNAMIC, STATIC, KINEMATIC = BodyKind.DYNAMIC, BodyKind.STATIC, BodyKind.KINEMATIC
+# Plain ints: numpy compares arrays with an enum member through its dunder probes (2,000
+# enum lookups a frame of 27 cubes).
+DYNAMIC, STATIC, KINEMATIC = int(BodyKind.DYNAMIC), int(BodyKind.STATIC), int(BodyKind.KINEMATIC)
+POLYTOPE, TRIANGLE_MESH = int(ShapeKind.POLYTOPE), int(ShapeKind.TRIANGLE_MESH)
 # No bodies, for the compiled substeps' checks that are off (engine.dynamics.substeps).
 _NO_BODIES = np.zeros(0, dtype=np.int64)
 _NO_FLOATS = np.zeros(0)
@@ -961,7 +964,7 @@ class World(BodyControl, JointWorldMixin):
         wb = sleeping[ib] & moving[ia]
         s = np.concatenate((ia[wa], ib[wb]))          # sleeper
         m = np.concatenate((ib[wa], ia[wb]))          # moving body it may touch
-        mesh = self.table.kind[self._v("shape")[m]] == ShapeKind.TRIANGLE_MESH
+        mesh = self.table.kind[self._v("shape")[m]] == TRIANGLE_MESH
         if mesh.any():
             rows = np.flatnonzero(mesh)
             hit = self._near_triangles(s[rows], m[rows], lo, hi, dt)
@@ -1080,7 +1083,7 @@ class World(BodyControl, JointWorldMixin):
         points are features of the shapes. A round shape's contact point is not a material
         point (a lying capsule rolls under it: reused, the point would roll up with it and the
         capsule roll on), and compounds and meshes have several manifolds per pair."""
-        poly = self.table.kind[self._v("shape")] == ShapeKind.POLYTOPE
+        poly = self.table.kind[self._v("shape")] == POLYTOPE
         return poly[ia] & poly[ib]
 
     def _merge_reused(self, ia, ib, reuse, rows, pair, sub, out):
