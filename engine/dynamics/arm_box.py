@@ -47,6 +47,8 @@ class ArmBoxes:
             self.lo = np.concatenate((self.lo, np.full((grow, 3), -np.inf)))
             self.hi = np.concatenate((self.hi, np.full((grow, 3), np.inf)))
             self.done = np.concatenate((self.done, np.zeros(grow, dtype=bool)))
+        if self.done[sids].all():
+            return
         new, first = np.unique(sids, return_index=True)
         keep = ~self.done[new]
         for sid, k in zip(new[keep], first[keep]):
