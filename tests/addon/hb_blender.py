@@ -54,6 +54,16 @@ def session():
     return _SESSION
 
 
+def cli_env(user_dir):
+    """The environment of a headless command run as a subprocess (hullabaloo_cli.py, which
+    loads this checkout): a fresh Blender user folder, and the engine's compiled kernels
+    cached in one folder per Python for every such run, as a user's repeated runs share the
+    extension's cache (compiling the engine cold takes about a minute; the cache's placement
+    is tested by test_addon_compiler and test_addon_wheels, which leave NUMBA_CACHE_DIR out)."""
+    cache = os.path.join(ROOT, "build", f"test-numba-cache-py{sys.version_info[0]}{sys.version_info[1]}")
+    return dict(os.environ, BLENDER_USER_RESOURCES=str(user_dir), NUMBA_CACHE_DIR=cache)
+
+
 def pkg():
     return session()["pkg"]
 

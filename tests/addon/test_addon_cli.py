@@ -12,7 +12,7 @@ CLI = os.path.join(hb.ROOT, "hullabaloo_cli.py")
 
 
 def run_cli(*args, cwd):
-    env = dict(os.environ, BLENDER_USER_RESOURCES=os.path.join(str(cwd), "user"))
+    env = hb.cli_env(os.path.join(str(cwd), "user"))
     done = subprocess.run([sys.executable, CLI, *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=600)
     return done.returncode, done.stdout, done.stderr

@@ -493,7 +493,7 @@ def test_scenery_shape_is_mesh_unless_a_closed_convex_mesh():
 
 
 def run_cli(*args, cwd):
-    env = dict(os.environ, BLENDER_USER_RESOURCES=os.path.join(str(cwd), "user"))
+    env = hb.cli_env(os.path.join(str(cwd), "user"))
     done = subprocess.run([sys.executable, CLI, *args], capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=600)
     return done.returncode, done.stdout, done.stderr

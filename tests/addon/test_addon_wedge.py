@@ -29,7 +29,7 @@ def addon():
 
 
 def run_cli(*args, cwd):
-    env = dict(os.environ, BLENDER_USER_RESOURCES=os.path.join(str(cwd), "user"))
+    env = hb.cli_env(os.path.join(str(cwd), "user"))
     done = subprocess.run([sys.executable, CLI, *args], check=False, capture_output=True, text=True,
                           cwd=cwd, env=env, timeout=600)
     return done.returncode, done.stdout, done.stderr

@@ -140,7 +140,7 @@ def test_compiled_job_runs_as_a_farm_would(tmp_path):
                                 "size": "64x36", "variations": f"{VEL}=(8,0,0)"}, tmp_path)
     assert code == 0, result
     done = set()
-    env = dict(os.environ, BLENDER_USER_RESOURCES=str(tmp_path / "user"))
+    env = hb.cli_env(tmp_path / "user")
     for task in result["tasks"]:  # the stub keeps the order tasks were added
         assert set(task["dependencies"]) <= done, task["name"]
         run = subprocess.run([sys.executable, CLI, *argv(task)], check=False, capture_output=True,
