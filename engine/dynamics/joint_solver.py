@@ -55,14 +55,12 @@ its bodies' velocities, runs its rows and writes them back with plain assignment
 import numpy as np
 
 from ..core import detmath, quat
-from ..core.vec import cross
 from .graph import colour_constraints, islands
-from .joint_chain import ChainSystem, chain_order
+from .joint_chain import ChainSystem, chain_order, spd_inverse
 from .joint_inertia import CurrentInertia
 from .joint_math import inv3
-from .joint_math import quat_matrix as _quat_matrix
-from .joint_math import quat_mul as _quat_mul
 from .joint_points import PointLocks, point_lock_only
+from .joint_row_kernels import angular_rows, direct_solve, geometry, sweep
 from .joint_springs import limit_as_spring, spring_block_coefficients
 from .joint_warm import impact_scale
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
@@ -129,37 +127,29 @@ def lock_hertz(hertz, h, swept):
     return min(hertz, (SWEPT_HERTZ_RATE if swept else EXACT_HERTZ_RATE) / h)
 
 
-def joint_frames(a, b, world, frame_a, frame_b, la_f, lb_f, x, q):
-    """The joints' frames and anchors now: (fa, ra, fb, rb, d), fa / fb (m, 3, 3) whose
-    columns are frame A's / B's axes in the world, ra / rb (m, 3) the anchor arms from the
-    centres of mass, d = p_b - p_a. la_f / lb_f are the anchors in their frame's own axes;
-    a joint to the world (world) has the world as side A."""
-    ext = ~world
-    qa = np.where(ext[:, None], q[a], np.array([1.0, 0.0, 0.0, 0.0]))
-    xa = np.where(ext[:, None], x[a], 0.0)
-    fa = _quat_matrix(_quat_mul(qa, frame_a))
-    ra = np.einsum("mij,mj->mi", fa, la_f)
-    fb = _quat_matrix(_quat_mul(q[b], frame_b))
-    rb = np.einsum("mij,mj->mi", fb, lb_f)
-    return fa, ra, fb, rb, x[b] + rb - xa - ra
-
-
 def joint_coordinates(joints, x, q):
     """(J, 6) every joint's six coordinates now (engine.dynamics.joints: the anchor separation along
     frame A's axes, then the XYZ Euler angles, the triple continuous with the joint's last
     solve). x, q: the bodies' centres of mass and orientations."""
-    if not joints.n:
+    n = joints.n
+    if not n:
         return np.zeros((0, 6))
     g = {k: joints.v(k) for k in ("body_a", "body_b", "world", "frame_a", "frame_b",
                                   "anchor_a", "anchor_b")}
     la_f = quat.rotate_inverse(g["frame_a"], g["anchor_a"])
     lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
-    fa, _, fb, _, d = joint_frames(g["body_a"], g["body_b"], g["world"], g["frame_a"],
-                                   g["frame_b"], la_f, lb_f, x, q)
-    out = np.empty((joints.n, 6))
-    out[:, :3] = np.einsum("mij,mi->mj", fa, d)
-    out[:, 3:] = continuous_euler(np.einsum("mji,mjk->mik", fa, fb), joints.v("angles"))[0]
+    out = np.empty((n, 6))
+    rel = np.empty((n, 3, 3))
+    geometry(*_flat(x, q, g["body_a"], g["body_b"], g["world"], g["frame_a"], g["frame_b"],
+                    la_f, lb_f), 3, np.empty((n, 3, 3)), np.empty((n, 3, 3)),
+             np.empty((n, 3, 12)), out, rel)
+    out[:, 3:] = continuous_euler(rel, joints.v("angles"))[0]
     return out
+
+
+def _flat(*arrays):
+    """The arrays as the kernels take them: C-contiguous (no copy where they are)."""
+    return tuple(np.ascontiguousarray(v) for v in arrays)
 
 
 def continuous_euler(rel, prev):
@@ -188,20 +178,6 @@ def continuous_euler(rel, prev):
 def _wrap(a):
     """Angles wrapped to (-pi, pi]."""
     return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
-
-
-def spd_inverse(k):
-    """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
-    pivoting (a loop over R rank-1 updates; elementwise numpy only, so replays are bit
-    identical, unlike LAPACK/BLAS kernels whose summation order can depend on alignment)."""
-    r = k.shape[0]
-    a = np.concatenate((k, np.eye(r)), axis=1)
-    for i in range(r):
-        a[i] /= a[i, i]
-        col = a[:, i].copy()
-        col[i] = 0.0
-        a -= col[:, None] * a[i][None, :]
-    return np.ascontiguousarray(a[:, r:])
 
 
 def _masked_block(k, mask):
@@ -316,6 +292,20 @@ class JointSolver:
         # Spring rows go by blocks of three (engine.dynamics.joint_springs: coupled, solved together).
         self.spring_blocks = [blk for blk in (slice(0, 3), slice(3, 6))
                               if g["spring"][:, blk].any()]
+        # The sweep kernel's flat rows (engine.dynamics.joint_row_kernels.sweep): which scalar
+        # rows, spring blocks and lock blocks it visits, and their coefficients.
+        self.present = np.zeros((5, 6), dtype=bool)
+        for t, k in self.rows:
+            self.present[t, k] = True
+        self.rc = tuple(np.zeros((m, 5, 6)) for _ in range(5))
+        self.spring_on = np.array([bool(g["spring"][:, blk].any())
+                                   for blk in (slice(0, 3), slice(3, 6))])
+        self.sc = (np.zeros((m, 2, 3, 3)), np.zeros((m, 2, 3)), np.zeros((m, 2, 3, 3)))
+        self.lock_on = np.array([self.lin_lock, self.ang_lock])
+        self.no_blocks = np.zeros(2, dtype=bool)
+        self.w_op = np.zeros((m, 2, 3, 12))
+        self.err = np.zeros((m, 2, 3))
+        self.v12 = np.empty(12)
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
         self.substeps = 0
@@ -333,6 +323,12 @@ class JointSolver:
         # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
         self.nr = 6 if (self.ang_lock or any(k >= 3 for _, k in self.rows)
                         or slice(3, 6) in self.spring_blocks) else 3
+        # The rows, rebuilt in place by every prepare (engine.dynamics.joint_row_kernels).
+        self.fa, self.fb, self.rel = (np.zeros((m, 3, 3)) for _ in range(3))
+        self.jac, self.mj = np.zeros((m, self.nr, 12)), np.zeros((m, self.nr, 12))
+        self.coord = np.zeros((m, 6))
+        self.kdiag, self.eff = np.zeros((m, self.nr)), np.zeros((m, self.nr))
+        self.no_flip = np.zeros(m, dtype=bool)
         # Geometry is measured whenever the positions moved: in relax (right after the
         # position update) and reused by the next substep's warm start and biased pass, which
         # see the same positions; the first substep of the pass measures in warm_start.
@@ -360,6 +356,12 @@ class JointSolver:
         self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
         if self.direct:
             self.rj, self.rk = np.nonzero(lock)
+            self.d_a, self.d_b = self.a[self.rj], self.b[self.rj]
+            self.d_rhs, self.d_x = np.empty(rows), np.empty(rows)
+            self.d_blk = np.empty((m if self.chain is not None else 0, self.nr))
+            self.no_kinv = np.zeros((0, 0))
+            self.no_blocks3 = np.zeros((0, 1, 1))
+            self.chain_pos = np.zeros(0, dtype=np.int64)
             ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
             self.la_loc, self.lb_loc = inv[:m], inv[m:]
             self.n_loc = len(ub)
@@ -394,68 +396,47 @@ class JointSolver:
         return True
 
     # -- geometry -----------------------------------------------------------------------------
+    def _measure(self, x, q):
+        """Frames, linear rows, coordinates and the first Euler triple's angular rows at the
+        poses x, q (engine.dynamics.joint_row_kernels.geometry); returns FA^T FB (m, 3, 3)."""
+        g = self.g
+        geometry(*_flat(x, q), self.a, self.b, self.world, g["frame_a"], g["frame_b"],
+                 self.la_f, self.lb_f, self.nr, self.fa, self.fb, self.jac, self.coord,
+                 self.rel)
+        return self.rel
+
     def _prepare(self, x, q):
         """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
         g, m = self.g, self.m
-        ext = ~self.world
         if self.inertia is not None:
             cur = self.inertia.update(q)
             self.iia, self.iib = cur[:m], cur[m:]
-        fa, ra, fb, rb, d = joint_frames(self.a, self.b, self.world, g["frame_a"],
-                                         g["frame_b"], self.la_f, self.lb_f, x, q)
-        axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
         nr = self.nr
-        jac = np.zeros((m, nr, 12))
-        jac[:, :3, 0:3] = -axes
-        jac[:, :3, 3:6] = -cross((ra + d)[:, None, :], axes)
-        jac[:, :3, 6:9] = axes
-        jac[:, :3, 9:12] = cross(rb[:, None, :], axes)
-        coord = np.zeros((m, 6))
-        coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
+        jac, mj, coord = self.jac, self.mj, self.coord
+        rel = self._measure(x, q)
+        flip = self.no_flip
         if nr == 6:
-            rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
             coord[:, 3:], flip = continuous_euler(rel, self.angles)
             self.angles = coord[:, 3:].copy()
-            e0, e2 = fa[:, :, 0], fb[:, :, 2]
-            e1 = cross(e2, e0)
-            e1 /= np.maximum(np.linalg.norm(e1, axis=1), 1e-9)[:, None]
-            dual = np.stack((cross(e1, e2), cross(e2, e0), cross(e0, e1)), axis=1)
-            det = np.einsum("mi,mi->m", e0, dual[:, 0])
-            det = np.where(np.abs(det) < 1e-3, np.copysign(1e-3, det), det)  # gimbal lock
-            dual /= det[:, None, None]
-            dual[:, 1] *= np.where(flip, -1.0, 1.0)[:, None]   # the other triple's y runs back
-            jac[:, 3:, 3:6] = -dual
-            jac[:, 3:, 9:12] = dual
-        jac[:, :, :6] *= ext[:, None, None]
-        mj = np.empty_like(jac)
-        mj[:, :, 0:3] = self.ima[:, None, None] * jac[:, :, 0:3]
-        mj[:, :, 3:6] = np.einsum("mij,mkj->mki", self.iia, jac[:, :, 3:6])
-        mj[:, :, 6:9] = self.imb[:, None, None] * jac[:, :, 6:9]
-        mj[:, :, 9:12] = np.einsum("mij,mkj->mki", self.iib, jac[:, :, 9:12])
-        kdiag = np.einsum("mkc,mkc->mk", jac, mj)
-        self.eff = np.where(kdiag > 1e-12, 1.0 / np.where(kdiag > 1e-12, kdiag, 1.0), 0.0)
-        self.kdiag = kdiag
-        self.jac, self.mj, self.coord = jac, mj, coord
+        angular_rows(jac, flip, self.ima, self.imb, self.iia, self.iib, mj, self.kdiag,
+                     self.eff)
         lock = g["lock"] & ~self.broken[:, None]
         self.lock = lock
         if self.direct:
             self._factor_direct()
             self._gather_direct()
-            self.blocks: list = []
             return
         # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
         # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
-        self.blocks = []
-        for blk, on in ((slice(0, 3), self.lin_lock), (slice(3, 6), self.ang_lock)):
-            if not on:
+        for e, blk in enumerate((slice(0, 3), slice(3, 6))):
+            if not self.lock_on[e]:
                 continue
             msk = lock[:, blk]
             k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
             kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
-            w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
-            err = np.einsum("mrs,ms->mr", kinv, np.clip(coord[:, blk] - g["target"][:, blk],
-                                                        -self.reach, self.reach))
-            self.blocks.append((blk, w_op, err))
+            self.w_op[:, e] = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
+            self.err[:, e] = np.einsum("mrs,ms->mr", kinv, np.clip(
+                coord[:, blk] - g["target"][:, blk], -self.reach, self.reach))
 
     def _factor_direct(self):
         """Factor K = J M^-1 J^T of all lock rows: block cyclic reduction for chains, else a
@@ -491,7 +472,8 @@ class JointSolver:
         off = np.where(live, 0.0, 1.0)
         idx = rows[:, 0]
         k[idx, idx] = d * (1.0 + 1e-9) + off
-        self.kinv_direct = spd_inverse(k)
+        self.kinv_direct = np.empty_like(k)
+        spd_inverse(k, self.kinv_direct)
 
     def _factor_chain(self):
         """K's blocks along the chains (engine.dynamics.joint_chain): D_i = J_i M^-1 J_i^T over both
@@ -518,66 +500,49 @@ class JointSolver:
     def _gather_direct(self):
         """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
         rj, rk = self.rj, self.rk
-        self.d_live = self.lock[rj, rk]
+        self.d_live = self.lock[rj, rk].astype(float)
         self.d_jac = self.jac[rj, rk]
         self.d_mj = self.mj[rj, rk]
         self.d_off = np.clip(self.coord[rj, rk] - self.g["target"][rj, rk], -self.reach,
                              self.reach)
-        if not hasattr(self, "d_flat"):
-            self.d_a, self.d_b = self.a[rj], self.b[rj]
-            idx = np.stack((self.d_a, self.d_b), axis=1)
-            self.d_flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
 
     def _direct_solve(self, vel, use_bias):
         """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
-        block row, with the whole system as the block)."""
+        block row, with the whole system as the block; engine.dynamics.joint_row_kernels.
+        direct_solve, K^-1 the factor of the last _prepare)."""
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        rj, rk = self.rj, self.rk
-        v = np.concatenate((vel[self.d_a], vel[self.d_b]), axis=1)
-        rhs = np.einsum("rc,rc->r", self.d_jac, v)
-        if use_bias:
-            rhs += bias_rate * self.d_off
-        lam = self.imp[rj, LOCK, rk]
-        dl = -mscale * self._k_solve(rhs)
-        if use_bias:
-            dl -= iscale * lam
-        dl *= self.d_live
-        n = vel.shape[0]
-        self.imp[rj, LOCK, rk] = lam + dl
-        dv = self.d_mj * dl[:, None]
-        vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
-
-    def _k_solve(self, rhs):
-        """K^-1 rhs over the lock rows (the factor of the last _prepare)."""
         if self.chain is not None:
-            assert self.chain_sys is not None   # factored by the first _prepare
-            b = np.zeros((self.m, self.nr))
-            b[self.chain_pos[self.rj], self.rk] = rhs
-            return self.chain_sys.solve(b)[self.chain_pos[self.rj], self.rk]
-        kinv = self.kinv_direct
-        assert kinv is not None   # factored by the first _prepare
-        return np.einsum("rs,s->r", kinv, rhs)
+            cs = self.chain_sys
+            assert cs is not None   # factored by the first _prepare
+            factor = (self.no_kinv, cs.sinv, cs.off, cs.lower)
+        else:
+            assert self.kinv_direct is not None
+            factor = (self.kinv_direct, self.no_blocks3, self.no_blocks3, self.no_blocks3)
+        direct_solve(vel, self.rj, self.rk, self.d_a, self.d_b, self.d_jac, self.d_mj,
+                     self.d_off, self.d_live, self.imp, use_bias, bias_rate, mscale, iscale,
+                     self.chain is not None, *factor, self.chain_pos, self.d_rhs, self.d_x,
+                     self.d_blk)
 
     def _row_coefficients(self, use_bias, fold=None):
-        """Per present row (type, axis): (gain a, bias b, leak, low, high, sign) over all joints;
-        the update is new = clip(lam - a sign u - b - leak lam, low, high). Limits in fold
+        """The scalar rows' coefficients over all joints into self.rc (gain, bias, leak, low,
+        high; each (m, 5, 6) by row type and axis): the kernel's update is new = clip(lam -
+        gain sign u - bias - leak lam, low, high), sign -1 on upper limits. Limits in fold
         (m, 6) are off (solved in their spring block)."""
         g, h, live = self.g, self.h, ~self.broken
         bias_rate, mscale, iscale = self.soft
-        out = []
-        coef: tuple
+        gain_, bias_, leak_, lo_, hi_ = self.rc
         for t, k in self.rows:
             eff, c = self.eff[:, k], self.coord[:, k]
             if t == MOTOR:
                 on = g["motor"][:, k] & live
                 lim = g["motor_max"][:, k] * h
-                coef = (eff, -eff * g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
+                gain, bias, leak = eff, -eff * g["motor_speed"][:, k], 0.0
+                lo_[:, t, k], hi_[:, t, k] = -lim, lim
             else:
                 on = g["limited"][:, k] & live
                 if fold is not None:
                     on = on & ~fold[:, k]
                 sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
-                sign = 1.0 if t == LOWER else -1.0
                 spec = sep > 0.0
                 if use_bias:
                     gain = np.where(spec, eff, eff * mscale)
@@ -585,12 +550,11 @@ class JointSolver:
                                            np.maximum(bias_rate * sep, -self.max_push))
                     leak = np.where(spec, 0.0, iscale)
                 else:
-                    gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
-                    leak = np.zeros_like(eff)
-                coef = (gain, bias, leak, 0.0, np.inf, sign)
-            out.append((t, k, np.where(on, coef[0], 0.0), np.where(on, coef[1], 0.0),
-                        np.where(on, coef[2], 0.0)) + coef[3:])
-        return out
+                    gain, bias, leak = eff, eff * np.where(spec, sep / h, 0.0), 0.0
+                lo_[:, t, k], hi_[:, t, k] = 0.0, np.inf
+            gain_[:, t, k] = np.where(on, gain, 0.0)
+            bias_[:, t, k] = np.where(on, bias, 0.0)
+            leak_[:, t, k] = np.where(on, leak, 0.0)
 
     def _limit_folds(self, vel):
         """(m, 6) bool: the limit rows the biased pass folds into their joint's spring block.
@@ -621,12 +585,12 @@ class JointSolver:
         return fold
 
     def _spring_coefficients(self, fold):
-        """Per spring block: (block, gain, bias, leak) of engine.dynamics.joint_springs'
-        spring_block_coefficients over all joints (biased pass only: a spring is a force
-        applied once per substep), with the limits fold (m, 6) inside. The folded limits'
-        carried impulses move to the spring slot, which then holds their sum."""
+        """Per spring block (e: 0 linear, 1 angular): engine.dynamics.joint_springs'
+        spring_block_coefficients over all joints into self.sc (gain, bias, leak; (m, 2, 3, 3),
+        (m, 2, 3), (m, 2, 3, 3)) (biased pass only: a spring is a force applied once per
+        substep), with the limits fold (m, 6) inside. The folded limits' carried impulses move
+        to the spring slot, which then holds their sum."""
         g, live, imp = self.g, ~self.broken[:, None], self.imp
-        out = []
         for blk in self.spring_blocks:
             kblk = np.einsum("mrc,msc->mrs", self.jac[:, blk], self.mj[:, blk])
             on = g["spring"][:, blk] & live & (self.eff[:, blk] > 0.0)
@@ -645,10 +609,10 @@ class JointSolver:
             reach = self.max_push * sl / np.where(f, kl, 1.0)
             bound = np.where(f, c - np.clip(c - bound, -reach, reach), bound)
             folded = (np.where(f, kl, 0.0), np.where(f, sl, 0.0), bound)
-            out.append((blk,) + spring_block_coefficients(
+            e = blk.start // 3
+            self.sc[0][:, e], self.sc[1][:, e], self.sc[2][:, e] = spring_block_coefficients(
                 g["stiffness"][:, blk], g["damping"][:, blk], self.kdiag[:, blk], kblk,
-                c, self.h, on, folded))
-        return out
+                c, self.h, on, folded)
 
     def _axis_impulse(self):
         """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
@@ -699,11 +663,10 @@ class JointSolver:
             self._prepare(x, q)   # the positions moved since the biased pass
             self._stale = False
         fold = self._limit_folds(vel) if use_bias and self.spring_blocks else None
-        coefs = self._row_coefficients(use_bias, fold)
-        motors = [c for c in coefs if c[0] == MOTOR]
-        limits = [c for c in coefs if c[0] != MOTOR]
-        springs = self._spring_coefficients(fold) if use_bias else []
-        self._sweep(vel, motors, springs, limits, use_bias)
+        self._row_coefficients(use_bias, fold)
+        if use_bias:
+            self._spring_coefficients(fold)
+        self._sweep(vel, use_bias)
         if self.direct:
             self._direct_solve(vel, use_bias)
         if use_bias:
@@ -728,54 +691,15 @@ class JointSolver:
                 return True
         return False
 
-    def _sweep(self, vel, motors, springs, limits, use_bias):
-        """One Gauss-Seidel sweep over the colours: motors, spring blocks, limits, locks."""
+    def _sweep(self, vel, use_bias):
+        """One Gauss-Seidel sweep over the joints in colour order (engine.dynamics.
+        joint_row_kernels.sweep): motors, spring blocks, limits, lock blocks."""
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        imp, jac, mj = self.imp, self.jac, self.mj
-        blocks = [] if self.direct else self.blocks
-        for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
-            if c1 <= c0:
-                continue
-            sl = slice(c0, c1)
-            ia, ib = self.a[sl], self.b[sl]
-            v = np.concatenate((vel[ia], vel[ib]), axis=1)  # (mc, 12)
-            self._scalar_rows(sl, v, motors)
-            for blk, gain, bias, leak in springs:   # coupled: one block per joint and kind
-                lam = imp[sl, SPRING, blk]
-                u = np.einsum("mrc,mc->mr", jac[sl, blk], v)
-                dl = -(np.einsum("mrs,ms->mr", leak[sl], lam)
-                       + np.einsum("mrs,ms->mr", gain[sl], u) + bias[sl])
-                imp[sl, SPRING, blk] = lam + dl
-                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
-            self._scalar_rows(sl, v, limits)
-            for blk, w_op, err in blocks:
-                lam = imp[sl, LOCK, blk]
-                dl = np.einsum("mrc,mc->mr", w_op[sl], v)
-                if use_bias:
-                    dl += bias_rate * err[sl]
-                    dl *= -mscale
-                    dl -= iscale * lam
-                else:
-                    dl = -dl
-                imp[sl, LOCK, blk] = lam + dl
-                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
-            vel[ia] = v[:, :6]   # A first: a world joint has a == b, and B's value must win
-            vel[ib] = v[:, 6:]
-
-    def _scalar_rows(self, sl, v, coefs):
-        """One Gauss-Seidel pass of the scalar rows coefs over the joints sl of a colour,
-        updating their bodies' velocities v (mc, 12) in place."""
-        imp, jac, mj = self.imp, self.jac, self.mj
-        for t, k, gain, bias, leak, lo, hi, sign in coefs:
-            lam = imp[sl, t, k]
-            u = sign * np.einsum("mc,mc->m", jac[sl, k], v)
-            lk = leak[sl] if np.ndim(leak) else leak
-            lo_ = lo[sl] if np.ndim(lo) else lo
-            hi_ = hi[sl] if np.ndim(hi) else hi
-            new = np.clip(lam - gain[sl] * u - bias[sl] - lk * lam, lo_, hi_)
-            dl = new - lam
-            imp[sl, t, k] = new
-            v += (sign * dl)[:, None] * mj[sl, k]
+        springs = self.spring_on if use_bias else self.no_blocks
+        locks = self.no_blocks if self.direct else self.lock_on
+        sweep(vel, self.a, self.b, self.world, self.jac, self.mj, self.imp, self.present,
+              *self.rc, springs, *self.sc, locks, self.w_op, self.err, use_bias, bias_rate,
+              mscale, iscale, self.v12)
 
     def end_substep(self):
         """Reaction on B (force and torque of the last substep) and breaking."""
@@ -796,8 +720,8 @@ class JointSolver:
             self.imp[snap] = 0.0
             self.lock = self.lock & ~snap[:, None]
             # Drop the broken joints' lock rows from the Gauss-Seidel blocks too.
-            self.blocks = [(blk, w * ~snap[:, None, None], e * ~snap[:, None])
-                           for blk, w, e in self.blocks]
+            self.w_op[snap] = 0.0
+            self.err[snap] = 0.0
             if self.direct:
                 self._factor_direct()
                 self._gather_direct()
