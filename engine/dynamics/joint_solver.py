@@ -49,8 +49,17 @@ joint's three linear (three angular) spring rows are solved together as one coup
 Motors are velocity rows clamped to +-max h.
 
 Colouring: engine.dynamics.graph.colour_constraints on the joints' body pairs (a joint to the world is
-an edge with one end); within a colour no dynamic body appears twice, so each colour gathers
-its bodies' velocities, runs its rows and writes them back with plain assignment.
+an edge with one end) orders the joints; the sweep visits them one after the other in that
+order (within a colour no dynamic body appears twice, so the order inside a colour does not
+matter), as does engine.dynamics.joint_points.
+
+Compiled: the per-substep geometry (geometry, angular_rows), the sweep and the direct solve
+are kernels over all joints (engine.dynamics.joint_row_kernels; the chain factor in
+engine.dynamics.joint_chain), called a handful of times per substep. What stays numpy is per
+solve call and vectorised over the joints: the Euler angles (continuous_euler, on detmath's
+address-independent transcendental functions), the rows' coefficients (_row_coefficients,
+_limit_folds, _spring_coefficients), the Gauss-Seidel lock blocks' 3 x 3 inverses, the dense
+direct system's assembly and the warm start.
 """
 import numpy as np
 
@@ -69,17 +78,18 @@ from .solver import soft_params
 # Joint systems with at most this many lock rows solve their locks together, exactly (see
 # JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
 # The system is refactored at every substep (an inverse kept over a whole collision pass went
-# stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse costs about
-# 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240, hence the cap (a rope of 50
-# links by point joints has 150 rows).
+# stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse cost about
+# 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240 in numpy, hence the cap (a
+# rope of 50 links by point joints has 150 rows; compiled it is cheaper, the cap kept).
 DIRECT_ROWS = 160
-# Chains of at least this many lock rows use block cyclic reduction (engine.dynamics.joint_chain) for
-# the direct solve; below it the dense inverse is as cheap (33 rows: 1.0 s dense vs 1.15 s
-# for 72 frames of the 100:1 chain; 150 rows: 5.1 s vs 1.2 s for 36 frames of a rope).
+# Chains of at least this many lock rows use block elimination along the chain
+# (engine.dynamics.joint_chain) for the direct solve; below it the dense inverse is as cheap
+# (measured in numpy: 33 rows: 1.0 s dense vs 1.15 s for 72 frames of the 100:1 chain; 150
+# rows: 5.1 s vs 1.2 s for 36 frames of a rope).
 CHAIN_ROWS = 64
 # Chains solve directly up to this many lock rows (a rope of 400 point-joined links): the
-# chain solve's cost grows with log2 of the joints in numpy calls, and Gauss-Seidel lets a
-# long 100:1 chain stretch.
+# chain solve's cost grows linearly with the joints, and Gauss-Seidel lets a long 100:1 chain
+# stretch.
 CHAIN_MAX_ROWS = 1200
 # Biased sweeps (contacts and joints) per substep while a spring is stiffer than
 # STIFF_SPRING_HOMEGA (h omega: its period under 1.6 substeps, 230 Hz at 360 Hz): such a
@@ -230,7 +240,7 @@ def _chain(joints, sel, a, b, world, awake):
 
 def _direct_mode(joints, sel, a, b, world, awake, rows):
     """(direct, chain): whether the pass's lock rows are solved together exactly, and the
-    chain order when block cyclic reduction does it (None: the dense inverse)."""
+    chain order when the chain factor does it (None: the dense inverse)."""
     if rows == 0 or rows > CHAIN_MAX_ROWS or _has_cycle(a, b, world, awake):
         return False, None
     chain = _chain(joints, sel, a, b, world, awake) if rows >= CHAIN_ROWS else None
@@ -282,7 +292,7 @@ class JointSolver:
         self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
         self.angles = joints.v("angles")[sel].copy()  # (m, 3) the last Euler angles
         self.broken = np.zeros(m, dtype=bool)
-        # Row types present anywhere in this pass, with the axes they use: the colour loop
+        # Row types present anywhere in this pass, with the axes they use: the sweep
         # visits only these.
         self.lin_lock = bool(g["lock"][:, :3].any())
         self.ang_lock = bool(g["lock"][:, 3:].any())
@@ -366,8 +376,8 @@ class JointSolver:
             self.la_loc, self.lb_loc = inv[:m], inv[m:]
             self.n_loc = len(ub)
             self.kinv_direct = None
-            # Chains (every moving body in at most two joints): block cyclic reduction
-            # (engine.dynamics.joint_chain) instead of the dense inverse, same answer.
+            # Chains (every moving body in at most two joints): block elimination along the
+            # chain (engine.dynamics.joint_chain) instead of the dense inverse, same answer.
             self.chain_sys = None
             if self.chain is not None:
                 self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
@@ -439,7 +449,7 @@ class JointSolver:
                 coord[:, blk] - g["target"][:, blk], -self.reach, self.reach))
 
     def _factor_direct(self):
-        """Factor K = J M^-1 J^T of all lock rows: block cyclic reduction for chains, else a
+        """Factor K = J M^-1 J^T of all lock rows: the chain factor for chains, else a
         dense inverse over the pass's bodies. Broken joints' rows are decoupled (identity) so
         the others stay exact."""
         if self.chain is not None:
