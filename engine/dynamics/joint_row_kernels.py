@@ -288,3 +288,89 @@ def direct_solve(vel, rj, rk, ra, rb, jac, mj, off_c, live, imp, use_bias, bias_
         for c in range(6):
             vel[ra[r], c] += dl * mj[r, c]
             vel[rb[r], c] += dl * mj[r, 6 + c]
+
+
+@kernel
+def lock_blocks(jac, mj, lock, coord, target, reach, on, w_op, err, k, kinv):
+    """The Gauss-Seidel lock blocks (sweep's locks) of every joint: for each block e on
+    (linear, angular) K = J M^-1 J^T (3 x 3) over the locked rows lock (m, 6) (the others
+    replaced by the identity's), K^-1 by the adjugate (joint_math.inv3's arithmetic: zero
+    where the determinant is not positive and finite), its unlocked rows zeroed, then
+    w_op = K^-1 J and err = K^-1 clip(C - target, +-reach). k, kinv (3, 3) scratch."""
+    for j in range(jac.shape[0]):
+        for e in range(2):
+            if not on[e]:
+                continue
+            r0 = 3 * e
+            for r in range(3):
+                for s in range(3):
+                    if lock[j, r0 + r] and lock[j, r0 + s]:
+                        t = 0.0
+                        for c in range(12):
+                            t += jac[j, r0 + r, c] * mj[j, r0 + s, c]
+                        k[r, s] = t
+                    else:
+                        k[r, s] = 1.0 if r == s else 0.0
+            # cofactor row i = K[i + 1] x K[i + 2], stored transposed
+            for i in range(3):
+                i1, i2 = (i + 1) % 3, (i + 2) % 3
+                for c in range(3):
+                    c1, c2 = (c + 1) % 3, (c + 2) % 3
+                    kinv[c, i] = k[i1, c1] * k[i2, c2] - k[i1, c2] * k[i2, c1]
+            det = k[0, 0] * kinv[0, 0] + k[0, 1] * kinv[1, 0] + k[0, 2] * kinv[2, 0]
+            inv = 1.0 / det if det > 0.0 and np.isfinite(det) else 0.0
+            for r in range(3):
+                live = inv if lock[j, r0 + r] else 0.0
+                for s in range(3):
+                    kinv[r, s] *= live
+            for r in range(3):
+                for c in range(12):
+                    w_op[j, e, r, c] = (kinv[r, 0] * jac[j, r0, c] + kinv[r, 1] * jac[j, r0 + 1, c]
+                                        + kinv[r, 2] * jac[j, r0 + 2, c])
+                t = 0.0
+                for s in range(3):
+                    t += kinv[r, s] * min(max(coord[j, r0 + s] - target[j, r0 + s], -reach),
+                                          reach)
+                err[j, e, r] = t
+
+
+@kernel
+def row_coefficients(eff, coord, limited, lower, upper, motor, motor_speed, motor_max, broken,
+                     fold, present, use_bias, h, bias_rate, mscale, iscale, max_push, gain,
+                     bias, leak, lo, hi):
+    """The scalar rows' coefficients (m, 5, 6) of the present rows (sweep's update new =
+    clip(lam - gain sign u - bias - leak lam, lo, hi)); rows of broken joints, of joints
+    without the motor or limit, and limits in fold (m, 6: solved in their spring block) get
+    zero gain, bias and leak. Motors: a velocity row clamped to +-max h. Limits: a row inside
+    its range is speculative (bias sep / h: it may reach the limit in this substep and no
+    further), a violated one soft in the biased pass (its push capped at max_push) and rigid
+    in relax."""
+    for j in range(eff.shape[0]):
+        for t in (_MOTOR, _LOWER, _UPPER):
+            for k in range(6):
+                if not present[t, k]:
+                    continue
+                e = eff[j, k]
+                if t == _MOTOR:
+                    on = motor[j, k]
+                    lim = motor_max[j, k] * h
+                    g, b, lk = e, -e * motor_speed[j, k], 0.0
+                    lo[j, t, k], hi[j, t, k] = -lim, lim
+                else:
+                    on = limited[j, k] and not fold[j, k]
+                    if t == _LOWER:
+                        sep = coord[j, k] - lower[j, k]
+                    else:
+                        sep = upper[j, k] - coord[j, k]
+                    spec = sep > 0.0
+                    if use_bias and spec:
+                        g, b, lk = e, e * (sep / h), 0.0
+                    elif use_bias:
+                        g = e * mscale
+                        b, lk = g * max(bias_rate * sep, -max_push), iscale
+                    else:
+                        g, b, lk = e, e * (sep / h if spec else 0.0), 0.0
+                    lo[j, t, k], hi[j, t, k] = 0.0, np.inf
+                if not on or broken[j]:
+                    g, b, lk = 0.0, 0.0, 0.0
+                gain[j, t, k], bias[j, t, k], leak[j, t, k] = g, b, lk

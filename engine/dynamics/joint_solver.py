@@ -53,13 +53,13 @@ an edge with one end) orders the joints; the sweep visits them one after the oth
 order (within a colour no dynamic body appears twice, so the order inside a colour does not
 matter), as does engine.dynamics.joint_points.
 
-Compiled: the per-substep geometry (geometry, angular_rows), the sweep and the direct solve
-are kernels over all joints (engine.dynamics.joint_row_kernels; the chain factor in
-engine.dynamics.joint_chain), called a handful of times per substep. What stays numpy is per
-solve call and vectorised over the joints: the Euler angles (continuous_euler, on detmath's
-address-independent transcendental functions), the rows' coefficients (_row_coefficients,
-_limit_folds, _spring_coefficients), the Gauss-Seidel lock blocks' 3 x 3 inverses, the dense
-direct system's assembly and the warm start.
+Compiled: the per-substep geometry (geometry, angular_rows, lock_blocks), the scalar rows'
+coefficients (row_coefficients), the sweep and the direct solve are kernels over all joints
+(engine.dynamics.joint_row_kernels; the chain factor in engine.dynamics.joint_chain), called a
+handful of times per substep. What stays numpy is per call and vectorised over the joints:
+the Euler angles (continuous_euler, on detmath's address-independent transcendental
+functions), the spring blocks (_limit_folds, _spring_coefficients), the dense direct
+system's assembly and the warm start.
 """
 import numpy as np
 
@@ -67,9 +67,8 @@ from ..core import detmath, quat
 from .graph import colour_constraints, islands
 from .joint_chain import ChainSystem, chain_order, spd_inverse
 from .joint_inertia import CurrentInertia
-from .joint_math import inv3
 from .joint_points import PointLocks, point_lock_only
-from .joint_row_kernels import angular_rows, direct_solve, geometry, sweep
+from .joint_row_kernels import angular_rows, direct_solve, geometry, lock_blocks, row_coefficients, sweep
 from .joint_springs import limit_as_spring, spring_block_coefficients
 from .joint_warm import impact_scale
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
@@ -188,13 +187,6 @@ def continuous_euler(rel, prev):
 def _wrap(a):
     """Angles wrapped to (-pi, pi]."""
     return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
-
-
-def _masked_block(k, mask):
-    """K (m, 3, 3) with the rows and columns of unmasked axes replaced by the identity."""
-    both = mask[:, :, None] & mask[:, None, :]
-    eye = np.broadcast_to(np.eye(3, dtype=bool), k.shape)
-    return np.where(both, k, np.where(eye, 1.0, 0.0))
 
 
 def _has_cycle(a, b, world, awake):
@@ -316,6 +308,8 @@ class JointSolver:
         self.w_op = np.zeros((m, 2, 3, 12))
         self.err = np.zeros((m, 2, 3))
         self.v12 = np.empty(12)
+        self.no_fold = np.zeros((m, 6), dtype=bool)
+        self.k33, self.kinv33 = np.empty((3, 3)), np.empty((3, 3))
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
         self.substeps = 0
@@ -438,15 +432,8 @@ class JointSolver:
             return
         # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
         # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
-        for e, blk in enumerate((slice(0, 3), slice(3, 6))):
-            if not self.lock_on[e]:
-                continue
-            msk = lock[:, blk]
-            k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
-            kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
-            self.w_op[:, e] = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
-            self.err[:, e] = np.einsum("mrs,ms->mr", kinv, np.clip(
-                coord[:, blk] - g["target"][:, blk], -self.reach, self.reach))
+        lock_blocks(self.jac, self.mj, lock, self.coord, g["target"], self.reach, self.lock_on,
+                    self.w_op, self.err, self.k33, self.kinv33)
 
     def _factor_direct(self):
         """Factor K = J M^-1 J^T of all lock rows: the chain factor for chains, else a
@@ -534,37 +521,15 @@ class JointSolver:
                      self.d_blk)
 
     def _row_coefficients(self, use_bias, fold=None):
-        """The scalar rows' coefficients over all joints into self.rc (gain, bias, leak, low,
-        high; each (m, 5, 6) by row type and axis): the kernel's update is new = clip(lam -
-        gain sign u - bias - leak lam, low, high), sign -1 on upper limits. Limits in fold
-        (m, 6) are off (solved in their spring block)."""
-        g, h, live = self.g, self.h, ~self.broken
+        """The scalar rows' coefficients over all joints into self.rc (engine.dynamics.
+        joint_row_kernels.row_coefficients). Limits in fold (m, 6) are off (solved in their
+        spring block)."""
+        g = self.g
         bias_rate, mscale, iscale = self.soft
-        gain_, bias_, leak_, lo_, hi_ = self.rc
-        for t, k in self.rows:
-            eff, c = self.eff[:, k], self.coord[:, k]
-            if t == MOTOR:
-                on = g["motor"][:, k] & live
-                lim = g["motor_max"][:, k] * h
-                gain, bias, leak = eff, -eff * g["motor_speed"][:, k], 0.0
-                lo_[:, t, k], hi_[:, t, k] = -lim, lim
-            else:
-                on = g["limited"][:, k] & live
-                if fold is not None:
-                    on = on & ~fold[:, k]
-                sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
-                spec = sep > 0.0
-                if use_bias:
-                    gain = np.where(spec, eff, eff * mscale)
-                    bias = gain * np.where(spec, sep / h,
-                                           np.maximum(bias_rate * sep, -self.max_push))
-                    leak = np.where(spec, 0.0, iscale)
-                else:
-                    gain, bias, leak = eff, eff * np.where(spec, sep / h, 0.0), 0.0
-                lo_[:, t, k], hi_[:, t, k] = 0.0, np.inf
-            gain_[:, t, k] = np.where(on, gain, 0.0)
-            bias_[:, t, k] = np.where(on, bias, 0.0)
-            leak_[:, t, k] = np.where(on, leak, 0.0)
+        row_coefficients(self.eff, self.coord, g["limited"], g["lower"], g["upper"], g["motor"],
+                         g["motor_speed"], g["motor_max"], self.broken,
+                         self.no_fold if fold is None else fold, self.present, use_bias, self.h,
+                         bias_rate, mscale, iscale, self.max_push, *self.rc)
 
     def _limit_folds(self, vel):
         """(m, 6) bool: the limit rows the biased pass folds into their joint's spring block.

@@ -146,7 +146,8 @@ def _point_net():
 def _hinge_chain():
     """Thirteen bars on the ground joined end to end by hinges, the first to the world (65
     lock rows, loop-free): the direct solve's chain factor (engine.dynamics.joint_chain), which
-    the small joint system above never takes."""
+    the small joint system above never takes; then the last bar hinged to the world too, a
+    loop: the general rows' Gauss-Seidel lock blocks (joint_row_kernels.lock_blocks)."""
     from ..shapes.primitives import Box
     from .world import World
     w = World()
@@ -157,6 +158,8 @@ def _hinge_chain():
         w.add_joint("hinge", bar, prev, position=(0.2 * k, 0.0, 0.0195))
         prev = bar
     _run(w)
+    w.add_joint("hinge", prev, None, position=(2.6, 0.0, 0.0195))
+    w.step(1.0 / 24.0)
 
 
 STAGES = (
