@@ -54,12 +54,12 @@ order (within a colour no dynamic body appears twice, so the order inside a colo
 matter), as does engine.dynamics.joint_points.
 
 Compiled: the per-substep geometry (geometry, angular_rows, lock_blocks), the scalar rows'
-coefficients (row_coefficients), the sweep and the direct solve are kernels over all joints
-(engine.dynamics.joint_row_kernels; the chain factor in engine.dynamics.joint_chain), called a
-handful of times per substep. What stays numpy is per call and vectorised over the joints:
-the Euler angles (continuous_euler, on detmath's address-independent transcendental
-functions), the spring blocks (_limit_folds, _spring_coefficients), the dense direct
-system's assembly and the warm start.
+and spring blocks' coefficients (row_coefficients, joint_springs.spring_blocks), the sweep and
+the direct solve are kernels over all joints (engine.dynamics.joint_row_kernels; the chain
+factor in engine.dynamics.joint_chain), called a handful of times per substep. What stays
+numpy is per call and vectorised over the joints: the Euler angles (continuous_euler, on
+detmath's address-independent transcendental functions), which limits fold into a spring
+block (_limit_folds), the dense direct system's assembly and the warm start.
 """
 import numpy as np
 
@@ -69,7 +69,7 @@ from .joint_chain import ChainSystem, chain_order, spd_inverse
 from .joint_inertia import CurrentInertia
 from .joint_points import PointLocks, point_lock_only
 from .joint_row_kernels import angular_rows, direct_solve, geometry, lock_blocks, row_coefficients, sweep
-from .joint_springs import limit_as_spring, spring_block_coefficients
+from .joint_springs import limit_as_spring, spring_blocks
 from .joint_warm import impact_scale
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
@@ -560,34 +560,16 @@ class JointSolver:
         return fold
 
     def _spring_coefficients(self, fold):
-        """Per spring block (e: 0 linear, 1 angular): engine.dynamics.joint_springs'
-        spring_block_coefficients over all joints into self.sc (gain, bias, leak; (m, 2, 3, 3),
-        (m, 2, 3), (m, 2, 3, 3)) (biased pass only: a spring is a force applied once per
-        substep), with the limits fold (m, 6) inside. The folded limits' carried impulses move
-        to the spring slot, which then holds their sum."""
-        g, live, imp = self.g, ~self.broken[:, None], self.imp
-        for blk in self.spring_blocks:
-            kblk = np.einsum("mrc,msc->mrs", self.jac[:, blk], self.mj[:, blk])
-            on = g["spring"][:, blk] & live & (self.eff[:, blk] > 0.0)
-            f, c = fold[:, blk], self.coord[:, blk]
-            low = c < g["lower"][:, blk]
-            imp[:, SPRING, blk] += np.where(f, np.where(low, imp[:, LOWER, blk],
-                                                        -imp[:, UPPER, blk]), 0.0)
-            imp[:, LOWER, blk] *= ~f
-            imp[:, UPPER, blk] *= ~f
-            kl, sl = limit_as_spring(self.eff[:, blk], self.limit_omega, self.limit_zeta,
-                                     self.h)
-            # The limit pulls to its bound by kl (C - bound), i.e. at the bias velocity
-            # kl / sl (C - bound) (the scalar row's bias_rate sep), capped at max_push as
-            # the scalar row is: the bound moves closer instead.
-            bound = np.where(low, g["lower"][:, blk], g["upper"][:, blk])
-            reach = self.max_push * sl / np.where(f, kl, 1.0)
-            bound = np.where(f, c - np.clip(c - bound, -reach, reach), bound)
-            folded = (np.where(f, kl, 0.0), np.where(f, sl, 0.0), bound)
-            e = blk.start // 3
-            self.sc[0][:, e], self.sc[1][:, e], self.sc[2][:, e] = spring_block_coefficients(
-                g["stiffness"][:, blk], g["damping"][:, blk], self.kdiag[:, blk], kblk,
-                c, self.h, on, folded)
+        """The spring blocks' coefficients over all joints into self.sc (gain, bias, leak;
+        (m, 2, 3, 3), (m, 2, 3), (m, 2, 3, 3): engine.dynamics.joint_springs.spring_blocks)
+        (biased pass only: a spring is a force applied once per substep), with the limits
+        fold (m, 6) inside. The folded limits' carried impulses move to the spring slot,
+        which then holds their sum."""
+        g = self.g
+        spring_blocks(self.jac, self.mj, self.eff, self.kdiag, self.coord, g["spring"],
+                      g["stiffness"], g["damping"], g["lower"], g["upper"], self.broken, fold,
+                      self.imp, self.spring_on, self.h, self.limit_omega, self.limit_zeta,
+                      self.max_push, *self.sc, self.k33)
 
     def _axis_impulse(self):
         """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
@@ -639,7 +621,7 @@ class JointSolver:
             self._stale = False
         fold = self._limit_folds(vel) if use_bias and self.spring_blocks else None
         self._row_coefficients(use_bias, fold)
-        if use_bias:
+        if fold is not None:
             self._spring_coefficients(fold)
         self._sweep(vel, use_bias)
         if self.direct:
