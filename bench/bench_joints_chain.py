@@ -1,4 +1,4 @@
-"""Chains in the direct lock solve: block cyclic reduction (engine/dynamics/joint_chain.py) against the
+"""Chains in the direct lock solve: block elimination (engine/dynamics/joint_chain.py) against the
 dense Gauss-Jordan inverse it replaces, engine only, 1/24 s frames, default settings.
 
 Scenes (built by tests/scenes_chains.py, as the tests build them): the 100:1 chain of

@@ -172,7 +172,7 @@ def test_warm_up_compiles_every_engine_kernel_and_steps_real_contacts(tmp_path, 
     assert not out["before"] and out["after"] and out["seconds"] > 0
     assert out["labels"][0] == "loading the compiler" and len(out["labels"]) == 5
     assert out["status"] == ["numba", ""]
-    assert len(out["contacts"]) == 5 and min(out["contacts"]) >= 2   # every world touches
+    assert len(out["contacts"]) == 6 and min(out["contacts"]) >= 2   # every world touches
     engine_kernels = [k for k in out["kernels"] if k.startswith("engine.")]
     missed = [k for k in out["uncompiled"] if k.startswith("engine.")]
     assert missed == [], (missed, engine_kernels)

@@ -1,5 +1,5 @@
 """The chain path of the direct lock solve (engine.dynamics.joint_chain) against independent truth:
-block cyclic reduction against numpy's dense solve on random block tridiagonal SPD systems,
+the chain factor (block elimination) against numpy's dense solve on random block tridiagonal SPD systems,
 chain_order against the chain it was built from, and a 50-link rope stepped with the chain
 path against the dense Gauss-Jordan path (same answer to rounding, bit-exact replays; the rope is
 built by tests/scenes_chains.py, as bench/bench_joints_chain.py times it)."""
@@ -12,7 +12,7 @@ from engine.dynamics.joint_chain import ChainSystem, chain_order
 
 
 @pytest.mark.parametrize("d", [3, 6])
-def test_cyclic_reduction_solves_block_tridiagonal_spd_systems(d):
+def test_chain_factor_solves_block_tridiagonal_spd_systems(d):
     rng = np.random.default_rng(7)
     for n in list(range(1, 18)) + [31, 32, 33, 50]:
         jac = np.zeros((n * d, (n + 1) * 6))

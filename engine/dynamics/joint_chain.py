@@ -1,4 +1,4 @@
-"""Exact lock solve of chains (ropes, hanging chains, loose links) by block cyclic reduction.
+"""Exact lock solve of chains (ropes, hanging chains, loose links) by block elimination.
 
 engine.dynamics.joint_solver's direct mode solves all lock rows of a small loop-free system together,
 K dl = rhs with K = J M^-1 J^T, refactoring every substep. Dense, that is a Gauss-Jordan
@@ -9,17 +9,16 @@ padded as identity) kept together, is block tridiagonal: D_i = K_ii, E_i = K_(i,
 only when joints i and i + 1 share a moving body; zero between two paths). Several paths are
 one system (their E between them is zero).
 
-Block cyclic reduction eliminates every odd block of the current system in one batched step
-(each odd block's neighbours are even), leaving a block tridiagonal system of the even blocks
-half as long: log2(n) levels for n joints, each a handful of numpy calls on (n / 2^l, d, d)
-arrays, so the cost is numpy calls per level, not per joint. It is Gaussian elimination of an
-SPD matrix in another order (the reduced blocks are Schur complements, again SPD), so it is
-exact like the dense inverse; only elementwise numpy and einsum (no LAPACK/BLAS) are used, so
-replays are bit identical.
+Compiled (chain_factor, chain_solve), the solve is block Gaussian elimination along the chain
+(block LDL^T: the Schur complement of each block in turn, O(n d^3) in one kernel call) then a
+forward and a back substitution: exact like the dense inverse, SPD blocks (the Schur
+complements of an SPD matrix) inverted by Gauss-Jordan without pivoting, in a fixed order, so
+replays are bit identical. (The numpy version of this module used block cyclic reduction, whose
+log2(n) batched levels kept the numpy calls few; a kernel has no such need.)
 """
 import numpy as np
 
-from .joint_math import inv3
+from ..core.jit import kernel
 
 
 def chain_order(a, b, world, awake):
@@ -77,72 +76,103 @@ def chain_order(a, b, world, awake):
             np.array(side_next[:-1], dtype=np.int64), np.array(link[:-1], dtype=bool))
 
 
-def spd_inverse_batch(k):
-    """Inverses of SPD matrices (n, d, d) by Gauss-Jordan without pivoting, batched over n
-    (d rank-1 updates; elementwise numpy only); 3 x 3 ones by the adjugate (fewer calls)."""
-    n, d, _ = k.shape
-    if d == 3:
-        return inv3(k)
-    a = np.concatenate((k, np.broadcast_to(np.eye(d), (n, d, d))), axis=2)
+@kernel
+def spd_inverse(k, out):
+    """out = k^-1 of one symmetric positive definite matrix (d, d) by Gauss-Jordan without
+    pivoting (k is overwritten). A pivot that is not positive and finite (the rows' bodies
+    cannot move along some direction) gives a zero inverse, whose rows then get no impulse,
+    as joint_math.inv3 does for a 3 x 3 block."""
+    d = k.shape[0]
+    for r in range(d):
+        for c in range(d):
+            out[r, c] = 1.0 if r == c else 0.0
     for i in range(d):
-        a[:, i] /= a[:, i, i][:, None]
-        col = a[:, :, i].copy()
-        col[:, i] = 0.0
-        a -= col[:, :, None] * a[:, i][:, None, :]
-    return np.ascontiguousarray(a[:, :, d:])
+        p = k[i, i]
+        if not (p > 0.0 and np.isfinite(p)):
+            out[:, :] = 0.0
+            return
+        inv = 1.0 / p
+        for c in range(d):
+            k[i, c] *= inv
+            out[i, c] *= inv
+        for r in range(d):
+            if r == i:
+                continue
+            f = k[r, i]
+            if f == 0.0:
+                continue
+            for c in range(d):
+                k[r, c] -= f * k[i, c]
+                out[r, c] -= f * out[i, c]
+
+
+@kernel
+def chain_factor(diag, off, sinv, lower, work):
+    """Block LDL^T of the block tridiagonal SPD K (diag D (n, d, d), off E (n - 1, d, d),
+    E[i] = K_(i, i+1)): the inverse Schur complements sinv (n, d, d), S_0 = D_0,
+    S_i = D_i - E_(i-1)^T S_(i-1)^-1 E_(i-1), and lower[i - 1] = E_(i-1)^T S_(i-1)^-1.
+    work (d, d) scratch."""
+    n, d = diag.shape[0], diag.shape[1]
+    for i in range(n):
+        for r in range(d):
+            for c in range(d):
+                work[r, c] = diag[i, r, c]
+        if i > 0:
+            for r in range(d):
+                for c in range(d):
+                    s = 0.0
+                    for t in range(d):
+                        s += off[i - 1, t, r] * sinv[i - 1, t, c]
+                    lower[i - 1, r, c] = s
+            for r in range(d):
+                for c in range(d):
+                    s = 0.0
+                    for t in range(d):
+                        s += lower[i - 1, r, t] * off[i - 1, t, c]
+                    work[r, c] -= s
+        spd_inverse(work, sinv[i])
+
+
+@kernel
+def chain_solve(sinv, off, lower, b):
+    """b (n, d) := K^-1 b with chain_factor's factor: forward y_i = b_i - L_(i-1) y_(i-1),
+    back x_i = S_i^-1 (y_i - E_i x_(i+1))."""
+    n, d = b.shape[0], b.shape[1]
+    for i in range(1, n):
+        for r in range(d):
+            s = 0.0
+            for t in range(d):
+                s += lower[i - 1, r, t] * b[i - 1, t]
+            b[i, r] -= s
+    y = np.empty(d)
+    for i in range(n - 1, -1, -1):
+        for r in range(d):
+            y[r] = b[i, r]
+            if i < n - 1:
+                for t in range(d):
+                    y[r] -= off[i, r, t] * b[i + 1, t]
+        for r in range(d):
+            s = 0.0
+            for t in range(d):
+                s += sinv[i, r, t] * y[t]
+            b[i, r] = s
 
 
 class ChainSystem:
     """Factor of a block tridiagonal SPD system (diagonal blocks D (n, d, d), couplings
-    E (n - 1, d, d) with E[i] = K_(i, i+1)) by block cyclic reduction; solve(b) for b (n, d)."""
+    E (n - 1, d, d) with E[i] = K_(i, i+1)) by block elimination along the chain
+    (chain_factor); solve(b) for b (n, d)."""
 
     def __init__(self, diag, off):
-        self.levels = []
-        d = diag.shape[1]
-        eye = np.eye(d)
-        while len(diag) > 1:
-            # Even length: a phantom block (identity, uncoupled) gives the last odd block a
-            # right neighbour; it stays uncoupled and is dropped from the reduced system.
-            pad = len(diag) % 2 == 0
-            if pad:
-                diag = np.concatenate((diag, eye[None]))
-                off = np.concatenate((off, np.zeros((1, d, d))))
-            dinv = spd_inverse_batch(diag[1::2])
-            el, er = off[0::2], off[1::2]          # E_(i-1), E_i of each odd block i
-            # Terms the odd blocks pass to their even neighbours (Schur complements).
-            left = np.einsum("erc,ecs->ers", el, dinv)             # E_(i-1) Dinv_i
-            right = np.einsum("ecr,ecs->ers", er, dinv)            # E_i^T Dinv_i
-            new = diag[0::2].copy()
-            new[:-1] -= np.einsum("erc,esc->ers", left, el)        # E_(i-1) Dinv E_(i-1)^T
-            new[1:] -= np.einsum("erc,ecs->ers", right, er)        # E_i^T Dinv E_i
-            self.levels.append((pad, dinv, el, er, left, right))
-            off = -np.einsum("erc,ecs->ers", left, er)             # -E_(i-1) Dinv_i E_i
-            diag = new
-            if pad:
-                diag, off = diag[:-1], off[:-1]
-        self.root = spd_inverse_batch(diag)
+        n, d = diag.shape[0], diag.shape[1]
+        self.off = np.ascontiguousarray(off, dtype=np.float64)
+        self.sinv = np.empty((n, d, d))
+        self.lower = np.empty((max(n - 1, 0), d, d))
+        chain_factor(np.ascontiguousarray(diag, dtype=np.float64), self.off, self.sinv,
+                     self.lower, np.empty((d, d)))
 
     def solve(self, b):
         """x with K x = b, b (n, d)."""
-        zero = np.zeros((1, b.shape[1]))
-        stack = []
-        for pad, _dinv, _el, _er, left, right in self.levels:
-            if pad:
-                b = np.concatenate((b, zero))
-            stack.append(b)
-            odd = b[1::2]
-            nb = b[0::2].copy()
-            nb[:-1] -= np.einsum("ers,es->er", left, odd)
-            nb[1:] -= np.einsum("ers,es->er", right, odd)
-            b = nb[:-1] if pad else nb
-        x = np.einsum("ers,es->er", self.root, b)
-        for (pad, dinv, el, er, _l, _r), bl in zip(reversed(self.levels), reversed(stack)):
-            if pad:
-                x = np.concatenate((x, zero))
-            full = np.empty(bl.shape)
-            full[0::2] = x
-            rhs = (bl[1::2] - np.einsum("ecr,ec->er", el, x[:-1])
-                   - np.einsum("erc,ec->er", er, x[1:]))
-            full[1::2] = np.einsum("ers,es->er", dinv, rhs)
-            x = full[:-1] if pad else full
+        x = np.array(b, dtype=np.float64)
+        chain_solve(self.sinv, self.off, self.lower, x)
         return x

@@ -49,21 +49,27 @@ joint's three linear (three angular) spring rows are solved together as one coup
 Motors are velocity rows clamped to +-max h.
 
 Colouring: engine.dynamics.graph.colour_constraints on the joints' body pairs (a joint to the world is
-an edge with one end); within a colour no dynamic body appears twice, so each colour gathers
-its bodies' velocities, runs its rows and writes them back with plain assignment.
+an edge with one end) orders the joints; the sweep visits them one after the other in that
+order (within a colour no dynamic body appears twice, so the order inside a colour does not
+matter), as does engine.dynamics.joint_points.
+
+Compiled: the per-substep geometry (geometry, angular_rows, lock_blocks), the scalar rows'
+and spring blocks' coefficients (row_coefficients, joint_springs.spring_blocks), the sweep and
+the direct solve are kernels over all joints (engine.dynamics.joint_row_kernels; the chain
+factor in engine.dynamics.joint_chain), called a handful of times per substep. What stays
+numpy is per call and vectorised over the joints: the Euler angles (continuous_euler, on
+detmath's address-independent transcendental functions), which limits fold into a spring
+block (_limit_folds), the dense direct system's assembly and the warm start.
 """
 import numpy as np
 
 from ..core import detmath, quat
-from ..core.vec import cross
 from .graph import colour_constraints, islands
-from .joint_chain import ChainSystem, chain_order
+from .joint_chain import ChainSystem, chain_order, spd_inverse
 from .joint_inertia import CurrentInertia
-from .joint_math import inv3
-from .joint_math import quat_matrix as _quat_matrix
-from .joint_math import quat_mul as _quat_mul
 from .joint_points import PointLocks, point_lock_only
-from .joint_springs import limit_as_spring, spring_block_coefficients
+from .joint_row_kernels import angular_rows, direct_solve, geometry, lock_blocks, row_coefficients, sweep
+from .joint_springs import limit_as_spring, spring_blocks
 from .joint_warm import impact_scale
 from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
 from .solver import soft_params
@@ -71,17 +77,18 @@ from .solver import soft_params
 # Joint systems with at most this many lock rows solve their locks together, exactly (see
 # JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
 # The system is refactored at every substep (an inverse kept over a whole collision pass went
-# stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse costs about
-# 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240, hence the cap (a rope of 50
-# links by point joints has 150 rows).
+# stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse cost about
+# 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240 in numpy, hence the cap (a
+# rope of 50 links by point joints has 150 rows; compiled it is cheaper, the cap kept).
 DIRECT_ROWS = 160
-# Chains of at least this many lock rows use block cyclic reduction (engine.dynamics.joint_chain) for
-# the direct solve; below it the dense inverse is as cheap (33 rows: 1.0 s dense vs 1.15 s
-# for 72 frames of the 100:1 chain; 150 rows: 5.1 s vs 1.2 s for 36 frames of a rope).
+# Chains of at least this many lock rows use block elimination along the chain
+# (engine.dynamics.joint_chain) for the direct solve; below it the dense inverse is as cheap
+# (measured in numpy: 33 rows: 1.0 s dense vs 1.15 s for 72 frames of the 100:1 chain; 150
+# rows: 5.1 s vs 1.2 s for 36 frames of a rope).
 CHAIN_ROWS = 64
 # Chains solve directly up to this many lock rows (a rope of 400 point-joined links): the
-# chain solve's cost grows with log2 of the joints in numpy calls, and Gauss-Seidel lets a
-# long 100:1 chain stretch.
+# chain solve's cost grows linearly with the joints, and Gauss-Seidel lets a long 100:1 chain
+# stretch.
 CHAIN_MAX_ROWS = 1200
 # Biased sweeps (contacts and joints) per substep while a spring is stiffer than
 # STIFF_SPRING_HOMEGA (h omega: its period under 1.6 substeps, 230 Hz at 360 Hz): such a
@@ -129,37 +136,29 @@ def lock_hertz(hertz, h, swept):
     return min(hertz, (SWEPT_HERTZ_RATE if swept else EXACT_HERTZ_RATE) / h)
 
 
-def joint_frames(a, b, world, frame_a, frame_b, la_f, lb_f, x, q):
-    """The joints' frames and anchors now: (fa, ra, fb, rb, d), fa / fb (m, 3, 3) whose
-    columns are frame A's / B's axes in the world, ra / rb (m, 3) the anchor arms from the
-    centres of mass, d = p_b - p_a. la_f / lb_f are the anchors in their frame's own axes;
-    a joint to the world (world) has the world as side A."""
-    ext = ~world
-    qa = np.where(ext[:, None], q[a], np.array([1.0, 0.0, 0.0, 0.0]))
-    xa = np.where(ext[:, None], x[a], 0.0)
-    fa = _quat_matrix(_quat_mul(qa, frame_a))
-    ra = np.einsum("mij,mj->mi", fa, la_f)
-    fb = _quat_matrix(_quat_mul(q[b], frame_b))
-    rb = np.einsum("mij,mj->mi", fb, lb_f)
-    return fa, ra, fb, rb, x[b] + rb - xa - ra
-
-
 def joint_coordinates(joints, x, q):
     """(J, 6) every joint's six coordinates now (engine.dynamics.joints: the anchor separation along
     frame A's axes, then the XYZ Euler angles, the triple continuous with the joint's last
     solve). x, q: the bodies' centres of mass and orientations."""
-    if not joints.n:
+    n = joints.n
+    if not n:
         return np.zeros((0, 6))
     g = {k: joints.v(k) for k in ("body_a", "body_b", "world", "frame_a", "frame_b",
                                   "anchor_a", "anchor_b")}
     la_f = quat.rotate_inverse(g["frame_a"], g["anchor_a"])
     lb_f = quat.rotate_inverse(g["frame_b"], g["anchor_b"])
-    fa, _, fb, _, d = joint_frames(g["body_a"], g["body_b"], g["world"], g["frame_a"],
-                                   g["frame_b"], la_f, lb_f, x, q)
-    out = np.empty((joints.n, 6))
-    out[:, :3] = np.einsum("mij,mi->mj", fa, d)
-    out[:, 3:] = continuous_euler(np.einsum("mji,mjk->mik", fa, fb), joints.v("angles"))[0]
+    out = np.empty((n, 6))
+    rel = np.empty((n, 3, 3))
+    geometry(*_flat(x, q, g["body_a"], g["body_b"], g["world"], g["frame_a"], g["frame_b"],
+                    la_f, lb_f), 3, np.empty((n, 3, 3)), np.empty((n, 3, 3)),
+             np.empty((n, 3, 12)), out, rel)
+    out[:, 3:] = continuous_euler(rel, joints.v("angles"))[0]
     return out
+
+
+def _flat(*arrays):
+    """The arrays as the kernels take them: C-contiguous (no copy where they are)."""
+    return tuple(np.ascontiguousarray(v) for v in arrays)
 
 
 def continuous_euler(rel, prev):
@@ -188,27 +187,6 @@ def continuous_euler(rel, prev):
 def _wrap(a):
     """Angles wrapped to (-pi, pi]."""
     return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
-
-
-def spd_inverse(k):
-    """Inverse of one symmetric positive definite matrix (R, R) by Gauss-Jordan without
-    pivoting (a loop over R rank-1 updates; elementwise numpy only, so replays are bit
-    identical, unlike LAPACK/BLAS kernels whose summation order can depend on alignment)."""
-    r = k.shape[0]
-    a = np.concatenate((k, np.eye(r)), axis=1)
-    for i in range(r):
-        a[i] /= a[i, i]
-        col = a[:, i].copy()
-        col[i] = 0.0
-        a -= col[:, None] * a[i][None, :]
-    return np.ascontiguousarray(a[:, r:])
-
-
-def _masked_block(k, mask):
-    """K (m, 3, 3) with the rows and columns of unmasked axes replaced by the identity."""
-    both = mask[:, :, None] & mask[:, None, :]
-    eye = np.broadcast_to(np.eye(3, dtype=bool), k.shape)
-    return np.where(both, k, np.where(eye, 1.0, 0.0))
 
 
 def _has_cycle(a, b, world, awake):
@@ -254,7 +232,7 @@ def _chain(joints, sel, a, b, world, awake):
 
 def _direct_mode(joints, sel, a, b, world, awake, rows):
     """(direct, chain): whether the pass's lock rows are solved together exactly, and the
-    chain order when block cyclic reduction does it (None: the dense inverse)."""
+    chain order when the chain factor does it (None: the dense inverse)."""
     if rows == 0 or rows > CHAIN_MAX_ROWS or _has_cycle(a, b, world, awake):
         return False, None
     chain = _chain(joints, sel, a, b, world, awake) if rows >= CHAIN_ROWS else None
@@ -306,7 +284,7 @@ class JointSolver:
         self.imp = joints.v("impulse")[sel].copy()  # (m, 5, 6)
         self.angles = joints.v("angles")[sel].copy()  # (m, 3) the last Euler angles
         self.broken = np.zeros(m, dtype=bool)
-        # Row types present anywhere in this pass, with the axes they use: the colour loop
+        # Row types present anywhere in this pass, with the axes they use: the sweep
         # visits only these.
         self.lin_lock = bool(g["lock"][:, :3].any())
         self.ang_lock = bool(g["lock"][:, 3:].any())
@@ -316,6 +294,22 @@ class JointSolver:
         # Spring rows go by blocks of three (engine.dynamics.joint_springs: coupled, solved together).
         self.spring_blocks = [blk for blk in (slice(0, 3), slice(3, 6))
                               if g["spring"][:, blk].any()]
+        # The sweep kernel's flat rows (engine.dynamics.joint_row_kernels.sweep): which scalar
+        # rows, spring blocks and lock blocks it visits, and their coefficients.
+        self.present = np.zeros((5, 6), dtype=bool)
+        for t, k in self.rows:
+            self.present[t, k] = True
+        self.rc = tuple(np.zeros((m, 5, 6)) for _ in range(5))
+        self.spring_on = np.array([bool(g["spring"][:, blk].any())
+                                   for blk in (slice(0, 3), slice(3, 6))])
+        self.sc = (np.zeros((m, 2, 3, 3)), np.zeros((m, 2, 3)), np.zeros((m, 2, 3, 3)))
+        self.lock_on = np.array([self.lin_lock, self.ang_lock])
+        self.no_blocks = np.zeros(2, dtype=bool)
+        self.w_op = np.zeros((m, 2, 3, 12))
+        self.err = np.zeros((m, 2, 3))
+        self.v12 = np.empty(12)
+        self.no_fold = np.zeros((m, 6), dtype=bool)
+        self.k33, self.kinv33 = np.empty((3, 3)), np.empty((3, 3))
         self.force = np.zeros((m, 3))
         self.torque = np.zeros((m, 3))
         self.substeps = 0
@@ -333,6 +327,12 @@ class JointSolver:
         # Angular rows anywhere in the pass? Without them (point joints) the rows are 3 wide.
         self.nr = 6 if (self.ang_lock or any(k >= 3 for _, k in self.rows)
                         or slice(3, 6) in self.spring_blocks) else 3
+        # The rows, rebuilt in place by every prepare (engine.dynamics.joint_row_kernels).
+        self.fa, self.fb, self.rel = (np.zeros((m, 3, 3)) for _ in range(3))
+        self.jac, self.mj = np.zeros((m, self.nr, 12)), np.zeros((m, self.nr, 12))
+        self.coord = np.zeros((m, 6))
+        self.kdiag, self.eff = np.zeros((m, self.nr)), np.zeros((m, self.nr))
+        self.no_flip = np.zeros(m, dtype=bool)
         # Geometry is measured whenever the positions moved: in relax (right after the
         # position update) and reused by the next substep's warm start and biased pass, which
         # see the same positions; the first substep of the pass measures in warm_start.
@@ -360,12 +360,18 @@ class JointSolver:
         self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
         if self.direct:
             self.rj, self.rk = np.nonzero(lock)
+            self.d_a, self.d_b = self.a[self.rj], self.b[self.rj]
+            self.d_rhs, self.d_x = np.empty(rows), np.empty(rows)
+            self.d_blk = np.empty((m if self.chain is not None else 0, self.nr))
+            self.no_kinv = np.zeros((0, 0))
+            self.no_blocks3 = np.zeros((0, 1, 1))
+            self.chain_pos = np.zeros(0, dtype=np.int64)
             ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
             self.la_loc, self.lb_loc = inv[:m], inv[m:]
             self.n_loc = len(ub)
             self.kinv_direct = None
-            # Chains (every moving body in at most two joints): block cyclic reduction
-            # (engine.dynamics.joint_chain) instead of the dense inverse, same answer.
+            # Chains (every moving body in at most two joints): block elimination along the
+            # chain (engine.dynamics.joint_chain) instead of the dense inverse, same answer.
             self.chain_sys = None
             if self.chain is not None:
                 self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
@@ -394,71 +400,43 @@ class JointSolver:
         return True
 
     # -- geometry -----------------------------------------------------------------------------
+    def _measure(self, x, q):
+        """Frames, linear rows, coordinates and the first Euler triple's angular rows at the
+        poses x, q (engine.dynamics.joint_row_kernels.geometry); returns FA^T FB (m, 3, 3)."""
+        g = self.g
+        geometry(*_flat(x, q), self.a, self.b, self.world, g["frame_a"], g["frame_b"],
+                 self.la_f, self.lb_f, self.nr, self.fa, self.fb, self.jac, self.coord,
+                 self.rel)
+        return self.rel
+
     def _prepare(self, x, q):
         """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
         g, m = self.g, self.m
-        ext = ~self.world
         if self.inertia is not None:
             cur = self.inertia.update(q)
             self.iia, self.iib = cur[:m], cur[m:]
-        fa, ra, fb, rb, d = joint_frames(self.a, self.b, self.world, g["frame_a"],
-                                         g["frame_b"], self.la_f, self.lb_f, x, q)
-        axes = np.swapaxes(fa, 1, 2)                           # (m, 3, 3) rows = axes
         nr = self.nr
-        jac = np.zeros((m, nr, 12))
-        jac[:, :3, 0:3] = -axes
-        jac[:, :3, 3:6] = -cross((ra + d)[:, None, :], axes)
-        jac[:, :3, 6:9] = axes
-        jac[:, :3, 9:12] = cross(rb[:, None, :], axes)
-        coord = np.zeros((m, 6))
-        coord[:, :3] = np.einsum("mki,mi->mk", axes, d)
+        jac, mj, coord = self.jac, self.mj, self.coord
+        rel = self._measure(x, q)
+        flip = self.no_flip
         if nr == 6:
-            rel = np.einsum("mji,mjk->mik", fa, fb)            # FA^T FB
             coord[:, 3:], flip = continuous_euler(rel, self.angles)
             self.angles = coord[:, 3:].copy()
-            e0, e2 = fa[:, :, 0], fb[:, :, 2]
-            e1 = cross(e2, e0)
-            e1 /= np.maximum(np.linalg.norm(e1, axis=1), 1e-9)[:, None]
-            dual = np.stack((cross(e1, e2), cross(e2, e0), cross(e0, e1)), axis=1)
-            det = np.einsum("mi,mi->m", e0, dual[:, 0])
-            det = np.where(np.abs(det) < 1e-3, np.copysign(1e-3, det), det)  # gimbal lock
-            dual /= det[:, None, None]
-            dual[:, 1] *= np.where(flip, -1.0, 1.0)[:, None]   # the other triple's y runs back
-            jac[:, 3:, 3:6] = -dual
-            jac[:, 3:, 9:12] = dual
-        jac[:, :, :6] *= ext[:, None, None]
-        mj = np.empty_like(jac)
-        mj[:, :, 0:3] = self.ima[:, None, None] * jac[:, :, 0:3]
-        mj[:, :, 3:6] = np.einsum("mij,mkj->mki", self.iia, jac[:, :, 3:6])
-        mj[:, :, 6:9] = self.imb[:, None, None] * jac[:, :, 6:9]
-        mj[:, :, 9:12] = np.einsum("mij,mkj->mki", self.iib, jac[:, :, 9:12])
-        kdiag = np.einsum("mkc,mkc->mk", jac, mj)
-        self.eff = np.where(kdiag > 1e-12, 1.0 / np.where(kdiag > 1e-12, kdiag, 1.0), 0.0)
-        self.kdiag = kdiag
-        self.jac, self.mj, self.coord = jac, mj, coord
+        angular_rows(jac, flip, self.ima, self.imb, self.iia, self.iib, mj, self.kdiag,
+                     self.eff)
         lock = g["lock"] & ~self.broken[:, None]
         self.lock = lock
         if self.direct:
             self._factor_direct()
             self._gather_direct()
-            self.blocks: list = []
             return
         # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
         # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
-        self.blocks = []
-        for blk, on in ((slice(0, 3), self.lin_lock), (slice(3, 6), self.ang_lock)):
-            if not on:
-                continue
-            msk = lock[:, blk]
-            k = np.einsum("mrc,msc->mrs", jac[:, blk], mj[:, blk])
-            kinv = inv3(_masked_block(k, msk)) * msk[:, :, None]
-            w_op = np.einsum("mrs,msc->mrc", kinv, jac[:, blk])
-            err = np.einsum("mrs,ms->mr", kinv, np.clip(coord[:, blk] - g["target"][:, blk],
-                                                        -self.reach, self.reach))
-            self.blocks.append((blk, w_op, err))
+        lock_blocks(self.jac, self.mj, lock, self.coord, g["target"], self.reach, self.lock_on,
+                    self.w_op, self.err, self.k33, self.kinv33)
 
     def _factor_direct(self):
-        """Factor K = J M^-1 J^T of all lock rows: block cyclic reduction for chains, else a
+        """Factor K = J M^-1 J^T of all lock rows: the chain factor for chains, else a
         dense inverse over the pass's bodies. Broken joints' rows are decoupled (identity) so
         the others stay exact."""
         if self.chain is not None:
@@ -491,7 +469,8 @@ class JointSolver:
         off = np.where(live, 0.0, 1.0)
         idx = rows[:, 0]
         k[idx, idx] = d * (1.0 + 1e-9) + off
-        self.kinv_direct = spd_inverse(k)
+        self.kinv_direct = np.empty_like(k)
+        spd_inverse(k, self.kinv_direct)
 
     def _factor_chain(self):
         """K's blocks along the chains (engine.dynamics.joint_chain): D_i = J_i M^-1 J_i^T over both
@@ -518,79 +497,39 @@ class JointSolver:
     def _gather_direct(self):
         """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
         rj, rk = self.rj, self.rk
-        self.d_live = self.lock[rj, rk]
+        self.d_live = self.lock[rj, rk].astype(float)
         self.d_jac = self.jac[rj, rk]
         self.d_mj = self.mj[rj, rk]
         self.d_off = np.clip(self.coord[rj, rk] - self.g["target"][rj, rk], -self.reach,
                              self.reach)
-        if not hasattr(self, "d_flat"):
-            self.d_a, self.d_b = self.a[rj], self.b[rj]
-            idx = np.stack((self.d_a, self.d_b), axis=1)
-            self.d_flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
 
     def _direct_solve(self, vel, use_bias):
         """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
-        block row, with the whole system as the block)."""
+        block row, with the whole system as the block; engine.dynamics.joint_row_kernels.
+        direct_solve, K^-1 the factor of the last _prepare)."""
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        rj, rk = self.rj, self.rk
-        v = np.concatenate((vel[self.d_a], vel[self.d_b]), axis=1)
-        rhs = np.einsum("rc,rc->r", self.d_jac, v)
-        if use_bias:
-            rhs += bias_rate * self.d_off
-        lam = self.imp[rj, LOCK, rk]
-        dl = -mscale * self._k_solve(rhs)
-        if use_bias:
-            dl -= iscale * lam
-        dl *= self.d_live
-        n = vel.shape[0]
-        self.imp[rj, LOCK, rk] = lam + dl
-        dv = self.d_mj * dl[:, None]
-        vel += np.bincount(self.d_flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
-
-    def _k_solve(self, rhs):
-        """K^-1 rhs over the lock rows (the factor of the last _prepare)."""
         if self.chain is not None:
-            assert self.chain_sys is not None   # factored by the first _prepare
-            b = np.zeros((self.m, self.nr))
-            b[self.chain_pos[self.rj], self.rk] = rhs
-            return self.chain_sys.solve(b)[self.chain_pos[self.rj], self.rk]
-        kinv = self.kinv_direct
-        assert kinv is not None   # factored by the first _prepare
-        return np.einsum("rs,s->r", kinv, rhs)
+            cs = self.chain_sys
+            assert cs is not None   # factored by the first _prepare
+            factor = (self.no_kinv, cs.sinv, cs.off, cs.lower)
+        else:
+            assert self.kinv_direct is not None
+            factor = (self.kinv_direct, self.no_blocks3, self.no_blocks3, self.no_blocks3)
+        direct_solve(vel, self.rj, self.rk, self.d_a, self.d_b, self.d_jac, self.d_mj,
+                     self.d_off, self.d_live, self.imp, use_bias, bias_rate, mscale, iscale,
+                     self.chain is not None, *factor, self.chain_pos, self.d_rhs, self.d_x,
+                     self.d_blk)
 
     def _row_coefficients(self, use_bias, fold=None):
-        """Per present row (type, axis): (gain a, bias b, leak, low, high, sign) over all joints;
-        the update is new = clip(lam - a sign u - b - leak lam, low, high). Limits in fold
-        (m, 6) are off (solved in their spring block)."""
-        g, h, live = self.g, self.h, ~self.broken
+        """The scalar rows' coefficients over all joints into self.rc (engine.dynamics.
+        joint_row_kernels.row_coefficients). Limits in fold (m, 6) are off (solved in their
+        spring block)."""
+        g = self.g
         bias_rate, mscale, iscale = self.soft
-        out = []
-        coef: tuple
-        for t, k in self.rows:
-            eff, c = self.eff[:, k], self.coord[:, k]
-            if t == MOTOR:
-                on = g["motor"][:, k] & live
-                lim = g["motor_max"][:, k] * h
-                coef = (eff, -eff * g["motor_speed"][:, k], 0.0, -lim, lim, 1.0)
-            else:
-                on = g["limited"][:, k] & live
-                if fold is not None:
-                    on = on & ~fold[:, k]
-                sep = c - g["lower"][:, k] if t == LOWER else g["upper"][:, k] - c
-                sign = 1.0 if t == LOWER else -1.0
-                spec = sep > 0.0
-                if use_bias:
-                    gain = np.where(spec, eff, eff * mscale)
-                    bias = gain * np.where(spec, sep / h,
-                                           np.maximum(bias_rate * sep, -self.max_push))
-                    leak = np.where(spec, 0.0, iscale)
-                else:
-                    gain, bias = eff, eff * np.where(spec, sep / h, 0.0)
-                    leak = np.zeros_like(eff)
-                coef = (gain, bias, leak, 0.0, np.inf, sign)
-            out.append((t, k, np.where(on, coef[0], 0.0), np.where(on, coef[1], 0.0),
-                        np.where(on, coef[2], 0.0)) + coef[3:])
-        return out
+        row_coefficients(self.eff, self.coord, g["limited"], g["lower"], g["upper"], g["motor"],
+                         g["motor_speed"], g["motor_max"], self.broken,
+                         self.no_fold if fold is None else fold, self.present, use_bias, self.h,
+                         bias_rate, mscale, iscale, self.max_push, *self.rc)
 
     def _limit_folds(self, vel):
         """(m, 6) bool: the limit rows the biased pass folds into their joint's spring block.
@@ -621,34 +560,16 @@ class JointSolver:
         return fold
 
     def _spring_coefficients(self, fold):
-        """Per spring block: (block, gain, bias, leak) of engine.dynamics.joint_springs'
-        spring_block_coefficients over all joints (biased pass only: a spring is a force
-        applied once per substep), with the limits fold (m, 6) inside. The folded limits'
-        carried impulses move to the spring slot, which then holds their sum."""
-        g, live, imp = self.g, ~self.broken[:, None], self.imp
-        out = []
-        for blk in self.spring_blocks:
-            kblk = np.einsum("mrc,msc->mrs", self.jac[:, blk], self.mj[:, blk])
-            on = g["spring"][:, blk] & live & (self.eff[:, blk] > 0.0)
-            f, c = fold[:, blk], self.coord[:, blk]
-            low = c < g["lower"][:, blk]
-            imp[:, SPRING, blk] += np.where(f, np.where(low, imp[:, LOWER, blk],
-                                                        -imp[:, UPPER, blk]), 0.0)
-            imp[:, LOWER, blk] *= ~f
-            imp[:, UPPER, blk] *= ~f
-            kl, sl = limit_as_spring(self.eff[:, blk], self.limit_omega, self.limit_zeta,
-                                     self.h)
-            # The limit pulls to its bound by kl (C - bound), i.e. at the bias velocity
-            # kl / sl (C - bound) (the scalar row's bias_rate sep), capped at max_push as
-            # the scalar row is: the bound moves closer instead.
-            bound = np.where(low, g["lower"][:, blk], g["upper"][:, blk])
-            reach = self.max_push * sl / np.where(f, kl, 1.0)
-            bound = np.where(f, c - np.clip(c - bound, -reach, reach), bound)
-            folded = (np.where(f, kl, 0.0), np.where(f, sl, 0.0), bound)
-            out.append((blk,) + spring_block_coefficients(
-                g["stiffness"][:, blk], g["damping"][:, blk], self.kdiag[:, blk], kblk,
-                c, self.h, on, folded))
-        return out
+        """The spring blocks' coefficients over all joints into self.sc (gain, bias, leak;
+        (m, 2, 3, 3), (m, 2, 3), (m, 2, 3, 3): engine.dynamics.joint_springs.spring_blocks)
+        (biased pass only: a spring is a force applied once per substep), with the limits
+        fold (m, 6) inside. The folded limits' carried impulses move to the spring slot,
+        which then holds their sum."""
+        g = self.g
+        spring_blocks(self.jac, self.mj, self.eff, self.kdiag, self.coord, g["spring"],
+                      g["stiffness"], g["damping"], g["lower"], g["upper"], self.broken, fold,
+                      self.imp, self.spring_on, self.h, self.limit_omega, self.limit_zeta,
+                      self.max_push, *self.sc, self.k33)
 
     def _axis_impulse(self):
         """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
@@ -699,11 +620,10 @@ class JointSolver:
             self._prepare(x, q)   # the positions moved since the biased pass
             self._stale = False
         fold = self._limit_folds(vel) if use_bias and self.spring_blocks else None
-        coefs = self._row_coefficients(use_bias, fold)
-        motors = [c for c in coefs if c[0] == MOTOR]
-        limits = [c for c in coefs if c[0] != MOTOR]
-        springs = self._spring_coefficients(fold) if use_bias else []
-        self._sweep(vel, motors, springs, limits, use_bias)
+        self._row_coefficients(use_bias, fold)
+        if fold is not None:
+            self._spring_coefficients(fold)
+        self._sweep(vel, use_bias)
         if self.direct:
             self._direct_solve(vel, use_bias)
         if use_bias:
@@ -728,54 +648,15 @@ class JointSolver:
                 return True
         return False
 
-    def _sweep(self, vel, motors, springs, limits, use_bias):
-        """One Gauss-Seidel sweep over the colours: motors, spring blocks, limits, locks."""
+    def _sweep(self, vel, use_bias):
+        """One Gauss-Seidel sweep over the joints in colour order (engine.dynamics.
+        joint_row_kernels.sweep): motors, spring blocks, limits, lock blocks."""
         bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        imp, jac, mj = self.imp, self.jac, self.mj
-        blocks = [] if self.direct else self.blocks
-        for c0, c1 in zip(self.offsets[:-1], self.offsets[1:]):
-            if c1 <= c0:
-                continue
-            sl = slice(c0, c1)
-            ia, ib = self.a[sl], self.b[sl]
-            v = np.concatenate((vel[ia], vel[ib]), axis=1)  # (mc, 12)
-            self._scalar_rows(sl, v, motors)
-            for blk, gain, bias, leak in springs:   # coupled: one block per joint and kind
-                lam = imp[sl, SPRING, blk]
-                u = np.einsum("mrc,mc->mr", jac[sl, blk], v)
-                dl = -(np.einsum("mrs,ms->mr", leak[sl], lam)
-                       + np.einsum("mrs,ms->mr", gain[sl], u) + bias[sl])
-                imp[sl, SPRING, blk] = lam + dl
-                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
-            self._scalar_rows(sl, v, limits)
-            for blk, w_op, err in blocks:
-                lam = imp[sl, LOCK, blk]
-                dl = np.einsum("mrc,mc->mr", w_op[sl], v)
-                if use_bias:
-                    dl += bias_rate * err[sl]
-                    dl *= -mscale
-                    dl -= iscale * lam
-                else:
-                    dl = -dl
-                imp[sl, LOCK, blk] = lam + dl
-                v += np.einsum("mr,mrc->mc", dl, mj[sl, blk])
-            vel[ia] = v[:, :6]   # A first: a world joint has a == b, and B's value must win
-            vel[ib] = v[:, 6:]
-
-    def _scalar_rows(self, sl, v, coefs):
-        """One Gauss-Seidel pass of the scalar rows coefs over the joints sl of a colour,
-        updating their bodies' velocities v (mc, 12) in place."""
-        imp, jac, mj = self.imp, self.jac, self.mj
-        for t, k, gain, bias, leak, lo, hi, sign in coefs:
-            lam = imp[sl, t, k]
-            u = sign * np.einsum("mc,mc->m", jac[sl, k], v)
-            lk = leak[sl] if np.ndim(leak) else leak
-            lo_ = lo[sl] if np.ndim(lo) else lo
-            hi_ = hi[sl] if np.ndim(hi) else hi
-            new = np.clip(lam - gain[sl] * u - bias[sl] - lk * lam, lo_, hi_)
-            dl = new - lam
-            imp[sl, t, k] = new
-            v += (sign * dl)[:, None] * mj[sl, k]
+        springs = self.spring_on if use_bias else self.no_blocks
+        locks = self.no_blocks if self.direct else self.lock_on
+        sweep(vel, self.a, self.b, self.world, self.jac, self.mj, self.imp, self.present,
+              *self.rc, springs, *self.sc, locks, self.w_op, self.err, use_bias, bias_rate,
+              mscale, iscale, self.v12)
 
     def end_substep(self):
         """Reaction on B (force and torque of the last substep) and breaking."""
@@ -796,8 +677,8 @@ class JointSolver:
             self.imp[snap] = 0.0
             self.lock = self.lock & ~snap[:, None]
             # Drop the broken joints' lock rows from the Gauss-Seidel blocks too.
-            self.blocks = [(blk, w * ~snap[:, None, None], e * ~snap[:, None])
-                           for blk, w, e in self.blocks]
+            self.w_op[snap] = 0.0
+            self.err[snap] = 0.0
             if self.direct:
                 self._factor_direct()
                 self._gather_direct()

@@ -29,7 +29,7 @@ Solved by Gauss-Seidel as new = lam - gain u - bias - leak lam, where u already 
 row's current impulse lam: new = (h s K lam - h s u - h k C) / (1 + h s K), s = c + beta h k.
 
 A joint's three linear (or three angular) spring rows are solved together, as one block
-(spring_block_coefficients): with anchors off the centres of mass the rows share the bodies'
+(spring_blocks): with anchors off the centres of mass the rows share the bodies'
 turning and their K = J M^-1 J^T is far from diagonal, and one Gauss-Seidel sweep of rows
 each implicit on its own treats that coupling explicitly. A stiff spring (h omega >> 1) then
 gained energy every substep: a 2 kg box hung by a generic_spring with a 5 m arm on a 1000 kg
@@ -42,23 +42,28 @@ A limit on a spring's axis, once violated, is a second row with the same Jacobia
 Gauss-Seidel between the two converges like hsK / (1 + hsK) per sweep: too slowly for a stiff
 spring, whose unconverged pair left large opposite impulses at the anchor. The limit's soft step
 is itself an implicit spring (limit_as_spring), so it is folded into the block (the `fold` of
-spring_block_coefficients: engine.dynamics.joint_solver's _limit_folds decides which), solved exactly
+spring_blocks: engine.dynamics.joint_solver's _limit_folds decides which), solved exactly
 with the spring.
 """
 import numpy as np
 
-from .joint_math import inv3
+from ..core.jit import kernel
+
+_LOWER, _UPPER, _SPRING = 1, 2, 3   # engine.dynamics.joints' row types, as plain ints
 
 EXPLICIT_UP_TO = 0.5   # h omega below which the stiffness is explicit (lossless)
 IMPLICIT_FROM = 1.0    # h omega above which it is fully implicit (Box2D v3's soft spring)
 
 
+@kernel
 def spring_beta(k, kdiag, h):
-    """The stiffness's implicit fraction per row: 0 for h omega <= 0.5, 1 from h omega = 1."""
-    homega = h * np.sqrt(np.maximum(k * kdiag, 0.0))
-    return np.clip((homega - EXPLICIT_UP_TO) / (IMPLICIT_FROM - EXPLICIT_UP_TO), 0.0, 1.0)
+    """The stiffness's implicit fraction of one row: 0 for h omega <= 0.5, 1 from h omega = 1
+    (omega^2 = k kdiag, kdiag the row's inverse effective mass)."""
+    homega = h * np.sqrt(max(k * kdiag, 0.0))
+    return min(max((homega - EXPLICIT_UP_TO) / (IMPLICIT_FROM - EXPLICIT_UP_TO), 0.0), 1.0)
 
 
+@kernel
 def limit_as_spring(eff, omega, zeta, h):
     """(stiffness, s) of the implicit spring a soft-step limit row is (Box2D v3's soft step
     with frequency omega and damping ratio zeta on the row's effective mass eff): its impulse
@@ -67,25 +72,76 @@ def limit_as_spring(eff, omega, zeta, h):
     return eff * omega * omega, eff * (2.0 * zeta * omega + h * omega * omega)
 
 
-def spring_block_coefficients(k, c, kdiag, kblk, coord, h, on, fold=None):
-    """(gain (m, 3, 3), bias (m, 3), leak (m, 3, 3)) of one block of three spring rows per
-    joint: stiffness k, damping c, coordinates coord (m, 3), kdiag (m, 3) the rows' own
-    inverse effective masses (they set each row's implicit fraction, as spring_beta), kblk
-    (m, 3, 3) the block's K = J M^-1 J^T, on (m, 3) the rows that are live springs. The
-    update is new = lam - leak lam - gain u - bias, with A = I + h S K: leak = A^-1,
-    gain = A^-1 h S, bias = A^-1 h k C. Rows that are not springs get new = 0 (A's row is
-    the identity's, so is A^-1's). fold (kl, sl, bound) (m, 3) each: limits folded into the
-    block (engine.dynamics.joint_solver's _limit_folds), extra implicit springs pulling the coordinate
-    to bound, with zero kl and sl on the rows without one."""
-    s = np.where(on, c + spring_beta(k, kdiag, h) * h * k, 0.0)
-    force = np.where(on, k * coord, 0.0)
-    if fold is not None:
-        kl, sl, bound = fold
-        s = s + sl
-        force = force + kl * (coord - bound)
-    a = h * s[:, :, None] * kblk
-    a += np.eye(3)
-    leak = inv3(a)   # det A >= 1: S K has the eigenvalues of S^1/2 K S^1/2 >= 0
-    gain = leak * (h * s)[:, None, :]
-    bias = np.einsum("mrs,ms->mr", leak, h * force)
-    return gain, bias, leak
+@kernel
+def spring_blocks(jac, mj, eff, kdiag, coord, spring, stiffness, damping, lower, upper,
+                  broken, fold, imp, blocks, h, omega, zeta, max_push, gain, bias, leak, a):
+    """The spring blocks' coefficients of every joint (biased pass): for each block e on in
+    blocks (2,) (linear, angular) gain, leak (m, 2, 3, 3) and bias (m, 2, 3) with the update
+    new = lam - leak lam - gain u - bias, A = I + h S K (K the block's J M^-1 J^T):
+    leak = A^-1 (the adjugate, zero where det A is not positive and finite), gain = A^-1 h S,
+    bias = A^-1 h k C. Rows that are not live springs get s = 0 (new = 0 unless a limit is
+    folded in). Limits in fold (m, 6) (joint_solver._limit_folds) join as the implicit
+    springs limit_as_spring pulling to their bound (moved closer so that the pull stays
+    under max_push), and their carried impulses move to the spring slot of imp.
+    a (3, 3) scratch."""
+    for j in range(jac.shape[0]):
+        for e in range(2):
+            if not blocks[e]:
+                continue
+            r0 = 3 * e
+            s0, s1, s2 = 0.0, 0.0, 0.0
+            f0, f1, f2 = 0.0, 0.0, 0.0
+            for r in range(3):
+                i = r0 + r
+                c = coord[j, i]
+                s = 0.0
+                force = 0.0
+                if spring[j, i] and not broken[j] and eff[j, i] > 0.0:
+                    k = stiffness[j, i]
+                    s = damping[j, i] + spring_beta(k, kdiag[j, i], h) * h * k
+                    force = k * c
+                low = c < lower[j, i]
+                bound = lower[j, i] if low else upper[j, i]
+                if fold[j, i]:
+                    imp[j, _SPRING, i] += imp[j, _LOWER, i] if low else -imp[j, _UPPER, i]
+                    imp[j, _LOWER, i] = 0.0
+                    imp[j, _UPPER, i] = 0.0
+                    kl, sl = limit_as_spring(eff[j, i], omega, zeta, h)
+                    # The limit pulls to its bound by kl (C - bound), i.e. at the bias
+                    # velocity kl / sl (C - bound) (the scalar row's bias_rate sep), capped at
+                    # max_push as the scalar row is: the bound moves closer instead.
+                    reach = max_push * sl / kl
+                    bound = c - min(max(c - bound, -reach), reach)
+                    s += sl
+                    force += kl * (c - bound)
+                if r == 0:
+                    s0, f0 = s, force
+                elif r == 1:
+                    s1, f1 = s, force
+                else:
+                    s2, f2 = s, force
+            for r in range(3):
+                sr = s0 if r == 0 else (s1 if r == 1 else s2)
+                for t in range(3):
+                    kk = 0.0
+                    for c in range(12):
+                        kk += jac[j, r0 + r, c] * mj[j, r0 + t, c]
+                    a[r, t] = h * sr * kk + (1.0 if r == t else 0.0)
+            # leak = A^-1 by the adjugate (det A >= 1: S K has the eigenvalues of
+            # S^1/2 K S^1/2 >= 0); cofactor row i = A[i + 1] x A[i + 2], stored transposed
+            for i in range(3):
+                i1, i2 = (i + 1) % 3, (i + 2) % 3
+                for c in range(3):
+                    c1, c2 = (c + 1) % 3, (c + 2) % 3
+                    leak[j, e, c, i] = a[i1, c1] * a[i2, c2] - a[i1, c2] * a[i2, c1]
+            det = a[0, 0] * leak[j, e, 0, 0] + a[0, 1] * leak[j, e, 1, 0] \
+                + a[0, 2] * leak[j, e, 2, 0]
+            inv = 1.0 / det if det > 0.0 and np.isfinite(det) else 0.0
+            for r in range(3):
+                for t in range(3):
+                    leak[j, e, r, t] *= inv
+                gain[j, e, r, 0] = leak[j, e, r, 0] * (h * s0)
+                gain[j, e, r, 1] = leak[j, e, r, 1] * (h * s1)
+                gain[j, e, r, 2] = leak[j, e, r, 2] * (h * s2)
+                bias[j, e, r] = (leak[j, e, r, 0] * (h * f0) + leak[j, e, r, 1] * (h * f1)
+                                 + leak[j, e, r, 2] * (h * f2))

@@ -132,6 +132,7 @@ def _joints_glue_fields():
                                         axis=(1.0, 0.0, 0.0))]))
     _run(w)
     _point_net()
+    _hinge_chain()
 
 
 def _point_net():
@@ -151,6 +152,25 @@ def _point_net():
     for k in (0, 1):
         w.add_joint("point", ring[k], None, position=at[k], break_force=1e6)
     _run(w)
+
+
+def _hinge_chain():
+    """Thirteen bars on the ground joined end to end by hinges, the first to the world (65
+    lock rows, loop-free): the direct solve's chain factor (engine.dynamics.joint_chain), which
+    the small joint system above never takes; then the last bar hinged to the world too, a
+    loop: the general rows' Gauss-Seidel lock blocks (joint_row_kernels.lock_blocks)."""
+    from ..shapes.primitives import Box
+    from .world import World
+    w = World()
+    _ground(w)
+    prev = None
+    for k in range(13):
+        bar = w.add_body(Box([0.1, 0.02, 0.02]), position=(0.2 * k + 0.1, 0.0, 0.0195))
+        w.add_joint("hinge", bar, prev, position=(0.2 * k, 0.0, 0.0195))
+        prev = bar
+    _run(w)
+    w.add_joint("hinge", prev, None, position=(2.6, 0.0, 0.0195))
+    w.step(1.0 / 24.0)
 
 
 STAGES = (

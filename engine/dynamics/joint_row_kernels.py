@@ -1,0 +1,376 @@
+"""Compiled kernels of engine.dynamics.joint_solver: the six-axis joints' geometry and their
+Gauss-Seidel sweep, one call over all joints each.
+
+Rows are flat joint-major arrays (engine.dynamics.joint_solver's module docstring gives the
+maths): jac and mj (m, nr, 12) the rows' Jacobians and M^-1 J^T over [v_a, w_a, v_b, w_b],
+imp (m, 5, 6) the carried impulses by row type (joints.LOCK, LOWER, UPPER, SPRING, MOTOR) and
+axis. The sweep visits the joints one after the other in their stored order (joint_solver
+sorts them by colour): plain sequential Gauss-Seidel, the same updates the coloured numpy
+batches made (within a colour no moving body appears twice, so they commuted). Per joint the
+rows go motors, spring blocks, limits (lower, then upper), lock blocks, as before.
+
+As in engine.dynamics.joint_point_kernels, the small products are spelled out in the joint
+loop: helpers taking several arrays, called per joint, cost more than the arithmetic.
+"""
+
+import numpy as np
+
+from ..core.jit import kernel
+from .joint_chain import chain_solve
+
+# Row types (engine.dynamics.joints' order; repeated here as plain ints for the kernels).
+_LOCK, _LOWER, _UPPER, _SPRING, _MOTOR = 0, 1, 2, 3, 4
+
+
+@kernel
+def _scalar_row(j, t, k, sign, v, jac, mj, imp, gain, bias, leak, lo, hi):
+    """One scalar row (type t, axis k) of joint j on its bodies' velocities v (12,):
+    new = clip(lam - gain sign u - bias - leak lam, lo, hi)."""
+    u = 0.0
+    for c in range(12):
+        u += jac[j, k, c] * v[c]
+    u *= sign
+    lam = imp[j, t, k]
+    new = lam - gain[j, t, k] * u - bias[j, t, k] - leak[j, t, k] * lam
+    new = min(max(new, lo[j, t, k]), hi[j, t, k])
+    imp[j, t, k] = new
+    dl = sign * (new - lam)
+    for c in range(12):
+        v[c] += dl * mj[j, k, c]
+
+
+@kernel
+def sweep(vel, a, b, world, jac, mj, imp, present, gain, bias, leak, lo, hi, springs,
+          sgain, sbias, sleak, locks, w_op, err, use_bias, bias_rate, mscale, iscale, v):
+    """One Gauss-Seidel sweep over all joints in order.
+
+    present (5, 6) bool: the scalar rows (MOTOR, LOWER, UPPER by axis) visited, each with
+    gain, bias, leak, lo, hi (m, 5, 6) (joint_solver._row_coefficients). springs (2,) bool:
+    the spring blocks (linear, angular) visited (biased pass only), each with sgain, sleak
+    (m, 2, 3, 3), sbias (m, 2, 3): dl = -(leak lam + gain u + bias). locks (2,) bool: the lock
+    blocks visited (Gauss-Seidel mode) with w_op = K^-1 J (m, 2, 3, 12) and err = K^-1 C
+    (m, 2, 3): dl = -ms (W v + bias_rate err) - is lam biased, -W v relaxed. v (12,) scratch."""
+    for j in range(len(a)):
+        ia, ib = a[j], b[j]
+        for c in range(6):
+            v[c] = vel[ia, c]
+            v[6 + c] = vel[ib, c]
+        for k in range(6):
+            if present[_MOTOR, k]:
+                _scalar_row(j, _MOTOR, k, 1.0, v, jac, mj, imp, gain, bias, leak, lo, hi)
+        for e in range(2):
+            if not springs[e]:
+                continue
+            r0 = 3 * e
+            u0, u1, u2 = 0.0, 0.0, 0.0
+            for c in range(12):
+                u0 += jac[j, r0, c] * v[c]
+                u1 += jac[j, r0 + 1, c] * v[c]
+                u2 += jac[j, r0 + 2, c] * v[c]
+            l0, l1, l2 = imp[j, _SPRING, r0], imp[j, _SPRING, r0 + 1], imp[j, _SPRING, r0 + 2]
+            d0 = -((sleak[j, e, 0, 0] * l0 + sleak[j, e, 0, 1] * l1 + sleak[j, e, 0, 2] * l2)
+                   + (sgain[j, e, 0, 0] * u0 + sgain[j, e, 0, 1] * u1 + sgain[j, e, 0, 2] * u2)
+                   + sbias[j, e, 0])
+            d1 = -((sleak[j, e, 1, 0] * l0 + sleak[j, e, 1, 1] * l1 + sleak[j, e, 1, 2] * l2)
+                   + (sgain[j, e, 1, 0] * u0 + sgain[j, e, 1, 1] * u1 + sgain[j, e, 1, 2] * u2)
+                   + sbias[j, e, 1])
+            d2 = -((sleak[j, e, 2, 0] * l0 + sleak[j, e, 2, 1] * l1 + sleak[j, e, 2, 2] * l2)
+                   + (sgain[j, e, 2, 0] * u0 + sgain[j, e, 2, 1] * u1 + sgain[j, e, 2, 2] * u2)
+                   + sbias[j, e, 2])
+            imp[j, _SPRING, r0] = l0 + d0
+            imp[j, _SPRING, r0 + 1] = l1 + d1
+            imp[j, _SPRING, r0 + 2] = l2 + d2
+            for c in range(12):
+                v[c] += d0 * mj[j, r0, c] + d1 * mj[j, r0 + 1, c] + d2 * mj[j, r0 + 2, c]
+        for k in range(6):
+            if present[_LOWER, k]:
+                _scalar_row(j, _LOWER, k, 1.0, v, jac, mj, imp, gain, bias, leak, lo, hi)
+        for k in range(6):
+            if present[_UPPER, k]:
+                _scalar_row(j, _UPPER, k, -1.0, v, jac, mj, imp, gain, bias, leak, lo, hi)
+        for e in range(2):
+            if not locks[e]:
+                continue
+            r0 = 3 * e
+            w0, w1, w2 = 0.0, 0.0, 0.0
+            for c in range(12):
+                w0 += w_op[j, e, 0, c] * v[c]
+                w1 += w_op[j, e, 1, c] * v[c]
+                w2 += w_op[j, e, 2, c] * v[c]
+            l0, l1, l2 = imp[j, _LOCK, r0], imp[j, _LOCK, r0 + 1], imp[j, _LOCK, r0 + 2]
+            if use_bias:
+                d0 = -mscale * (w0 + bias_rate * err[j, e, 0]) - iscale * l0
+                d1 = -mscale * (w1 + bias_rate * err[j, e, 1]) - iscale * l1
+                d2 = -mscale * (w2 + bias_rate * err[j, e, 2]) - iscale * l2
+            else:
+                d0, d1, d2 = -w0, -w1, -w2
+            imp[j, _LOCK, r0] = l0 + d0
+            imp[j, _LOCK, r0 + 1] = l1 + d1
+            imp[j, _LOCK, r0 + 2] = l2 + d2
+            for c in range(12):
+                v[c] += d0 * mj[j, r0, c] + d1 * mj[j, r0 + 1, c] + d2 * mj[j, r0 + 2, c]
+        if not world[j]:   # a world joint's A side is no body (a == b: B's value must win)
+            for c in range(6):
+                vel[ia, c] = v[c]
+        for c in range(6):
+            vel[ib, c] = v[6 + c]
+
+
+@kernel
+def _quat_mul(aw, ax, ay, az, bw, bx, by, bz):
+    """The Hamilton product a b of two quaternions given by components."""
+    return (aw * bw - ax * bx - ay * by - az * bz,
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw)
+
+
+@kernel
+def _frame(q, i, identity, f, j, out):
+    """out[j] (3, 3) = the rotation matrix of q[i] f[j] (q the identity where identity):
+    columns are the frame's axes in the world (quat.to_matrix's arithmetic)."""
+    if identity:
+        w, x, y, z = f[j, 0], f[j, 1], f[j, 2], f[j, 3]
+    else:
+        w, x, y, z = _quat_mul(q[i, 0], q[i, 1], q[i, 2], q[i, 3],
+                               f[j, 0], f[j, 1], f[j, 2], f[j, 3])
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    out[j, 0, 0] = 1 - 2 * (yy + zz)
+    out[j, 0, 1] = 2 * (xy - wz)
+    out[j, 0, 2] = 2 * (xz + wy)
+    out[j, 1, 0] = 2 * (xy + wz)
+    out[j, 1, 1] = 1 - 2 * (xx + zz)
+    out[j, 1, 2] = 2 * (yz - wx)
+    out[j, 2, 0] = 2 * (xz - wy)
+    out[j, 2, 1] = 2 * (yz + wx)
+    out[j, 2, 2] = 1 - 2 * (xx + yy)
+
+
+@kernel
+def _cross(a0, a1, a2, b0, b1, b2):
+    """a x b of two 3-vectors given by components."""
+    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
+
+
+@kernel
+def geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, coord, rel):
+    """Per joint at the poses x (N, 3), q (N, 4): the frames fa, fb (m, 3, 3) (columns are the
+    axes in the world), the linear rows' Jacobians and coordinates, rel = FA^T FB (m, 3, 3)
+    (whose Euler angles joint_solver.continuous_euler takes) and, where nr == 6, the angular
+    rows' Jacobians by the dual basis of the Euler rates (for the first triple: joint_solver's
+    module docstring; angular_rows finishes them). la_f / lb_f (m, 3): the anchors in their
+    frame's axes. A joint to the world has the world as side A (its A columns stay zero)."""
+    for j in range(len(a)):
+        ia, ib = a[j], b[j]
+        ext = not world[j]
+        _frame(q, ia, not ext, frame_a, j, fa)
+        _frame(q, ib, False, frame_b, j, fb)
+        ra0 = fa[j, 0, 0] * la_f[j, 0] + fa[j, 0, 1] * la_f[j, 1] + fa[j, 0, 2] * la_f[j, 2]
+        ra1 = fa[j, 1, 0] * la_f[j, 0] + fa[j, 1, 1] * la_f[j, 1] + fa[j, 1, 2] * la_f[j, 2]
+        ra2 = fa[j, 2, 0] * la_f[j, 0] + fa[j, 2, 1] * la_f[j, 1] + fa[j, 2, 2] * la_f[j, 2]
+        rb0 = fb[j, 0, 0] * lb_f[j, 0] + fb[j, 0, 1] * lb_f[j, 1] + fb[j, 0, 2] * lb_f[j, 2]
+        rb1 = fb[j, 1, 0] * lb_f[j, 0] + fb[j, 1, 1] * lb_f[j, 1] + fb[j, 1, 2] * lb_f[j, 2]
+        rb2 = fb[j, 2, 0] * lb_f[j, 0] + fb[j, 2, 1] * lb_f[j, 1] + fb[j, 2, 2] * lb_f[j, 2]
+        if ext:
+            xa0, xa1, xa2 = x[ia, 0], x[ia, 1], x[ia, 2]
+        else:
+            xa0, xa1, xa2 = 0.0, 0.0, 0.0
+        d0 = x[ib, 0] + rb0 - xa0 - ra0
+        d1 = x[ib, 1] + rb1 - xa1 - ra1
+        d2 = x[ib, 2] + rb2 - xa2 - ra2
+        for c in range(12):
+            for k in range(nr):
+                jac[j, k, c] = 0.0
+        for k in range(3):
+            # axis k of frame A; J = [-a, -(r_a + d) x a, a, r_b x a]
+            a0, a1, a2 = fa[j, 0, k], fa[j, 1, k], fa[j, 2, k]
+            coord[j, k] = a0 * d0 + a1 * d1 + a2 * d2
+            jac[j, k, 6], jac[j, k, 7], jac[j, k, 8] = a0, a1, a2
+            jac[j, k, 9], jac[j, k, 10], jac[j, k, 11] = _cross(rb0, rb1, rb2, a0, a1, a2)
+            if ext:
+                c0, c1, c2 = _cross(ra0 + d0, ra1 + d1, ra2 + d2, a0, a1, a2)
+                jac[j, k, 0], jac[j, k, 1], jac[j, k, 2] = -a0, -a1, -a2
+                jac[j, k, 3], jac[j, k, 4], jac[j, k, 5] = -c0, -c1, -c2
+        for r in range(3):
+            for c in range(3):
+                rel[j, r, c] = fa[j, 0, r] * fb[j, 0, c] + fa[j, 1, r] * fb[j, 1, c] \
+                    + fa[j, 2, r] * fb[j, 2, c]
+        if nr < 6:
+            continue
+        # e0 = A's x, e2 = B's z, e1 = e2 x e0 normalised; the rates' dual basis
+        # (e1 x e2, e2 x e0, e0 x e1) / det
+        e00, e01, e02 = fa[j, 0, 0], fa[j, 1, 0], fa[j, 2, 0]
+        e20, e21, e22 = fb[j, 0, 2], fb[j, 1, 2], fb[j, 2, 2]
+        e10, e11, e12 = _cross(e20, e21, e22, e00, e01, e02)
+        n = max(np.sqrt(e10 * e10 + e11 * e11 + e12 * e12), 1e-9)
+        e10, e11, e12 = e10 / n, e11 / n, e12 / n
+        u0, u1, u2 = _cross(e10, e11, e12, e20, e21, e22)
+        det = e00 * u0 + e01 * u1 + e02 * u2
+        if abs(det) < 1e-3:   # gimbal lock
+            det = np.copysign(1e-3, det)
+        for r in range(3):
+            if r == 0:
+                g0, g1, g2 = u0, u1, u2
+            elif r == 1:
+                g0, g1, g2 = _cross(e20, e21, e22, e00, e01, e02)
+            else:
+                g0, g1, g2 = _cross(e00, e01, e02, e10, e11, e12)
+            g0, g1, g2 = g0 / det, g1 / det, g2 / det
+            jac[j, 3 + r, 9], jac[j, 3 + r, 10], jac[j, 3 + r, 11] = g0, g1, g2
+            if ext:
+                jac[j, 3 + r, 3], jac[j, 3 + r, 4], jac[j, 3 + r, 5] = -g0, -g1, -g2
+
+
+@kernel
+def angular_rows(jac, flip, ima, imb, iia, iib, mj, kdiag, eff):
+    """Finish the rows: the y rate's row reversed where the joint measures the second Euler
+    triple (flip (m,): its y runs back), then mj = M^-1 J^T, the rows' inverse effective
+    masses kdiag = J M^-1 J^T and effective masses eff (0 where kdiag <= 1e-12)."""
+    nr = jac.shape[1]
+    for j in range(jac.shape[0]):
+        if nr == 6 and flip[j]:
+            for c in range(12):
+                jac[j, 4, c] = -jac[j, 4, c]
+        for k in range(nr):
+            s = 0.0
+            for c in range(3):
+                mj[j, k, c] = ima[j] * jac[j, k, c]
+                mj[j, k, 6 + c] = imb[j] * jac[j, k, 6 + c]
+                mj[j, k, 3 + c] = (iia[j, c, 0] * jac[j, k, 3] + iia[j, c, 1] * jac[j, k, 4]
+                                   + iia[j, c, 2] * jac[j, k, 5])
+                mj[j, k, 9 + c] = (iib[j, c, 0] * jac[j, k, 9] + iib[j, c, 1] * jac[j, k, 10]
+                                   + iib[j, c, 2] * jac[j, k, 11])
+            for c in range(12):
+                s += jac[j, k, c] * mj[j, k, c]
+            kdiag[j, k] = s
+            eff[j, k] = 1.0 / s if s > 1e-12 else 0.0
+
+
+@kernel
+def direct_solve(vel, rj, rk, ra, rb, jac, mj, off_c, live, imp, use_bias, bias_rate, mscale,
+                 iscale, chain, kinv, sinv, off, lower, pos, rhs, x, blk):
+    """All lock rows at once (joint_solver's direct mode): dl = -ms K^-1 (u + bias_rate C)
+    - is lam biased, -K^-1 u relaxed, the soft update of a block row with the whole system as
+    the block. Rows r: joint rj, axis rk, bodies ra / rb, Jacobian jac and M^-1 J^T mj
+    (r, 12), clipped position error off_c, live (0 / 1: broken joints' rows get nothing).
+    K^-1 is the dense kinv (r, r), or with chain the chain factor (sinv, off, lower: joint_chain.
+    chain_factor) over blocks blk (n, d), row r at blk[pos[rj], rk]. rhs, x (r,) scratch."""
+    nrow = len(rj)
+    for r in range(nrow):
+        s = 0.0
+        for c in range(6):
+            s += jac[r, c] * vel[ra[r], c] + jac[r, 6 + c] * vel[rb[r], c]
+        if use_bias:
+            s += bias_rate * off_c[r]
+        rhs[r] = s
+    if chain:
+        blk[:, :] = 0.0
+        for r in range(nrow):
+            blk[pos[rj[r]], rk[r]] = rhs[r]
+        chain_solve(sinv, off, lower, blk)
+        for r in range(nrow):
+            x[r] = blk[pos[rj[r]], rk[r]]
+    else:
+        for r in range(nrow):
+            s = 0.0
+            for t in range(nrow):
+                s += kinv[r, t] * rhs[t]
+            x[r] = s
+    for r in range(nrow):
+        lam = imp[rj[r], _LOCK, rk[r]]
+        dl = -mscale * x[r]
+        if use_bias:
+            dl -= iscale * lam
+        dl *= live[r]
+        imp[rj[r], _LOCK, rk[r]] = lam + dl
+        for c in range(6):
+            vel[ra[r], c] += dl * mj[r, c]
+            vel[rb[r], c] += dl * mj[r, 6 + c]
+
+
+@kernel
+def lock_blocks(jac, mj, lock, coord, target, reach, on, w_op, err, k, kinv):
+    """The Gauss-Seidel lock blocks (sweep's locks) of every joint: for each block e on
+    (linear, angular) K = J M^-1 J^T (3 x 3) over the locked rows lock (m, 6) (the others
+    replaced by the identity's), K^-1 by the adjugate (joint_math.inv3's arithmetic: zero
+    where the determinant is not positive and finite), its unlocked rows zeroed, then
+    w_op = K^-1 J and err = K^-1 clip(C - target, +-reach). k, kinv (3, 3) scratch."""
+    for j in range(jac.shape[0]):
+        for e in range(2):
+            if not on[e]:
+                continue
+            r0 = 3 * e
+            for r in range(3):
+                for s in range(3):
+                    if lock[j, r0 + r] and lock[j, r0 + s]:
+                        t = 0.0
+                        for c in range(12):
+                            t += jac[j, r0 + r, c] * mj[j, r0 + s, c]
+                        k[r, s] = t
+                    else:
+                        k[r, s] = 1.0 if r == s else 0.0
+            # cofactor row i = K[i + 1] x K[i + 2], stored transposed
+            for i in range(3):
+                i1, i2 = (i + 1) % 3, (i + 2) % 3
+                for c in range(3):
+                    c1, c2 = (c + 1) % 3, (c + 2) % 3
+                    kinv[c, i] = k[i1, c1] * k[i2, c2] - k[i1, c2] * k[i2, c1]
+            det = k[0, 0] * kinv[0, 0] + k[0, 1] * kinv[1, 0] + k[0, 2] * kinv[2, 0]
+            inv = 1.0 / det if det > 0.0 and np.isfinite(det) else 0.0
+            for r in range(3):
+                live = inv if lock[j, r0 + r] else 0.0
+                for s in range(3):
+                    kinv[r, s] *= live
+            for r in range(3):
+                for c in range(12):
+                    w_op[j, e, r, c] = (kinv[r, 0] * jac[j, r0, c] + kinv[r, 1] * jac[j, r0 + 1, c]
+                                        + kinv[r, 2] * jac[j, r0 + 2, c])
+                t = 0.0
+                for s in range(3):
+                    t += kinv[r, s] * min(max(coord[j, r0 + s] - target[j, r0 + s], -reach),
+                                          reach)
+                err[j, e, r] = t
+
+
+@kernel
+def row_coefficients(eff, coord, limited, lower, upper, motor, motor_speed, motor_max, broken,
+                     fold, present, use_bias, h, bias_rate, mscale, iscale, max_push, gain,
+                     bias, leak, lo, hi):
+    """The scalar rows' coefficients (m, 5, 6) of the present rows (sweep's update new =
+    clip(lam - gain sign u - bias - leak lam, lo, hi)); rows of broken joints, of joints
+    without the motor or limit, and limits in fold (m, 6: solved in their spring block) get
+    zero gain, bias and leak. Motors: a velocity row clamped to +-max h. Limits: a row inside
+    its range is speculative (bias sep / h: it may reach the limit in this substep and no
+    further), a violated one soft in the biased pass (its push capped at max_push) and rigid
+    in relax."""
+    for j in range(eff.shape[0]):
+        for t in (_MOTOR, _LOWER, _UPPER):
+            for k in range(6):
+                if not present[t, k]:
+                    continue
+                e = eff[j, k]
+                if t == _MOTOR:
+                    on = motor[j, k]
+                    lim = motor_max[j, k] * h
+                    g, b, lk = e, -e * motor_speed[j, k], 0.0
+                    lo[j, t, k], hi[j, t, k] = -lim, lim
+                else:
+                    on = limited[j, k] and not fold[j, k]
+                    if t == _LOWER:
+                        sep = coord[j, k] - lower[j, k]
+                    else:
+                        sep = upper[j, k] - coord[j, k]
+                    spec = sep > 0.0
+                    if use_bias and spec:
+                        g, b, lk = e, e * (sep / h), 0.0
+                    elif use_bias:
+                        g = e * mscale
+                        b, lk = g * max(bias_rate * sep, -max_push), iscale
+                    else:
+                        g, b, lk = e, e * (sep / h if spec else 0.0), 0.0
+                    lo[j, t, k], hi[j, t, k] = 0.0, np.inf
+                if not on or broken[j]:
+                    g, b, lk = 0.0, 0.0, 0.0
+                gain[j, t, k], bias[j, t, k], leak[j, t, k] = g, b, lk
