@@ -38,7 +38,8 @@ from .curved import is_curved
 from .curved_contacts import curved_triangles
 from .kinds import ShapeKind
 from .mesh_distance import polytope_triangle_closest
-from .narrowphase import WIDTH, Manifolds
+from .mesh_kernels import reduce_contacts
+from .narrowphase import Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
 # Contact-id layout for mesh contacts (int64): triangle index in bits 28-58, bit 27 reference
@@ -512,92 +513,17 @@ def reduce_manifolds(man, group, n_groups=None):
     man: Manifolds of M rows; group (M,) int group of each row. Contacts are clustered by
     normal (greedy: the deepest remaining contact seeds a cluster, contacts within CLUSTER_COS
     of its normal join; up to MAX_CLUSTERS per group, the rest join the closest cluster), and
-    each cluster keeps 4 points (deepest, farthest, largest triangle, largest quad) with the
-    seed's normal. Returns (Manifolds of K rows, group (K,), cluster rank (K,)), ordered by
-    group then rank.
+    each cluster keeps 4 points (deepest, farthest, largest triangle, largest quad; a cluster's
+    contacts farthest from its centroid first, so a box resting on many triangles keeps its
+    corners) with the seed's normal. Returns (Manifolds of K rows, group (K,), cluster rank
+    (K,)), ordered by group then rank. Compiled: mesh_kernels.reduce_contacts.
     """
     group = np.asarray(group, dtype=np.int64)
-    slot = np.arange(WIDTH)
-    valid = slot[None, :] < man.count[:, None]
-    mi, si = np.nonzero(valid)
-    if len(mi) == 0:
-        return Manifolds(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    g = group[mi]
-    nrm = man.normal[mi]
-    sep = man.separation[mi, si]
-    pts = man.points[mi, si]
-    ids = man.ids[mi, si]
-    n = len(mi)
-    ng = int(g.max()) + 1 if n_groups is None else int(n_groups)
-    cluster = np.full(n, -1, dtype=np.int64)
-    seeds = np.zeros((0, 3))
-    seed_group = np.zeros(0, dtype=np.int64)
-    seed_rank = np.zeros(0, dtype=np.int64)
-    seed_of = np.full((ng, MAX_CLUSTERS), -1, dtype=np.int64)
-    # Contacts by group, then depth, then index: the deepest free contact of a group is its
-    # first free one in this order (ties: lowest index).
-    by_depth = np.lexsort((np.arange(n), sep, g))
-    g_sorted = g[by_depth]
-    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
-    slot_no = np.arange(n)
-    for rank in range(MAX_CLUSTERS):
-        free = cluster < 0
-        if not free.any():
-            break
-        pos = np.minimum.reduceat(np.where(free[by_depth], slot_no, n), starts)
-        first = by_depth[pos[pos < n]]
-        base = len(seeds)
-        seeds = np.concatenate((seeds, nrm[first]))
-        seed_group = np.concatenate((seed_group, g[first]))
-        seed_rank = np.concatenate((seed_rank, np.full(len(first), rank)))
-        seed_of[g[first], rank] = base + np.arange(len(first))
-        sid = seed_of[g, rank]
-        join = free & (sid >= 0) & (_dot(nrm, seeds[np.maximum(sid, 0)]) >= CLUSTER_COS)
-        cluster[join] = sid[join]
-    rest = np.flatnonzero(cluster < 0)
-    if len(rest):
-        cand = seed_of[g[rest]]                                          # (R, MAX)
-        d = np.where(cand >= 0, _dot(nrm[rest][:, None], seeds[np.maximum(cand, 0)]), -np.inf)
-        cluster[rest] = cand[np.arange(len(rest)), np.argmax(d, axis=1)]
-    k = len(seeds)
-    # Pad each cluster's contacts into (K, C) rows for reduce4, farthest from the cluster's
-    # centroid first: reduce4 breaks depth ties by order, so a box resting on many triangles
-    # keeps its corners (the widest support) rather than points inside its footprint.
-    cnt = np.bincount(cluster, minlength=k)
-    centroid = np.stack([np.bincount(cluster, pts[:, j], minlength=k) for j in range(3)], 1)
-    centroid = centroid / np.maximum(cnt, 1)[:, None]
-    off = pts - centroid[cluster]
-    off -= _dot(off, seeds[cluster])[:, None] * seeds[cluster]
-    radial = np.round(_dot(off, off) / np.maximum(np.max(_dot(off, off)), 1e-300), 9)
-    order = np.lexsort((np.arange(n), -radial, cluster))
-    cl = cluster[order]
-    counts = np.bincount(cl, minlength=k)
-    start = np.cumsum(counts) - counts
-    col = np.arange(n) - start[cl]
-    cmax = int(counts.max())
-    vmask = np.zeros((k, cmax), dtype=bool)
-    vmask[cl, col] = True
-    P = np.zeros((k, cmax, 3))
-    S = np.full((k, cmax), np.inf)
-    I = np.zeros((k, cmax), dtype=np.int64)
-    P[cl, col] = pts[order]
-    S[cl, col] = sep[order]
-    I[cl, col] = ids[order]
-    u, v = tangent_basis(seeds)
-    x = _dot(P, u[:, None])
-    y = _dot(P, v[:, None])
-    extent = (np.max(np.where(vmask, x, -np.inf), axis=1) - np.min(np.where(vmask, x, np.inf), axis=1)
-              + np.max(np.where(vmask, y, -np.inf), axis=1) - np.min(np.where(vmask, y, np.inf), axis=1))
-    idx, ok = reduce4(x, y, np.where(vmask, S, 0.0), vmask, SNAP * np.maximum(extent, 1e-9))
-    rr = np.arange(k)[:, None]
-    out = Manifolds(k)
-    out.normal[:] = seeds
-    out.points[:] = P[rr, idx]
-    out.separation[:] = np.where(ok, S[rr, idx], np.inf)
-    out.ids[:] = np.where(ok, I[rr, idx], 0)
-    out.count[:] = ok.sum(axis=1)
-    out.distance[:] = np.min(np.where(vmask, S, np.inf), axis=1)
-    srt = np.lexsort((seed_rank, seed_group))
-    for name in Manifolds.__slots__:
-        setattr(out, name, getattr(out, name)[srt])
-    return out, seed_group[srt], seed_rank[srt]
+    ng = (int(group.max()) + 1 if len(group) else 0) if n_groups is None else int(n_groups)
+    normal, points, sep, ids, count, distance, grp, rank = reduce_contacts(
+        group, man.count, man.normal, man.points, man.separation, man.ids, ng, MAX_CLUSTERS,
+        CLUSTER_COS, SNAP)
+    out = Manifolds(len(count))
+    out.normal, out.points, out.separation, out.ids = normal, points, sep, ids
+    out.count, out.distance = count, distance
+    return out, grp, rank

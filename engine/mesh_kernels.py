@@ -1,0 +1,579 @@
+"""Compiled kernels of the triangle-mesh narrowphase (engine.jit): loops over boxes, rows
+(convex shape, triangle) and contacts that the numpy versions spelled as many small array
+operations, each costing more in dispatch than in arithmetic at a few hundred rows a pass.
+
+- ``bvh_query``: TriangleMesh.query, a depth-first walk of the flat BVH per box;
+- ``face_queries`` / ``edge_query``: mesh_sat's separating-axis candidates per row;
+- ``closest_points``: mesh_distance's exact closest points of a polytope and a triangle;
+- ``reduce_contacts``: mesh_contacts.reduce_manifolds' clustering by normal and its 4-point
+  pick (``reduce4_row``, the same picks as clip.reduce4, compiled for the mesh path).
+
+The geometry and tie rules are the ones the modules that call these document; the kernels
+only change how the loops are run. Every kernel is reached by warmup's mesh scene.
+"""
+import math
+
+import numpy as np
+
+from .jit import kernel
+
+
+# -- BVH ----------------------------------------------------------------------------------------
+@kernel
+def bvh_query(lo, hi, node_lo, node_hi, depth, leaf_start, leaf_count, order, tri_lo, tri_hi):
+    """(box, triangle) pairs whose closed boxes overlap, sorted by box then triangle.
+
+    lo, hi (Q, 3) query boxes; node_lo/hi the implicit tree's boxes (children of i: 2i+1,
+    2i+2; leaves at ``depth``); leaf_start/count slots of each leaf in ``order``."""
+    nq = lo.shape[0]
+    cap = max(16, 8 * nq)
+    out_q = np.empty(cap, np.int64)
+    out_t = np.empty(cap, np.int64)
+    n = 0
+    stack = np.empty(2 * (depth + 2), np.int64)
+    first_leaf = (1 << depth) - 1
+    for q in range(nq):
+        start = n
+        top = 0
+        stack[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            hit = True
+            for j in range(3):
+                if not (node_lo[node, j] <= hi[q, j] and lo[q, j] <= node_hi[node, j]):
+                    hit = False
+                    break
+            if not hit:
+                continue
+            if node < first_leaf:
+                stack[top] = 2 * node + 2
+                stack[top + 1] = 2 * node + 1
+                top += 2
+                continue
+            leaf = node - first_leaf
+            s0 = leaf_start[leaf]
+            for s in range(s0, s0 + leaf_count[leaf]):
+                tri = order[s]
+                inside = True
+                for j in range(3):
+                    if not (tri_lo[tri, j] <= hi[q, j] and lo[q, j] <= tri_hi[tri, j]):
+                        inside = False
+                        break
+                if not inside:
+                    continue
+                if n == cap:
+                    cap *= 2
+                    grow_q = np.empty(cap, np.int64)
+                    grow_t = np.empty(cap, np.int64)
+                    grow_q[:n] = out_q[:n]
+                    grow_t[:n] = out_t[:n]
+                    out_q, out_t = grow_q, grow_t
+                out_q[n] = q
+                out_t[n] = tri
+                n += 1
+        out_t[start:n] = np.sort(out_t[start:n])
+    return out_q[:n].copy(), out_t[:n].copy()
+
+
+# -- separating axes ----------------------------------------------------------------------------
+@kernel
+def face_queries(points, planes, t, N):
+    """mesh_sat.face_queries: sep_t (M,), the best polytope face's sep_f (M,), face (M,)."""
+    m = t.shape[0]
+    sep_t = np.empty(m)
+    sep_f = np.empty(m)
+    face = np.zeros(m, np.int64)
+    for r in range(m):
+        nx, ny, nz = N[r, 0], N[r, 1], N[r, 2]
+        lo = np.inf
+        for v in range(points.shape[1]):
+            d = points[r, v, 0] * nx + points[r, v, 1] * ny + points[r, v, 2] * nz
+            if d < lo:
+                lo = d
+        sep_t[r] = lo - (nx * t[r, 0, 0] + ny * t[r, 0, 1] + nz * t[r, 0, 2])
+        best = -np.inf
+        for f in range(planes.shape[1]):
+            low = np.inf
+            for k in range(3):
+                d = (planes[r, f, 0] * t[r, k, 0] + planes[r, f, 1] * t[r, k, 1]
+                     + planes[r, f, 2] * t[r, k, 2])
+                if d < low:
+                    low = d
+            s = low - planes[r, f, 3]
+            if s > best or f == 0:
+                best = s
+                face[r] = f
+        sep_f[r] = best
+    return sep_t, sep_f, face
+
+
+@kernel
+def edge_query(ids, nedges, t, N, nrm_all, h_all, parallel_sin):
+    """mesh_sat.edge_query over every row: the best Minkowski-face (polytope edge, triangle
+    edge) pair. nrm_all (S, 3, 2, E) the edges' face normals, h_all (S, 2, E) their offsets.
+    Returns sep (M,) (-inf where no pair qualifies), edge (M,), k (M,), axis (M, 3)."""
+    m = t.shape[0]
+    best = np.full(m, -np.inf)
+    edge = np.zeros(m, np.int64)
+    kk = np.zeros(m, np.int64)
+    axis = np.zeros((m, 3))
+    te = np.empty((3, 3))
+    o = np.empty((3, 3))
+    for r in range(m):
+        s = ids[r]
+        for k in range(3):
+            for j in range(3):
+                te[k, j] = t[r, (k + 1) % 3, j] - t[r, k, j]
+        nx, ny, nz = N[r, 0], N[r, 1], N[r, 2]
+        for k in range(3):              # outward in-plane normals: te x N
+            o[k, 0] = te[k, 1] * nz - te[k, 2] * ny
+            o[k, 1] = te[k, 2] * nx - te[k, 0] * nz
+            o[k, 2] = te[k, 0] * ny - te[k, 1] * nx
+        flip = 0.0
+        for j in range(3):
+            flip += o[0, j] * (t[r, 2, j] - t[r, 0, j])
+        sign = -1.0 if flip > 0 else 1.0
+        top = -np.inf
+        for k in range(3):
+            lte = math.sqrt(te[k, 0] * te[k, 0] + te[k, 1] * te[k, 1] + te[k, 2] * te[k, 2])
+            for e in range(nedges[s]):
+                d1 = (te[k, 0] * nrm_all[s, 0, 0, e] + te[k, 1] * nrm_all[s, 1, 0, e]
+                      + te[k, 2] * nrm_all[s, 2, 0, e])
+                d2 = (te[k, 0] * nrm_all[s, 0, 1, e] + te[k, 1] * nrm_all[s, 1, 1, e]
+                      + te[k, 2] * nrm_all[s, 2, 1, e])
+                if not d1 * d2 < 0.0:
+                    continue
+                w1 = abs(d2)
+                w2 = abs(d1)
+                ux = w1 * nrm_all[s, 0, 0, e] + w2 * nrm_all[s, 0, 1, e]
+                uy = w1 * nrm_all[s, 1, 0, e] + w2 * nrm_all[s, 1, 1, e]
+                uz = w1 * nrm_all[s, 2, 0, e] + w2 * nrm_all[s, 2, 1, e]
+                len_u = math.sqrt(ux * ux + uy * uy + uz * uz)
+                if not (sign * (ux * o[k, 0] + uy * o[k, 1] + uz * o[k, 2]) < 0.0
+                        and len_u > parallel_sin * lte):
+                    continue
+                gap = (ux * t[r, k, 0] + uy * t[r, k, 1] + uz * t[r, k, 2]
+                       - w1 * h_all[s, 0, e] - w2 * h_all[s, 1, e])
+                sep = gap / len_u
+                if sep > top:
+                    top = sep
+                    best[r] = sep
+                    edge[r] = e
+                    kk[r] = k
+                    axis[r, 0] = ux / len_u
+                    axis[r, 1] = uy / len_u
+                    axis[r, 2] = uz / len_u
+    return best, edge, kk, axis
+
+
+# -- exact closest points -----------------------------------------------------------------------
+@kernel(inline="always")
+def _segment_closest(p0, p1, q0, q1, cp, cq):
+    """clip.segment_closest for one pair (eps 1e-12), results into cp, cq (3,)."""
+    eps = 1e-12
+    a = 0.0
+    e = 0.0
+    f = 0.0
+    c = 0.0
+    b = 0.0
+    for j in range(3):
+        d1 = p1[j] - p0[j]
+        d2 = q1[j] - q0[j]
+        rr = p0[j] - q0[j]
+        a += d1 * d1
+        e += d2 * d2
+        f += d2 * rr
+        c += d1 * rr
+        b += d1 * d2
+    a_ok = a > eps
+    e_ok = e > eps
+    sa = a if a_ok else 1.0
+    se = e if e_ok else 1.0
+    den = a * e - b * b
+    par = den <= eps * max(a * e, eps)
+    s = 0.0 if par else min(max((b * f - c * e) / den, 0.0), 1.0)
+    tt = (b * s + f) / se
+    if tt < 0:
+        s = min(max(-c / sa, 0.0), 1.0)
+    elif tt > 1:
+        s = min(max((b - c) / sa, 0.0), 1.0)
+    tt = min(max(tt, 0.0), 1.0)
+    if not e_ok:
+        s = min(max(-c / sa, 0.0), 1.0)
+        tt = 0.0
+    if not a_ok:
+        s = 0.0
+        tt = min(max(f / se, 0.0), 1.0) if e_ok else 0.0
+    for j in range(3):
+        cp[j] = p0[j] + s * (p1[j] - p0[j])
+        cq[j] = q0[j] + tt * (q1[j] - q0[j])
+
+
+@kernel(inline="always")
+def _closest_on_triangle(p, a, b, c, res):
+    """decompose.closest_point_triangle for one point (Ericson 5.1.5), into res (3,)."""
+    d1 = d2 = d3 = d4 = d5 = d6 = 0.0
+    for j in range(3):
+        ab = b[j] - a[j]
+        ac = c[j] - a[j]
+        d1 += ab * (p[j] - a[j])
+        d2 += ac * (p[j] - a[j])
+        d3 += ab * (p[j] - b[j])
+        d4 += ac * (p[j] - b[j])
+        d5 += ab * (p[j] - c[j])
+        d6 += ac * (p[j] - c[j])
+    if d1 <= 0 and d2 <= 0:
+        res[:] = a
+        return
+    if d3 >= 0 and d4 <= d3:
+        res[:] = b
+        return
+    if d6 >= 0 and d5 <= d6:
+        res[:] = c
+        return
+    va = d3 * d6 - d5 * d4
+    vb = d5 * d2 - d1 * d6
+    vc = d1 * d4 - d3 * d2
+    if vc <= 0 and d1 >= 0 and d3 <= 0:
+        den = d1 - d3
+        w = d1 / den if den != 0 else d1
+        for j in range(3):
+            res[j] = a[j] + w * (b[j] - a[j])
+        return
+    if vb <= 0 and d2 >= 0 and d6 <= 0:
+        den = d2 - d6
+        w = d2 / den if den != 0 else d2
+        for j in range(3):
+            res[j] = a[j] + w * (c[j] - a[j])
+        return
+    if va <= 0 and d4 - d3 >= 0 and d5 - d6 >= 0:
+        den = (d4 - d3) + (d5 - d6)
+        w = (d4 - d3) / den if den != 0 else (d4 - d3)
+        for j in range(3):
+            res[j] = b[j] + w * (c[j] - b[j])
+        return
+    den = va + vb + vc
+    if den == 0:
+        den = 1.0
+    v = vb / den
+    w = vc / den
+    for j in range(3):
+        res[j] = a[j] + v * (b[j] - a[j]) + w * (c[j] - a[j])
+
+
+@kernel
+def closest_points(ids, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
+                   face_sizes):
+    """mesh_distance.polytope_triangle_closest: the nearest of the vertex/triangle,
+    edge/edge and triangle-vertex/face candidates (first of equals, in that order).
+    Returns distance (R,), point_a (R, 3), point_b (R, 3), normal (R, 3)."""
+    r_n = t.shape[0]
+    dist = np.empty(r_n)
+    pa = np.zeros((r_n, 3))
+    pb = np.zeros((r_n, 3))
+    normal = np.zeros((r_n, 3))
+    q = np.empty(3)
+    cp = np.empty(3)
+    cq = np.empty(3)
+    x = np.empty(3)
+    for r in range(r_n):
+        s = ids[r]
+        best = np.inf
+        for v in range(npoints[s]):                       # (1) polytope vertices
+            _closest_on_triangle(points[s, v], t[r, 0], t[r, 1], t[r, 2], q)
+            d = 0.0
+            for j in range(3):
+                d += (q[j] - points[s, v, j]) ** 2
+            if d < best:
+                best = d
+                pa[r] = points[s, v]
+                pb[r] = q
+        for e in range(nedges[s]):                        # (2) edge pairs
+            a0 = points[s, edges[s, e, 0]]
+            a1 = points[s, edges[s, e, 1]]
+            for k in range(3):
+                _segment_closest(a0, a1, t[r, k], t[r, (k + 1) % 3], cp, cq)
+                d = 0.0
+                for j in range(3):
+                    d += (cq[j] - cp[j]) ** 2
+                if d < best:
+                    best = d
+                    pa[r] = cp
+                    pb[r] = cq
+        for k in range(3):                                # (3) triangle vertices over faces
+            for f in range(nfaces[s]):
+                h = (planes[s, f, 0] * t[r, k, 0] + planes[s, f, 1] * t[r, k, 1]
+                     + planes[s, f, 2] * t[r, k, 2]) - planes[s, f, 3]
+                if not h > 0.0:
+                    continue
+                for j in range(3):
+                    x[j] = t[r, k, j] - h * planes[s, f, j]
+                size = face_sizes[s, f]
+                inside = True
+                for w in range(size):
+                    l0 = points[s, face_loops[s, f, w]]
+                    l1 = points[s, face_loops[s, f, (w + 1) % size]]
+                    ex, ey, ez = l1[0] - l0[0], l1[1] - l0[1], l1[2] - l0[2]
+                    rx, ry, rz = x[0] - l0[0], x[1] - l0[1], x[2] - l0[2]
+                    side = ((ey * rz - ez * ry) * planes[s, f, 0]
+                            + (ez * rx - ex * rz) * planes[s, f, 1]
+                            + (ex * ry - ey * rx) * planes[s, f, 2])
+                    if not side >= 0.0:
+                        inside = False
+                        break
+                if inside and h * h < best:
+                    best = h * h
+                    pa[r] = x
+                    pb[r] = t[r, k]
+        dist[r] = math.sqrt(best)
+        inv = 1.0 / max(dist[r], 1e-300)
+        for j in range(3):
+            normal[r, j] = (pb[r, j] - pa[r, j]) * inv
+    return dist, pa, pb, normal
+
+
+# -- 4-point reduction ----------------------------------------------------------------------------
+@kernel(inline="always")
+def _pick(score, valid, n, tol):
+    """clip._pick for one row: the first valid candidate within tol of the best score."""
+    best = -np.inf
+    for c in range(n):
+        if valid[c] and score[c] > best:
+            best = score[c]
+    if not np.isfinite(best):
+        best = 0.0
+    for c in range(n):
+        if valid[c] and score[c] >= best - tol:
+            return c, best
+    return 0, best
+
+
+@kernel(inline="always")
+def reduce4_row(x, y, sep, valid, n, eps, idx, ok):
+    """clip.reduce4 for one row of n candidates: deepest, farthest, largest triangle,
+    largest quad, into idx (4,) and ok (4,) (a prefix)."""
+    score = np.empty(n)
+    for c in range(n):
+        score[c] = -sep[c]
+    i1, _ = _pick(score, valid, n, eps)
+    ok1 = False
+    for c in range(n):
+        ok1 = ok1 or valid[c]
+    x1, y1 = x[i1], y[i1]
+    for c in range(n):
+        score[c] = math.sqrt((x[c] - x1) ** 2 + (y[c] - y1) ** 2)
+    i2, d12 = _pick(score, valid, n, eps)
+    ok2 = ok1 and d12 > eps
+    ex, ey = x[i2] - x1, y[i2] - y1
+    tol = eps * d12
+    for c in range(n):
+        score[c] = abs(ex * (y[c] - y1) - ey * (x[c] - x1))
+    i3, a3 = _pick(score, valid, n, tol)
+    ok3 = ok2 and a3 > tol
+    ccw = ex * (y[i3] - y1) - ey * (x[i3] - x1) >= 0
+    qx2, qy2 = (x[i2], y[i2]) if ccw else (x[i3], y[i3])
+    qx3, qy3 = (x[i3], y[i3]) if ccw else (x[i2], y[i2])
+    for c in range(n):
+        s1 = (qx2 - x1) * (y[c] - y1) - (qy2 - y1) * (x[c] - x1)
+        s2 = (qx3 - qx2) * (y[c] - qy2) - (qy3 - qy2) * (x[c] - qx2)
+        s3 = (x1 - qx3) * (y[c] - qy3) - (y1 - qy3) * (x[c] - qx3)
+        score[c] = -min(min(s1, s2), s3)
+    i4, a4 = _pick(score, valid, n, tol)
+    ok4 = ok3 and a4 > tol
+    idx[0], idx[1], idx[2], idx[3] = i1, i2, i3, i4
+    ok[0], ok[1], ok[2], ok[3] = ok1, ok2, ok3, ok4
+
+
+@kernel(inline="always")
+def _tangent_basis(n, u, v):
+    """clip.tangent_basis for one unit normal (Duff et al. 2017)."""
+    sign = 1.0 if n[2] >= 0 else -1.0
+    a = -1.0 / (sign + n[2])
+    b = n[0] * n[1] * a
+    u[0] = 1.0 + sign * n[0] * n[0] * a
+    u[1] = sign * b
+    u[2] = -sign * n[0]
+    v[0] = n[1] * u[2] - n[2] * u[1]
+    v[1] = n[2] * u[0] - n[0] * u[2]
+    v[2] = n[0] * u[1] - n[1] * u[0]
+
+
+# -- reduction of a body pair's triangle contacts -----------------------------------------------
+@kernel
+def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max_clusters,
+                    cluster_cos, snap):
+    """mesh_contacts.reduce_manifolds over flat manifold arrays (M rows, 4 slots).
+
+    Returns per output manifold (K rows, by group then rank): normal (K, 3), points (K, 4, 3),
+    separation (K, 4), ids (K, 4), count (K,), distance (K,), group (K,), rank (K,)."""
+    m = count.shape[0]
+    n = 0
+    for i in range(m):
+        n += count[i]
+    g = np.empty(n, np.int64)
+    src = np.empty((n, 2), np.int64)
+    sep = np.empty(n)
+    c = 0
+    for i in range(m):
+        for s in range(count[i]):
+            g[c] = group[i]
+            src[c, 0] = i
+            src[c, 1] = s
+            sep[c] = separation[i, s]
+            c += 1
+    # Contacts by group, then depth, then index (a stable sort on depth within a group).
+    by_depth = np.empty(n, np.int64)
+    gcount = np.zeros(n_groups + 1, np.int64)
+    for c in range(n):
+        gcount[g[c] + 1] += 1
+    gstart = np.cumsum(gcount)
+    fill = gstart[:-1].copy()
+    for c in range(n):
+        by_depth[fill[g[c]]] = c
+        fill[g[c]] += 1
+    for gi in range(n_groups):
+        a, b = gstart[gi], gstart[gi + 1]
+        if b - a > 1:
+            seg = by_depth[a:b].copy()
+            o = np.argsort(sep[seg], kind="mergesort")
+            by_depth[a:b] = seg[o]
+    cluster = np.full(n, -1, np.int64)
+    seed_c = np.empty(n, np.int64)            # contact seeding each cluster
+    seed_group = np.empty(n, np.int64)
+    seed_rank = np.empty(n, np.int64)
+    seed_of = np.full((n_groups, max_clusters), -1, np.int64)
+    k = 0
+    for rank in range(max_clusters):
+        any_free = False
+        for c in range(n):
+            if cluster[c] < 0:
+                any_free = True
+                break
+        if not any_free:
+            break
+        for gi in range(n_groups):
+            first = -1
+            for p in range(gstart[gi], gstart[gi + 1]):
+                if cluster[by_depth[p]] < 0:
+                    first = by_depth[p]
+                    break
+            if first < 0:
+                continue
+            seed_c[k] = first
+            seed_group[k] = gi
+            seed_rank[k] = rank
+            seed_of[gi, rank] = k
+            sn = normal[src[first, 0]]
+            for p in range(gstart[gi], gstart[gi + 1]):
+                cc = by_depth[p]
+                if cluster[cc] >= 0:
+                    continue
+                nn = normal[src[cc, 0]]
+                if nn[0] * sn[0] + nn[1] * sn[1] + nn[2] * sn[2] >= cluster_cos:
+                    cluster[cc] = k
+            k += 1
+    for c in range(n):                        # the rest join their group's closest cluster
+        if cluster[c] >= 0:
+            continue
+        nn = normal[src[c, 0]]
+        best = -np.inf
+        pick = seed_of[g[c], 0]
+        for rank in range(max_clusters):
+            sid = seed_of[g[c], rank]
+            if sid < 0:
+                continue
+            sn = normal[src[seed_c[sid], 0]]
+            d = nn[0] * sn[0] + nn[1] * sn[1] + nn[2] * sn[2]
+            if d > best:
+                best = d
+                pick = sid
+        cluster[c] = pick
+    # Each cluster's contacts, farthest from its centroid (in its plane) first: reduce4
+    # breaks depth ties by order, so a box on many triangles keeps its corners.
+    cnt = np.zeros(k, np.int64)
+    centroid = np.zeros((k, 3))
+    for c in range(n):
+        cnt[cluster[c]] += 1
+        for j in range(3):
+            centroid[cluster[c], j] += points[src[c, 0], src[c, 1], j]
+    for q in range(k):
+        for j in range(3):
+            centroid[q, j] /= max(cnt[q], 1)
+    radial = np.empty(n)
+    top = 0.0
+    for c in range(n):
+        sn = normal[src[seed_c[cluster[c]], 0]]
+        off = np.empty(3)
+        for j in range(3):
+            off[j] = points[src[c, 0], src[c, 1], j] - centroid[cluster[c], j]
+        h = off[0] * sn[0] + off[1] * sn[1] + off[2] * sn[2]
+        r2 = 0.0
+        for j in range(3):
+            off[j] -= h * sn[j]
+            r2 += off[j] * off[j]
+        radial[c] = r2
+        top = max(top, r2)
+    top = max(top, 1e-300)
+    for c in range(n):
+        radial[c] = np.rint(radial[c] / top * 1e9) / 1e9
+    members = np.empty(n, np.int64)
+    cstart = np.zeros(k + 1, np.int64)
+    for q in range(k):
+        cstart[q + 1] = cstart[q] + cnt[q]
+    fill2 = cstart[:-1].copy()
+    for c in range(n):
+        members[fill2[cluster[c]]] = c
+        fill2[cluster[c]] += 1
+    out_n = np.zeros((k, 3))
+    out_p = np.zeros((k, 4, 3))
+    out_s = np.full((k, 4), np.inf)
+    out_i = np.zeros((k, 4), np.int64)
+    out_c = np.zeros(k, np.int64)
+    out_d = np.full(k, np.inf)
+    u = np.empty(3)
+    v = np.empty(3)
+    idx = np.empty(4, np.int64)
+    ok = np.empty(4, np.bool_)
+    for q in range(k):
+        a, b = cstart[q], cstart[q + 1]
+        mem = members[a:b].copy()
+        o = np.argsort(-radial[mem], kind="mergesort")
+        mem = mem[o]
+        size = b - a
+        sn = normal[src[seed_c[q], 0]]
+        out_n[q] = sn
+        _tangent_basis(sn, u, v)
+        x = np.empty(size)
+        y = np.empty(size)
+        s = np.empty(size)
+        valid = np.ones(size, np.bool_)
+        for w in range(size):
+            p = points[src[mem[w], 0], src[mem[w], 1]]
+            x[w] = p[0] * u[0] + p[1] * u[1] + p[2] * u[2]
+            y[w] = p[0] * v[0] + p[1] * v[1] + p[2] * v[2]
+            s[w] = sep[mem[w]]
+            out_d[q] = min(out_d[q], s[w])
+        extent = (x.max() - x.min()) + (y.max() - y.min())
+        reduce4_row(x, y, s, valid, size, snap * max(extent, 1e-9), idx, ok)
+        for j in range(4):
+            if ok[j]:
+                cc = mem[idx[j]]
+                out_p[q, j] = points[src[cc, 0], src[cc, 1]]
+                out_s[q, j] = sep[cc]
+                out_i[q, j] = ids[src[cc, 0], src[cc, 1]]
+                out_c[q] += 1
+            else:
+                out_p[q, j] = points[src[mem[idx[j]], 0], src[mem[idx[j]], 1]]
+    # By group, then rank.
+    order = np.empty(k, np.int64)
+    w = 0
+    for gi in range(n_groups):
+        for rank in range(max_clusters):
+            sid = seed_of[gi, rank]
+            if sid >= 0:
+                order[w] = sid
+                w += 1
+    return (out_n[order], out_p[order], out_s[order], out_i[order], out_c[order],
+            out_d[order], seed_group[:k][order], seed_rank[:k][order])
