@@ -33,12 +33,12 @@ Output: ``narrowphase.Manifolds`` rows, normal from the convex shape (A) to the 
 import numpy as np
 
 from . import detmath, mesh_sat
-from .clip import SNAP, reduce4, segment_closest, tangent_basis
+from .clip import SNAP, segment_closest
 from .curved import is_curved
 from .curved_contacts import curved_triangles
 from .kinds import ShapeKind
 from .mesh_distance import polytope_triangle_closest
-from .mesh_kernels import reduce_contacts
+from .mesh_kernels import clip_candidates, clip_faces, reduce_contacts
 from .narrowphase import Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
@@ -88,81 +88,31 @@ def _feature_active(tri, u, active, tol):
     return np.where(n >= 3, True, np.where(n == 2, edge_ok, vert_ok))
 
 
-def _polygon(table, ids, face):
-    """Padded patch loops of shape faces (engine.patches: the face's own loop unless it is part
-    of a flat side of many faces) as points (M, W, 3) and a mask (padding = vertex 0)."""
-    size = table.patch_sizes[ids, face]
-    width = int(size.max())
-    loop = table.patch_loops[ids, face, :width]
-    mask = np.arange(width) < size[:, None]
-    loop = np.where(mask, loop, loop[:, :1])
-    return table.points[ids[:, None], loop], mask
-
-
 def _clip(ref, rmask, inc, kmask, n, inc_normal, margin, eps):
     """Intersection of a reference and an incident polygon seen along n (all in one frame).
 
-    ref (M, R, 3), inc (M, K, 3) padded loops with masks; n (M, 3) unit normal of the reference
-    face pointing at the incident shape; inc_normal (M, 3) the incident face's outward normal.
+    ref (M, R, 3), inc (M, K, 3) padded loops with masks (a prefix of each row); n (M, 3) unit
+    normal of the reference face pointing at the incident shape; inc_normal (M, 3) the
+    incident face's outward normal. Candidates: incident vertices inside the reference
+    polygon, reference vertices inside the incident one (lifted onto its plane), edge
+    crossings; valid where the incident surface is within the margin of the reference plane.
     Returns 2D coords x, y (M, C), heights z (M, C) of the incident surface above the reference
-    plane, valid (M, C), route (M, C), code (M, C), and the frame (origin, u, v)."""
+    plane, valid (M, C), route (M, C), code (M, C), and the frame (origin, u, v). Compiled:
+    mesh_kernels.clip_row (curved_contacts' path; the polytope path clips in clip_faces)."""
     m, r_n = ref.shape[:2]
     k_n = inc.shape[1]
-    rows = np.arange(m)[:, None]
-    u, v = tangent_basis(n)
-    o = ref[:, 0]
-    rx, ry = _dot(ref - o[:, None], u[:, None]), _dot(ref - o[:, None], v[:, None])
-    ix, iy = _dot(inc - o[:, None], u[:, None]), _dot(inc - o[:, None], v[:, None])
-    iz = _dot(inc - o[:, None], n[:, None])
-    rsize, ksize = rmask.sum(axis=1), kmask.sum(axis=1)
-    rn = (np.arange(r_n)[None] + 1) % rsize[:, None]
-    kn = (np.arange(k_n)[None] + 1) % ksize[:, None]
-    rex, rey = rx[rows, rn] - rx, ry[rows, rn] - ry
-    kex, key_ = ix[rows, kn] - ix, iy[rows, kn] - iy
-    # Orientation of each polygon in the (u, v) plane (shoelace sign).
-    r_or = np.where(np.sum(np.where(rmask, rx * rey - ry * rex, 0.0), axis=1) >= 0, 1.0, -1.0)
-    k_or = np.where(np.sum(np.where(kmask, ix * key_ - iy * kex, 0.0), axis=1) >= 0, 1.0, -1.0)
-    rlen = np.sqrt(rex * rex + rey * rey)
-    klen = np.sqrt(kex * kex + key_ * key_)
-    tol = eps[:, None, None]
-    # (1) incident vertices inside the reference polygon: (M, K, R) edge tests.
-    s1 = (rex[:, None, :] * (iy[:, :, None] - ry[:, None, :])
-          - rey[:, None, :] * (ix[:, :, None] - rx[:, None, :])) * r_or[:, None, None]
-    in1 = np.all((s1 >= -tol * rlen[:, None, :]) | ~rmask[:, None, :], axis=2) & kmask
-    # (2) reference vertices inside the incident polygon, lifted onto the incident plane.
-    s2 = (kex[:, None, :] * (ry[:, :, None] - iy[:, None, :])
-          - key_[:, None, :] * (rx[:, :, None] - ix[:, None, :])) * k_or[:, None, None]
-    in2 = np.all((s2 >= -tol * klen[:, None, :]) | ~kmask[:, None, :], axis=2) & rmask
-    mn = _dot(inc_normal, n)
-    good_plane = mn < -1e-6
-    di = _dot(inc_normal, inc[:, 0] - o)
-    mu, mv = _dot(inc_normal, u), _dot(inc_normal, v)
-    z2 = (di[:, None] - mu[:, None] * rx - mv[:, None] * ry) / np.where(good_plane, mn, -1.0)[:, None]
-    in2 &= good_plane[:, None]
-    # (3) crossings of reference edge r and incident edge k: (M, R, K).
-    den = rex[:, :, None] * key_[:, None, :] - rey[:, :, None] * kex[:, None, :]
-    cx = ix[:, None, :] - rx[:, :, None]
-    cy = iy[:, None, :] - ry[:, :, None]
-    ok_den = np.abs(den) > 1e-12 * (rlen[:, :, None] * klen[:, None, :] + 1e-300)
-    dd = np.where(ok_den, den, 1.0)
-    s = (cx * key_[:, None, :] - cy * kex[:, None, :]) / dd
-    t = (cx * rey[:, :, None] - cy * rex[:, :, None]) / dd
-    in3 = (ok_den & (s >= 0) & (s <= 1) & (t >= 0) & (t <= 1)
-           & rmask[:, :, None] & kmask[:, None, :])
-    x3 = rx[:, :, None] + s * rex[:, :, None]
-    y3 = ry[:, :, None] + s * rey[:, :, None]
-    z3 = iz[:, None, :] + t * (iz[rows, kn][:, None, :] - iz[:, None, :])
-    x = np.concatenate((ix, rx, x3.reshape(m, -1)), axis=1)
-    y = np.concatenate((iy, ry, y3.reshape(m, -1)), axis=1)
-    z = np.concatenate((iz, z2, z3.reshape(m, -1)), axis=1)
     # margin: a scalar, (M,) or (M, 1) (curved_contacts passes a column).
-    limit = np.reshape(margin, (-1, 1)) if np.ndim(margin) else margin
-    valid = np.concatenate((in1, in2, in3.reshape(m, -1)), axis=1) & (z <= limit)
+    limit = np.ascontiguousarray(np.broadcast_to(np.reshape(margin, -1), (m,)), np.float64)
+    f64 = np.float64
+    x, y, z, valid, frame = clip_candidates(
+        np.ascontiguousarray(ref, f64), rmask.sum(axis=1), np.ascontiguousarray(inc, f64),
+        kmask.sum(axis=1), np.ascontiguousarray(n, f64), np.ascontiguousarray(inc_normal, f64),
+        limit, np.ascontiguousarray(np.broadcast_to(eps, (m,)), f64))
     route = np.concatenate((np.full(k_n, ROUTE_INC), np.full(r_n, ROUTE_REF),
                             np.full(r_n * k_n, ROUTE_CROSS)))
     code = np.concatenate((np.arange(k_n), np.arange(r_n),
                            (np.arange(r_n)[:, None] * 64 + np.arange(k_n)[None]).reshape(-1)))
-    return x, y, z, valid, route, code, (o, u, v)
+    return x, y, z, valid, route, code, (frame[:, 0], frame[:, 1], frame[:, 2])
 
 
 def _local(rot, pos, pts):
@@ -283,7 +233,7 @@ def _polytope_near(table, ids, t, N, active, margin, tri_index, planes, sep_t, s
     out.distance[:] = np.where(use_t, sep_t, best)
     out.axis_kind[:] = np.where(use_t, AXIS_TRI_FACE, np.where(use_f, AXIS_CONVEX_FACE, AXIS_EDGE))
     eps = SNAP * scale
-    _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face,
+    _clip_faces(out, table, ids, t, N, margin, eps, tri_index, face,
                 np.flatnonzero(use_t & (sep_t <= margin)), np.flatnonzero(use_f & (sep_f <= margin)))
     # Face axes whose clipping found nothing (the face bias kept a face axis where an edge or
     # vertex is the real contact; not after an internal-edge switch, where an empty clip means
@@ -299,34 +249,18 @@ def _polytope_near(table, ids, t, N, active, margin, tri_index, planes, sep_t, s
     return out
 
 
-def _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face, sel_t, sel_f):
-    """Face contacts of both kinds in one clipping pass: rows sel_t take the triangle as the
-    reference and the polytope face most anti-parallel to N as the incident polygon; rows
+def _clip_faces(out, table, ids, t, N, margin, eps, tri_index, face, sel_t, sel_f):
+    """Face contacts of both kinds (mesh_kernels.clip_faces): rows sel_t take the triangle as
+    the reference and the polytope face most anti-parallel to N as the incident polygon; rows
     sel_f take the polytope's SAT face as the reference and the triangle as the incident one.
-    Both polygons are padded to one width (masked): the candidates keep their order, so this
-    is the same as clipping the two sets apart."""
+    Polytope faces are their patch outlines (engine.patches)."""
     sel = np.concatenate((sel_t, sel_f))
     if not len(sel):
         return
-    is_t = (np.arange(len(sel)) < len(sel_t))[:, None]
-    inc_f = np.argmin(np.matmul(planes[sel_t, :, :3], N[sel_t][:, :, None])[:, :, 0], axis=1)
-    faces = np.concatenate((inc_f, face[sel_f]))
-    poly, pmask = _polygon(table, ids[sel], faces)
-    w = poly.shape[1]
-    tri = t[sel]
-    tri = np.concatenate((tri, np.repeat(tri[:, :1], w - 3, axis=1)), axis=1)
-    tmask = np.broadcast_to(np.arange(w) < 3, pmask.shape)
-    fn = planes[sel, faces, :3]
-    n_sel = N[sel]
-    ref = np.where(is_t[:, :, None], tri, poly)
-    inc = np.where(is_t[:, :, None], poly, tri)
-    rmask = np.where(is_t, tmask, pmask)
-    kmask = np.where(is_t, pmask, tmask)
-    n = np.where(is_t, n_sel, fn)
-    x, y, z, valid, route, code, (o, uu, vv) = _clip(
-        ref, rmask, inc, kmask, n, np.where(is_t, fn, n_sel), margin[sel], eps[sel])
-    _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, n, eps[sel],
-                 _ids(tri_index[sel], ~is_t[:, 0], faces, 0, 0), np.where(is_t, -n_sel, fn))
+    is_t = np.arange(len(sel)) < len(sel_t)
+    clip_faces(table.points, table.planes, table.nfaces, table.patch_loops, table.patch_sizes,
+               ids, t, N, margin, eps, np.asarray(tri_index, dtype=np.int64), face, sel, is_t,
+               out.normal, out.points, out.separation, out.ids, out.count)
 
 
 def _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps, tri_index):
@@ -367,21 +301,6 @@ def _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et, sel):
     out.count[sel] = keep
     out.normal[sel] = ax
     out.axis_kind[sel] = AXIS_EDGE
-
-
-def _finish_clip(out, sel, x, y, z, valid, route, code, o, u, v, n, eps, base, normal):
-    """Reduce clipped candidates to 4 and store them midway between the surfaces."""
-    idx, ok = reduce4(x, y, z, valid, eps)
-    rr = np.arange(len(sel))[:, None]
-    px, py, pz = x[rr, idx], y[rr, idx], z[rr, idx]
-    pts = (o[:, None] + px[..., None] * u[:, None] + py[..., None] * v[:, None]
-           + 0.5 * pz[..., None] * n[:, None])
-    ids = base[:, None] | (route[idx] << 12) | code[idx]
-    out.normal[sel] = normal
-    out.points[sel] = pts
-    out.separation[sel] = np.where(ok, pz, np.inf)
-    out.ids[sel] = np.where(ok, ids, 0)
-    out.count[sel] = ok.sum(axis=1)
 
 
 def _round_triangle(table, ids, t, N, active, margin, tri_index):

@@ -577,3 +577,201 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
                 w += 1
     return (out_n[order], out_p[order], out_s[order], out_i[order], out_c[order],
             out_d[order], seed_group[:k][order], seed_rank[:k][order])
+
+
+# -- face clipping ------------------------------------------------------------------------------
+@kernel(inline="always")
+def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, valid, frame):
+    """mesh_contacts._clip for one pair: the candidates of a reference polygon ref (nr, 3) and
+    an incident polygon inc (nk, 3) seen along n (the reference face's unit normal towards
+    the incident shape). Written at the padded layout of widths kw >= nk, rw >= nr: incident
+    vertex i at i, reference vertex j at kw + j, crossing of reference edge j and incident
+    edge i at kw + rw + j * kw + i (x, y plane coordinates, z the incident surface's height
+    above the reference plane, valid); frame (3, 3) gets the origin and the basis u, v."""
+    for c in range(kw + rw + rw * kw):
+        valid[c] = False
+    u = frame[1]
+    v = frame[2]
+    _tangent_basis(n, u, v)
+    for j in range(3):
+        frame[0, j] = ref[0, j]
+    o = frame[0]
+    rx = np.empty(nr)
+    ry = np.empty(nr)
+    ix = np.empty(nk)
+    iy = np.empty(nk)
+    iz = np.empty(nk)
+    for j in range(nr):
+        dx, dy, dz = ref[j, 0] - o[0], ref[j, 1] - o[1], ref[j, 2] - o[2]
+        rx[j] = dx * u[0] + dy * u[1] + dz * u[2]
+        ry[j] = dx * v[0] + dy * v[1] + dz * v[2]
+    for i in range(nk):
+        dx, dy, dz = inc[i, 0] - o[0], inc[i, 1] - o[1], inc[i, 2] - o[2]
+        ix[i] = dx * u[0] + dy * u[1] + dz * u[2]
+        iy[i] = dx * v[0] + dy * v[1] + dz * v[2]
+        iz[i] = dx * n[0] + dy * n[1] + dz * n[2]
+    rex = np.empty(nr)
+    rey = np.empty(nr)
+    rlen = np.empty(nr)
+    area = 0.0
+    for j in range(nr):
+        rex[j] = rx[(j + 1) % nr] - rx[j]
+        rey[j] = ry[(j + 1) % nr] - ry[j]
+        rlen[j] = math.sqrt(rex[j] * rex[j] + rey[j] * rey[j])
+        area += rx[j] * rey[j] - ry[j] * rex[j]
+    r_or = 1.0 if area >= 0 else -1.0
+    kex = np.empty(nk)
+    key = np.empty(nk)
+    klen = np.empty(nk)
+    area = 0.0
+    for i in range(nk):
+        kex[i] = ix[(i + 1) % nk] - ix[i]
+        key[i] = iy[(i + 1) % nk] - iy[i]
+        klen[i] = math.sqrt(kex[i] * kex[i] + key[i] * key[i])
+        area += ix[i] * key[i] - iy[i] * kex[i]
+    k_or = 1.0 if area >= 0 else -1.0
+    # (1) incident vertices inside the reference polygon.
+    for i in range(nk):
+        inside = True
+        for j in range(nr):
+            s1 = (rex[j] * (iy[i] - ry[j]) - rey[j] * (ix[i] - rx[j])) * r_or
+            if not s1 >= -eps * rlen[j]:
+                inside = False
+                break
+        x[i] = ix[i]
+        y[i] = iy[i]
+        z[i] = iz[i]
+        valid[i] = inside and iz[i] <= margin
+    # (2) reference vertices inside the incident polygon, lifted onto the incident plane.
+    mn = inc_normal[0] * n[0] + inc_normal[1] * n[1] + inc_normal[2] * n[2]
+    good_plane = mn < -1e-6
+    di = (inc_normal[0] * (inc[0, 0] - o[0]) + inc_normal[1] * (inc[0, 1] - o[1])
+          + inc_normal[2] * (inc[0, 2] - o[2]))
+    mu = inc_normal[0] * u[0] + inc_normal[1] * u[1] + inc_normal[2] * u[2]
+    mv = inc_normal[0] * v[0] + inc_normal[1] * v[1] + inc_normal[2] * v[2]
+    den_p = mn if good_plane else -1.0
+    for j in range(nr):
+        inside = good_plane
+        if inside:
+            for i in range(nk):
+                s2 = (kex[i] * (ry[j] - iy[i]) - key[i] * (rx[j] - ix[i])) * k_or
+                if not s2 >= -eps * klen[i]:
+                    inside = False
+                    break
+        c = kw + j
+        x[c] = rx[j]
+        y[c] = ry[j]
+        z[c] = (di - mu * rx[j] - mv * ry[j]) / den_p
+        valid[c] = inside and z[c] <= margin
+    # (3) crossings of reference edge j and incident edge i.
+    for j in range(nr):
+        for i in range(nk):
+            c = kw + rw + j * kw + i
+            den = rex[j] * key[i] - rey[j] * kex[i]
+            cx = ix[i] - rx[j]
+            cy = iy[i] - ry[j]
+            if not abs(den) > 1e-12 * (rlen[j] * klen[i] + 1e-300):
+                continue
+            s = (cx * key[i] - cy * kex[i]) / den
+            tt = (cx * rey[j] - cy * rex[j]) / den
+            x[c] = rx[j] + s * rex[j]
+            y[c] = ry[j] + s * rey[j]
+            z[c] = iz[i] + tt * (iz[(i + 1) % nk] - iz[i])
+            valid[c] = s >= 0 and s <= 1 and tt >= 0 and tt <= 1 and z[c] <= margin
+
+
+@kernel
+def clip_candidates(ref, rsize, inc, ksize, n, inc_normal, margin, eps):
+    """clip_row over M pairs of padded polygons: x, y, z, valid (M, K + R + R K) and the
+    frames o, u, v (M, 3) (mesh_contacts._clip, for curved_contacts)."""
+    m, rw = ref.shape[0], ref.shape[1]
+    kw = inc.shape[1]
+    width = kw + rw + rw * kw
+    x = np.zeros((m, width))
+    y = np.zeros((m, width))
+    z = np.zeros((m, width))
+    valid = np.zeros((m, width), np.bool_)
+    frame = np.empty((m, 3, 3))
+    for r in range(m):
+        clip_row(ref[r], rsize[r], inc[r], ksize[r], n[r], inc_normal[r], margin[r], eps[r],
+                 kw, rw, x[r], y[r], z[r], valid[r], frame[r])
+    return x, y, z, valid, frame
+
+
+@kernel
+def clip_faces(points, planes, nfaces, patch_loops, patch_sizes, ids, t, N, margin, eps,
+               tri_index, face, rows, is_t, normal_out, points_out, sep_out, ids_out,
+               count_out):
+    """mesh_contacts._clip_faces: face contacts of the given rows, into the out arrays.
+
+    is_t (R,): the triangle is the reference (the polytope face most anti-parallel to N,
+    the first of equals, is the incident polygon), else the polytope's SAT face ``face`` is
+    the reference and the triangle the incident polygon. Each row's candidates (clip_row)
+    are reduced to 4 (reduce4_row) and stored midway between the surfaces with ids
+    tri << 28 | ref on the polytope << 27 | face << 16 | route << 12 | code."""
+    pmax = patch_loops.shape[2]
+    width = pmax + 3 + 3 * pmax
+    poly = np.empty((pmax, 3))
+    x = np.empty(width)
+    y = np.empty(width)
+    z = np.empty(width)
+    valid = np.empty(width, np.bool_)
+    route = np.empty(width, np.int64)
+    code = np.empty(width, np.int64)
+    frame = np.empty((3, 3))
+    idx = np.empty(4, np.int64)
+    ok = np.empty(4, np.bool_)
+    for q in range(rows.shape[0]):
+        r = rows[q]
+        s = ids[r]
+        if is_t[q]:
+            f = 0
+            low = np.inf
+            for g in range(nfaces[s]):
+                d = planes[s, g, 0] * N[r, 0] + planes[s, g, 1] * N[r, 1] + planes[s, g, 2] * N[r, 2]
+                if d < low:
+                    low = d
+                    f = g
+        else:
+            f = face[r]
+        size = patch_sizes[s, f]
+        for w in range(size):
+            poly[w] = points[s, patch_loops[s, f, w]]
+        fn = planes[s, f, :3]
+        if is_t[q]:
+            ref, nr, inc, nk, n, inc_n = t[r], 3, poly, size, N[r], fn
+        else:
+            ref, nr, inc, nk, n, inc_n = poly, size, t[r], 3, fn, N[r]
+        clip_row(ref, nr, inc, nk, n, inc_n, margin[r], eps[r], nk, nr, x, y, z, valid, frame)
+        c = 0
+        for i in range(nk):
+            route[c] = 1                          # ROUTE_INC
+            code[c] = i
+            c += 1
+        for j in range(nr):
+            route[c] = 2                          # ROUTE_REF
+            code[c] = j
+            c += 1
+        for j in range(nr):
+            for i in range(nk):
+                route[c] = 3                      # ROUTE_CROSS
+                code[c] = j * 64 + i
+                c += 1
+        reduce4_row(x, y, z, valid, c, eps[r], idx, ok)
+        base = (tri_index[r] << 28) | ((0 if is_t[q] else 1) << 27) | ((f & 0x7FF) << 16)
+        cnt = 0
+        for j in range(4):
+            p = idx[j]
+            for d in range(3):
+                points_out[r, j, d] = (frame[0, d] + x[p] * frame[1, d] + y[p] * frame[2, d]
+                                       + 0.5 * z[p] * n[d])
+            if ok[j]:
+                sep_out[r, j] = z[p]
+                ids_out[r, j] = base | (route[p] << 12) | (code[p] & 0xFFF)
+                cnt += 1
+            else:
+                sep_out[r, j] = np.inf
+                ids_out[r, j] = 0
+        count_out[r] = cnt
+        for d in range(3):
+            normal_out[r, d] = -N[r, d] if is_t[q] else fn[d]
