@@ -37,8 +37,7 @@ from .clip import SNAP, segment_closest
 from .curved import is_curved
 from .curved_contacts import curved_triangles
 from .kinds import ShapeKind
-from .mesh_distance import polytope_triangle_closest
-from .mesh_kernels import clip_candidates, clip_faces, reduce_contacts
+from .mesh_kernels import clip_candidates, feature_active, polytope_triangles, reduce_contacts
 from .narrowphase import Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
@@ -76,16 +75,12 @@ def _feature_active(tri, u, active, tol):
     """Is the triangle's supporting feature along -u (the part facing the shape) active?
 
     tri (M, 3, 3), u (M, 3) normal from the shape to the triangle, active (M, 3) per edge
-    (edge k = vertex k -> k+1). Three supporting vertices mean a face: always fine."""
-    proj = np.einsum("mki,mi->mk", tri, u)
-    low = proj <= proj.min(axis=1, keepdims=True) + tol[:, None]
-    n = low.sum(axis=1)
-    prev = np.roll(active, 1, axis=1)   # edge k-1 ends at vertex k
-    # Vertex k: edge k or edge k-1 active. Edge (k, k+1): edge k.
-    vert_ok = np.any(low & (active | prev), axis=1)
-    both = low & np.roll(low, -1, axis=1)          # vertices k and k+1 both supporting
-    edge_ok = np.any(both & active, axis=1)
-    return np.where(n >= 3, True, np.where(n == 2, edge_ok, vert_ok))
+    (edge k = vertex k -> k+1), tol (M,). Three supporting vertices mean a face: always fine;
+    a vertex is active if one of its two edges is. Compiled: mesh_kernels.feature_active."""
+    f64 = np.float64
+    return feature_active(np.ascontiguousarray(tri, f64), np.ascontiguousarray(u, f64),
+                          np.ascontiguousarray(active, bool),
+                          np.ascontiguousarray(np.broadcast_to(tol, (len(tri),)), f64))
 
 
 def _clip(ref, rmask, inc, kmask, n, inc_normal, margin, eps):
@@ -144,28 +139,40 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     ids (M,) shape ids of ``table``; pos (M, 3), rot (M, 3, 3) shape poses; tri (M, 3, 3) world
     corners; tri_normal (M, 3) world unit front normals; active_front / active_back (M, 3)
     edge flags (trimesh.TriangleMesh); two_sided (M,) bool; margin a scalar or (M,); tri_index
-    (M,) for the contact ids.
+    (M,) for the contact ids. Polytope rows go through one compiled call
+    (mesh_kernels.polytope_triangles), round and curved shapes through their routines below.
     """
     ids = np.asarray(ids, dtype=np.int64)
     m = len(ids)
     out = Manifolds(m)
     if m == 0:
         return out
-    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
-    tri_index = np.zeros(m, dtype=np.int64) if tri_index is None else np.asarray(tri_index)
-    t = _local(rot, pos, np.asarray(tri, dtype=np.float64))
-    nl = np.matmul(np.asarray(tri_normal, dtype=np.float64)[:, None], rot)[:, 0]
+    margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    tri_index = (np.zeros(m, dtype=np.int64) if tri_index is None
+                 else np.asarray(tri_index, dtype=np.int64))
+    tri = np.asarray(tri, dtype=np.float64)
+    tri_normal = np.asarray(tri_normal, dtype=np.float64)
+    two_sided = np.asarray(two_sided, dtype=bool)
+    poly = table.kind[ids] == ShapeKind.POLYTOPE
+    if poly.all():
+        return _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front,
+                                   active_back, two_sided, margin, tri_index)
+    if poly.any():
+        sel = np.flatnonzero(poly)
+        out._put(sel, _polytope_triangles(
+            table, ids[sel], pos[sel], rot[sel], tri[sel], tri_normal[sel], active_front[sel],
+            active_back[sel], two_sided[sel], margin[sel], tri_index[sel]))
+    t = _local(rot, pos, tri)
+    nl = np.matmul(tri_normal[:, None], rot)[:, 0]
     cen = vertex_mean(table.points[ids], table.npoints[ids])
     h_c = _dot(nl, cen - t[:, 0])
     side = np.where(h_c >= 0, 1.0, -1.0)
-    live = np.asarray(two_sided, dtype=bool) | (h_c >= 0)
+    live = two_sided | (h_c >= 0)
     n_out = nl * side[:, None]                 # triangle normal towards the shape (local)
     active = np.where((side > 0)[:, None], active_front, active_back)
     curved = is_curved(table.kind[ids]) & live               # Cylinder, Cone
-    poly = (table.kind[ids] == ShapeKind.POLYTOPE) & live
-    rnd = (table.kind[ids] != ShapeKind.POLYTOPE) & live & ~curved
-    for sel, routine in ((np.flatnonzero(poly), _polytope_triangle),
-                         (np.flatnonzero(rnd), _round_triangle),
+    rnd = ~poly & live & ~curved
+    for sel, routine in ((np.flatnonzero(rnd), _round_triangle),
                          (np.flatnonzero(curved), curved_triangles)):
         if len(sel):
             part = routine(table, ids[sel], t[sel], n_out[sel], active[sel], margin[sel],
@@ -178,129 +185,27 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     return out
 
 
-def _polytope_triangle(table, ids, t, N, active, margin, tri_index):
-    """Polytope (local frame) vs one-sided triangle t (M, 3, 3) facing it with normal N.
-
-    margin (M,). Rows proven farther apart than their margin by a face axis are dropped before
-    the edge query and the clipping (most of the triangles a body's box overlaps are not
-    touching it: the clipped points of the routes below all lie within margin + a few SNAP
-    tolerances of the other shape, so a face gap beyond margin + CULL_SLACK * scale rules
-    every route out)."""
+def _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front, active_back,
+                        two_sided, margin, tri_index):
+    """Polytope rows of collide_convex_triangles, in one compiled call. Rows proven farther
+    apart than their margin by a face axis skip the edge query and the routes (most of the
+    triangles a body's box overlaps are not touching it: the clipped points of the routes all
+    lie within margin + a few SNAP tolerances of the other shape, so a face gap beyond
+    margin + CULL_SLACK * scale rules every route out)."""
     m = len(ids)
     out = Manifolds(m)
-    vmax = int(table.npoints[ids].max())
-    fmax = int(table.nfaces[ids].max())
-    P = table.points[ids, :vmax]
-    planes = table.planes[ids, :fmax]
-    scale = table.bound_radius[ids]
-    sep_t, sep_f, face = mesh_sat.face_queries(P, planes, t, N)
-    face_best = np.maximum(sep_t, sep_f)
-    out.distance[:] = face_best
-    out.axis_kind[:] = np.where(sep_t >= sep_f, AXIS_TRI_FACE, AXIS_CONVEX_FACE)
-    near = np.flatnonzero(face_best <= margin + CULL_SLACK * scale)
-    if len(near) == 0:
-        return out
-    part = _polytope_near(table, ids[near], t[near], N[near], active[near], margin[near],
-                          tri_index[near], planes[near], sep_t[near], sep_f[near],
-                          face[near])
-    if len(near) == m:                  # nothing culled: the part has every field
-        return part
-    out._put(near, part)
+    nrm_all, h_all, _ = mesh_sat._edge_consts(table)
+    f64 = np.float64
+    consts = np.array([CULL_SLACK, SNAP, REL_TOL, ABS_TOL, TOUCH, mesh_sat.PARALLEL_SIN])
+    polytope_triangles(
+        table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
+        table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
+        table.bound_radius, nrm_all, h_all, ids, np.ascontiguousarray(pos, f64),
+        np.ascontiguousarray(rot, f64), np.ascontiguousarray(tri), np.ascontiguousarray(tri_normal),
+        np.ascontiguousarray(active_front, bool), np.ascontiguousarray(active_back, bool),
+        np.ascontiguousarray(two_sided), margin, np.ascontiguousarray(tri_index), consts,
+        out.normal, out.points, out.separation, out.ids, out.count, out.distance, out.axis_kind)
     return out
-
-
-def _polytope_near(table, ids, t, N, active, margin, tri_index, planes, sep_t, sep_f, face):
-    """_polytope_triangle for rows that survived the face-axis cull."""
-    m = len(ids)
-    rows = np.arange(m)
-    out = Manifolds(m)
-    scale = table.bound_radius[ids]
-    sep_e, ea, et, axis_e = mesh_sat.edge_query(table, ids, t, N)
-    best = np.maximum(np.maximum(sep_t, sep_f), sep_e)
-    tol = REL_TOL * np.abs(best) + ABS_TOL * scale
-    use_t = sep_t >= best - tol
-    use_f = ~use_t & (sep_f >= np.maximum(sep_t, sep_e) - tol)
-    use_e = ~use_t & ~use_f
-    # Internal edges: a polytope face or edge axis whose triangle feature is inactive -> N.
-    # For triangle-face rows ``fine`` only gates the closest-point fallback below (a clip that
-    # found nothing): the best edge axis's triangle feature stands in for the closest feature
-    # there, so triangles beside the shape across flat edges skip GJK.
-    u = np.where(use_f[:, None], planes[rows, face, :3], axis_e)
-    fine = _feature_active(t, u, active, SNAP * scale) | (use_t & ~np.isfinite(sep_e))
-    use_t |= ~fine
-    use_f &= fine
-    use_e &= fine
-    out.distance[:] = np.where(use_t, sep_t, best)
-    out.axis_kind[:] = np.where(use_t, AXIS_TRI_FACE, np.where(use_f, AXIS_CONVEX_FACE, AXIS_EDGE))
-    eps = SNAP * scale
-    _clip_faces(out, table, ids, t, N, margin, eps, tri_index, face,
-                np.flatnonzero(use_t & (sep_t <= margin)), np.flatnonzero(use_f & (sep_f <= margin)))
-    # Face axes whose clipping found nothing (the face bias kept a face axis where an edge or
-    # vertex is the real contact; not after an internal-edge switch, where an empty clip means
-    # the triangle is not under the shape and the neighbour that is gives the contact).
-    sel = np.flatnonzero(~use_e & fine & (out.count == 0) & (best <= margin))
-    if len(sel):
-        overlap = _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps,
-                                         tri_index)
-        use_e[sel[overlap]] = True
-    # Edge axes: the closest points of the edge pair (only pairs that have one).
-    _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et,
-                  np.flatnonzero(use_e & (sep_e <= margin) & np.isfinite(sep_e)))
-    return out
-
-
-def _clip_faces(out, table, ids, t, N, margin, eps, tri_index, face, sel_t, sel_f):
-    """Face contacts of both kinds (mesh_kernels.clip_faces): rows sel_t take the triangle as
-    the reference and the polytope face most anti-parallel to N as the incident polygon; rows
-    sel_f take the polytope's SAT face as the reference and the triangle as the incident one.
-    Polytope faces are their patch outlines (engine.patches)."""
-    sel = np.concatenate((sel_t, sel_f))
-    if not len(sel):
-        return
-    is_t = np.arange(len(sel)) < len(sel_t)
-    clip_faces(table.points, table.planes, table.nfaces, table.patch_loops, table.patch_sizes,
-               ids, t, N, margin, eps, np.asarray(tri_index, dtype=np.int64), face, sel, is_t,
-               out.normal, out.points, out.separation, out.ids, out.count)
-
-
-def _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps, tri_index):
-    """Rows apart: the exact closest points (one point), if that feature is active. Rows the
-    SAT finds overlapping or touching (best <= TOUCH * scale) are returned as a mask over sel:
-    they take the edge route."""
-    overlap = best[sel] <= TOUCH * table.bound_radius[ids[sel]]
-    apart = sel[~overlap]
-    if not len(apart):
-        return overlap
-    dist, pa, pb, normal = polytope_triangle_closest(table, ids[apart], t[apart])
-    ok = (dist <= margin[apart]) & _feature_active(t[apart], normal, active[apart], eps[apart])
-    rows = apart[ok]
-    out.points[rows, 0] = 0.5 * (pa[ok] + pb[ok])
-    out.separation[rows, 0] = dist[ok]
-    out.ids[rows, 0] = _ids(tri_index[rows], 0, 0, ROUTE_EDGE, 0xFFF)
-    out.count[rows] = 1
-    out.normal[rows] = normal[ok]
-    return overlap
-
-
-def _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et, sel):
-    """The closest points of the Minkowski-face edge pair found by the edge query."""
-    if not len(sel):
-        return
-    ax = axis_e[sel]
-    ed = table.edges[ids[sel], ea[sel]]
-    a0 = table.points[ids[sel], ed[:, 0]]
-    a1 = table.points[ids[sel], ed[:, 1]]
-    k = et[sel]
-    b0, b1 = t[sel, k], t[sel, (k + 1) % 3]
-    _, _, cp, cq = segment_closest(a0, a1, b0, b1)
-    s = _dot(cq - cp, ax)
-    keep = s <= margin[sel]
-    out.points[sel, 0] = 0.5 * (cp + cq)
-    out.separation[sel, 0] = np.where(keep, s, np.inf)
-    out.ids[sel, 0] = _ids(tri_index[sel], 0, ea[sel], ROUTE_EDGE, k)
-    out.count[sel] = keep
-    out.normal[sel] = ax
-    out.axis_kind[sel] = AXIS_EDGE
 
 
 def _round_triangle(table, ids, t, N, active, margin, tri_index):

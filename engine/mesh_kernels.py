@@ -78,6 +78,32 @@ def bvh_query(lo, hi, node_lo, node_hi, depth, leaf_start, leaf_count, order, tr
 
 
 # -- separating axes ----------------------------------------------------------------------------
+@kernel(inline="always")
+def _face_row(P, nv, PL, nf, t, N):
+    """The triangle's face axis and the best polytope face axis (the first of equals) of one
+    row: points P (nv used), planes PL (nf used). Returns (sep_t, sep_f, face)."""
+    nx, ny, nz = N[0], N[1], N[2]
+    lo = np.inf
+    for v in range(nv):
+        d = P[v, 0] * nx + P[v, 1] * ny + P[v, 2] * nz
+        if d < lo:
+            lo = d
+    sep_t = lo - (nx * t[0, 0] + ny * t[0, 1] + nz * t[0, 2])
+    best = -np.inf
+    face = 0
+    for f in range(nf):
+        low = np.inf
+        for k in range(3):
+            d = PL[f, 0] * t[k, 0] + PL[f, 1] * t[k, 1] + PL[f, 2] * t[k, 2]
+            if d < low:
+                low = d
+        sf = low - PL[f, 3]
+        if sf > best or f == 0:
+            best = sf
+            face = f
+    return sep_t, best, face
+
+
 @kernel
 def face_queries(points, planes, t, N):
     """mesh_sat.face_queries: sep_t (M,), the best polytope face's sep_f (M,), face (M,)."""
@@ -86,27 +112,62 @@ def face_queries(points, planes, t, N):
     sep_f = np.empty(m)
     face = np.zeros(m, np.int64)
     for r in range(m):
-        nx, ny, nz = N[r, 0], N[r, 1], N[r, 2]
-        lo = np.inf
-        for v in range(points.shape[1]):
-            d = points[r, v, 0] * nx + points[r, v, 1] * ny + points[r, v, 2] * nz
-            if d < lo:
-                lo = d
-        sep_t[r] = lo - (nx * t[r, 0, 0] + ny * t[r, 0, 1] + nz * t[r, 0, 2])
-        best = -np.inf
-        for f in range(planes.shape[1]):
-            low = np.inf
-            for k in range(3):
-                d = (planes[r, f, 0] * t[r, k, 0] + planes[r, f, 1] * t[r, k, 1]
-                     + planes[r, f, 2] * t[r, k, 2])
-                if d < low:
-                    low = d
-            s = low - planes[r, f, 3]
-            if s > best or f == 0:
-                best = s
-                face[r] = f
-        sep_f[r] = best
+        sep_t[r], sep_f[r], face[r] = _face_row(points[r], points.shape[1], planes[r],
+                                                planes.shape[1], t[r], N[r])
     return sep_t, sep_f, face
+
+
+@kernel(inline="always")
+def _edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis):
+    """The best Minkowski-face (polytope edge, triangle edge) pair of one row (shape s, ne
+    edges): returns (sep, edge, k), the unit axis into axis (3,); sep -inf (axis untouched)
+    where no pair qualifies. First of equals in (k, edge) order."""
+    te = np.empty((3, 3))
+    o = np.empty((3, 3))
+    for k in range(3):
+        for j in range(3):
+            te[k, j] = t[(k + 1) % 3, j] - t[k, j]
+    nx, ny, nz = N[0], N[1], N[2]
+    for k in range(3):              # in-plane normals te x N, turned outward below
+        o[k, 0] = te[k, 1] * nz - te[k, 2] * ny
+        o[k, 1] = te[k, 2] * nx - te[k, 0] * nz
+        o[k, 2] = te[k, 0] * ny - te[k, 1] * nx
+    flip = 0.0
+    for j in range(3):
+        flip += o[0, j] * (t[2, j] - t[0, j])
+    sign = -1.0 if flip > 0 else 1.0
+    top = -np.inf
+    edge = 0
+    kk = 0
+    for k in range(3):
+        lte = math.sqrt(te[k, 0] * te[k, 0] + te[k, 1] * te[k, 1] + te[k, 2] * te[k, 2])
+        for e in range(ne):
+            d1 = (te[k, 0] * nrm_all[s, 0, 0, e] + te[k, 1] * nrm_all[s, 1, 0, e]
+                  + te[k, 2] * nrm_all[s, 2, 0, e])
+            d2 = (te[k, 0] * nrm_all[s, 0, 1, e] + te[k, 1] * nrm_all[s, 1, 1, e]
+                  + te[k, 2] * nrm_all[s, 2, 1, e])
+            if not d1 * d2 < 0.0:
+                continue
+            w1 = abs(d2)
+            w2 = abs(d1)
+            ux = w1 * nrm_all[s, 0, 0, e] + w2 * nrm_all[s, 0, 1, e]
+            uy = w1 * nrm_all[s, 1, 0, e] + w2 * nrm_all[s, 1, 1, e]
+            uz = w1 * nrm_all[s, 2, 0, e] + w2 * nrm_all[s, 2, 1, e]
+            len_u = math.sqrt(ux * ux + uy * uy + uz * uz)
+            if not (sign * (ux * o[k, 0] + uy * o[k, 1] + uz * o[k, 2]) < 0.0
+                    and len_u > parallel_sin * lte):
+                continue
+            gap = (ux * t[k, 0] + uy * t[k, 1] + uz * t[k, 2]
+                   - w1 * h_all[s, 0, e] - w2 * h_all[s, 1, e])
+            sep = gap / len_u
+            if sep > top:
+                top = sep
+                edge = e
+                kk = k
+                axis[0] = ux / len_u
+                axis[1] = uy / len_u
+                axis[2] = uz / len_u
+    return top, edge, kk
 
 
 @kernel
@@ -119,52 +180,11 @@ def edge_query(ids, nedges, t, N, nrm_all, h_all, parallel_sin):
     edge = np.zeros(m, np.int64)
     kk = np.zeros(m, np.int64)
     axis = np.zeros((m, 3))
-    te = np.empty((3, 3))
-    o = np.empty((3, 3))
     for r in range(m):
         s = ids[r]
-        for k in range(3):
-            for j in range(3):
-                te[k, j] = t[r, (k + 1) % 3, j] - t[r, k, j]
-        nx, ny, nz = N[r, 0], N[r, 1], N[r, 2]
-        for k in range(3):              # outward in-plane normals: te x N
-            o[k, 0] = te[k, 1] * nz - te[k, 2] * ny
-            o[k, 1] = te[k, 2] * nx - te[k, 0] * nz
-            o[k, 2] = te[k, 0] * ny - te[k, 1] * nx
-        flip = 0.0
-        for j in range(3):
-            flip += o[0, j] * (t[r, 2, j] - t[r, 0, j])
-        sign = -1.0 if flip > 0 else 1.0
-        top = -np.inf
-        for k in range(3):
-            lte = math.sqrt(te[k, 0] * te[k, 0] + te[k, 1] * te[k, 1] + te[k, 2] * te[k, 2])
-            for e in range(nedges[s]):
-                d1 = (te[k, 0] * nrm_all[s, 0, 0, e] + te[k, 1] * nrm_all[s, 1, 0, e]
-                      + te[k, 2] * nrm_all[s, 2, 0, e])
-                d2 = (te[k, 0] * nrm_all[s, 0, 1, e] + te[k, 1] * nrm_all[s, 1, 1, e]
-                      + te[k, 2] * nrm_all[s, 2, 1, e])
-                if not d1 * d2 < 0.0:
-                    continue
-                w1 = abs(d2)
-                w2 = abs(d1)
-                ux = w1 * nrm_all[s, 0, 0, e] + w2 * nrm_all[s, 0, 1, e]
-                uy = w1 * nrm_all[s, 1, 0, e] + w2 * nrm_all[s, 1, 1, e]
-                uz = w1 * nrm_all[s, 2, 0, e] + w2 * nrm_all[s, 2, 1, e]
-                len_u = math.sqrt(ux * ux + uy * uy + uz * uz)
-                if not (sign * (ux * o[k, 0] + uy * o[k, 1] + uz * o[k, 2]) < 0.0
-                        and len_u > parallel_sin * lte):
-                    continue
-                gap = (ux * t[r, k, 0] + uy * t[r, k, 1] + uz * t[r, k, 2]
-                       - w1 * h_all[s, 0, e] - w2 * h_all[s, 1, e])
-                sep = gap / len_u
-                if sep > top:
-                    top = sep
-                    best[r] = sep
-                    edge[r] = e
-                    kk[r] = k
-                    axis[r, 0] = ux / len_u
-                    axis[r, 1] = uy / len_u
-                    axis[r, 2] = uz / len_u
+        sep, e, k = _edge_row(s, nedges[s], t[r], N[r], nrm_all, h_all, parallel_sin, axis[r])
+        if sep > -np.inf:
+            best[r], edge[r], kk[r] = sep, e, k
     return best, edge, kk, axis
 
 
@@ -263,71 +283,79 @@ def _closest_on_triangle(p, a, b, c, res):
         res[j] = a[j] + v * (b[j] - a[j]) + w * (c[j] - a[j])
 
 
+@kernel(inline="always")
+def _closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
+                 face_sizes, pa, pb):
+    """The exact closest points of polytope s and triangle t (apart; its frame): the
+    nearest of the vertex/triangle, edge/edge and triangle-vertex/face candidates, the first
+    of equals in that order, into pa, pb (3,). Returns the distance."""
+    q = np.empty(3)
+    cp = np.empty(3)
+    cq = np.empty(3)
+    x = np.empty(3)
+    best = np.inf
+    for v in range(npoints[s]):                       # (1) polytope vertices
+        _closest_on_triangle(points[s, v], t[0], t[1], t[2], q)
+        d = 0.0
+        for j in range(3):
+            d += (q[j] - points[s, v, j]) ** 2
+        if d < best:
+            best = d
+            pa[:] = points[s, v]
+            pb[:] = q
+    for e in range(nedges[s]):                        # (2) edge pairs
+        a0 = points[s, edges[s, e, 0]]
+        a1 = points[s, edges[s, e, 1]]
+        for k in range(3):
+            _segment_closest(a0, a1, t[k], t[(k + 1) % 3], cp, cq)
+            d = 0.0
+            for j in range(3):
+                d += (cq[j] - cp[j]) ** 2
+            if d < best:
+                best = d
+                pa[:] = cp
+                pb[:] = cq
+    for k in range(3):                                # (3) triangle vertices over faces
+        for f in range(nfaces[s]):
+            h = (planes[s, f, 0] * t[k, 0] + planes[s, f, 1] * t[k, 1]
+                 + planes[s, f, 2] * t[k, 2]) - planes[s, f, 3]
+            if not h > 0.0:
+                continue
+            for j in range(3):
+                x[j] = t[k, j] - h * planes[s, f, j]
+            size = face_sizes[s, f]
+            inside = True
+            for w in range(size):
+                l0 = points[s, face_loops[s, f, w]]
+                l1 = points[s, face_loops[s, f, (w + 1) % size]]
+                ex, ey, ez = l1[0] - l0[0], l1[1] - l0[1], l1[2] - l0[2]
+                rx, ry, rz = x[0] - l0[0], x[1] - l0[1], x[2] - l0[2]
+                side = ((ey * rz - ez * ry) * planes[s, f, 0]
+                        + (ez * rx - ex * rz) * planes[s, f, 1]
+                        + (ex * ry - ey * rx) * planes[s, f, 2])
+                if not side >= 0.0:
+                    inside = False
+                    break
+            if inside and h * h < best:
+                best = h * h
+                pa[:] = x
+                pb[:] = t[k]
+    return math.sqrt(best)
+
+
 @kernel
 def closest_points(ids, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
                    face_sizes):
-    """mesh_distance.polytope_triangle_closest: the nearest of the vertex/triangle,
-    edge/edge and triangle-vertex/face candidates (first of equals, in that order).
-    Returns distance (R,), point_a (R, 3), point_b (R, 3), normal (R, 3)."""
+    """mesh_distance.polytope_triangle_closest over R rows: distance (R,), point_a (R, 3),
+    point_b (R, 3), normal (R, 3) unit from the polytope to the triangle."""
     r_n = t.shape[0]
     dist = np.empty(r_n)
     pa = np.zeros((r_n, 3))
     pb = np.zeros((r_n, 3))
     normal = np.zeros((r_n, 3))
-    q = np.empty(3)
-    cp = np.empty(3)
-    cq = np.empty(3)
-    x = np.empty(3)
     for r in range(r_n):
-        s = ids[r]
-        best = np.inf
-        for v in range(npoints[s]):                       # (1) polytope vertices
-            _closest_on_triangle(points[s, v], t[r, 0], t[r, 1], t[r, 2], q)
-            d = 0.0
-            for j in range(3):
-                d += (q[j] - points[s, v, j]) ** 2
-            if d < best:
-                best = d
-                pa[r] = points[s, v]
-                pb[r] = q
-        for e in range(nedges[s]):                        # (2) edge pairs
-            a0 = points[s, edges[s, e, 0]]
-            a1 = points[s, edges[s, e, 1]]
-            for k in range(3):
-                _segment_closest(a0, a1, t[r, k], t[r, (k + 1) % 3], cp, cq)
-                d = 0.0
-                for j in range(3):
-                    d += (cq[j] - cp[j]) ** 2
-                if d < best:
-                    best = d
-                    pa[r] = cp
-                    pb[r] = cq
-        for k in range(3):                                # (3) triangle vertices over faces
-            for f in range(nfaces[s]):
-                h = (planes[s, f, 0] * t[r, k, 0] + planes[s, f, 1] * t[r, k, 1]
-                     + planes[s, f, 2] * t[r, k, 2]) - planes[s, f, 3]
-                if not h > 0.0:
-                    continue
-                for j in range(3):
-                    x[j] = t[r, k, j] - h * planes[s, f, j]
-                size = face_sizes[s, f]
-                inside = True
-                for w in range(size):
-                    l0 = points[s, face_loops[s, f, w]]
-                    l1 = points[s, face_loops[s, f, (w + 1) % size]]
-                    ex, ey, ez = l1[0] - l0[0], l1[1] - l0[1], l1[2] - l0[2]
-                    rx, ry, rz = x[0] - l0[0], x[1] - l0[1], x[2] - l0[2]
-                    side = ((ey * rz - ez * ry) * planes[s, f, 0]
-                            + (ez * rx - ex * rz) * planes[s, f, 1]
-                            + (ex * ry - ey * rx) * planes[s, f, 2])
-                    if not side >= 0.0:
-                        inside = False
-                        break
-                if inside and h * h < best:
-                    best = h * h
-                    pa[r] = x
-                    pb[r] = t[r, k]
-        dist[r] = math.sqrt(best)
+        dist[r] = _closest_row(ids[r], t[r], points, npoints, edges, nedges, planes, nfaces,
+                               face_loops, face_sizes, pa[r], pb[r])
         inv = 1.0 / max(dist[r], 1e-300)
         for j in range(3):
             normal[r, j] = (pb[r, j] - pa[r, j]) * inv
@@ -698,17 +726,17 @@ def clip_candidates(ref, rsize, inc, ksize, n, inc_normal, margin, eps):
     return x, y, z, valid, frame
 
 
-@kernel
-def clip_faces(points, planes, nfaces, patch_loops, patch_sizes, ids, t, N, margin, eps,
-               tri_index, face, rows, is_t, normal_out, points_out, sep_out, ids_out,
-               count_out):
-    """mesh_contacts._clip_faces: face contacts of the given rows, into the out arrays.
-
-    is_t (R,): the triangle is the reference (the polytope face most anti-parallel to N,
-    the first of equals, is the incident polygon), else the polytope's SAT face ``face`` is
-    the reference and the triangle the incident polygon. Each row's candidates (clip_row)
-    are reduced to 4 (reduce4_row) and stored midway between the surfaces with ids
-    tri << 28 | ref on the polytope << 27 | face << 16 | route << 12 | code."""
+@kernel(inline="always")
+def _clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, margin, eps,
+                   tri, sat_face, is_t, normal, pts, sep, cid):
+    """Face contact of one row (shape s, triangle t facing it with normal N, its frame):
+    is_t, the triangle is the reference (the polytope face most anti-parallel to N, the
+    first of equals, is the incident polygon), else the polytope's SAT face sat_face is the
+    reference and the triangle the incident polygon. Polytope faces are their patch outlines
+    (engine.patches). The candidates (clip_row) are reduced to 4 (reduce4_row) and stored
+    midway between the surfaces into normal (3,), pts (4, 3), sep (4,), cid (4,) with ids
+    tri << 28 | ref on the polytope << 27 | face << 16 | route << 12 | code. Returns the
+    count."""
     pmax = patch_loops.shape[2]
     width = pmax + 3 + 3 * pmax
     poly = np.empty((pmax, 3))
@@ -721,57 +749,219 @@ def clip_faces(points, planes, nfaces, patch_loops, patch_sizes, ids, t, N, marg
     frame = np.empty((3, 3))
     idx = np.empty(4, np.int64)
     ok = np.empty(4, np.bool_)
-    for q in range(rows.shape[0]):
-        r = rows[q]
-        s = ids[r]
-        if is_t[q]:
-            f = 0
-            low = np.inf
-            for g in range(nfaces[s]):
-                d = planes[s, g, 0] * N[r, 0] + planes[s, g, 1] * N[r, 1] + planes[s, g, 2] * N[r, 2]
-                if d < low:
-                    low = d
-                    f = g
-        else:
-            f = face[r]
-        size = patch_sizes[s, f]
-        for w in range(size):
-            poly[w] = points[s, patch_loops[s, f, w]]
-        fn = planes[s, f, :3]
-        if is_t[q]:
-            ref, nr, inc, nk, n, inc_n = t[r], 3, poly, size, N[r], fn
-        else:
-            ref, nr, inc, nk, n, inc_n = poly, size, t[r], 3, fn, N[r]
-        clip_row(ref, nr, inc, nk, n, inc_n, margin[r], eps[r], nk, nr, x, y, z, valid, frame)
-        c = 0
+    f = sat_face
+    if is_t:
+        low = np.inf
+        for g in range(nfaces[s]):
+            d = planes[s, g, 0] * N[0] + planes[s, g, 1] * N[1] + planes[s, g, 2] * N[2]
+            if d < low:
+                low = d
+                f = g
+    size = patch_sizes[s, f]
+    for w in range(size):
+        poly[w] = points[s, patch_loops[s, f, w]]
+    fn = planes[s, f, :3]
+    if is_t:
+        ref, nr, inc, nk, n, inc_n = t, 3, poly, size, N, fn
+    else:
+        ref, nr, inc, nk, n, inc_n = poly, size, t, 3, fn, N
+    clip_row(ref, nr, inc, nk, n, inc_n, margin, eps, nk, nr, x, y, z, valid, frame)
+    c = 0
+    for i in range(nk):
+        route[c] = 1                          # ROUTE_INC
+        code[c] = i
+        c += 1
+    for j in range(nr):
+        route[c] = 2                          # ROUTE_REF
+        code[c] = j
+        c += 1
+    for j in range(nr):
         for i in range(nk):
-            route[c] = 1                          # ROUTE_INC
-            code[c] = i
+            route[c] = 3                      # ROUTE_CROSS
+            code[c] = j * 64 + i
             c += 1
-        for j in range(nr):
-            route[c] = 2                          # ROUTE_REF
-            code[c] = j
-            c += 1
-        for j in range(nr):
-            for i in range(nk):
-                route[c] = 3                      # ROUTE_CROSS
-                code[c] = j * 64 + i
-                c += 1
-        reduce4_row(x, y, z, valid, c, eps[r], idx, ok)
-        base = (tri_index[r] << 28) | ((0 if is_t[q] else 1) << 27) | ((f & 0x7FF) << 16)
-        cnt = 0
-        for j in range(4):
-            p = idx[j]
-            for d in range(3):
-                points_out[r, j, d] = (frame[0, d] + x[p] * frame[1, d] + y[p] * frame[2, d]
-                                       + 0.5 * z[p] * n[d])
-            if ok[j]:
-                sep_out[r, j] = z[p]
-                ids_out[r, j] = base | (route[p] << 12) | (code[p] & 0xFFF)
-                cnt += 1
-            else:
-                sep_out[r, j] = np.inf
-                ids_out[r, j] = 0
-        count_out[r] = cnt
+    reduce4_row(x, y, z, valid, c, eps, idx, ok)
+    base = (tri << 28) | ((0 if is_t else 1) << 27) | ((f & 0x7FF) << 16)
+    cnt = 0
+    for j in range(4):
+        p = idx[j]
         for d in range(3):
-            normal_out[r, d] = -N[r, d] if is_t[q] else fn[d]
+            pts[j, d] = frame[0, d] + x[p] * frame[1, d] + y[p] * frame[2, d] + 0.5 * z[p] * n[d]
+        if ok[j]:
+            sep[j] = z[p]
+            cid[j] = base | (route[p] << 12) | (code[p] & 0xFFF)
+            cnt += 1
+        else:
+            sep[j] = np.inf
+            cid[j] = 0
+    for d in range(3):
+        normal[d] = -N[d] if is_t else fn[d]
+    return cnt
+
+
+# -- polytope vs triangle, whole ----------------------------------------------------------------
+@kernel(inline="always")
+def _feature_active_row(t, u, active, tol):
+    """mesh_contacts._feature_active for one row: is the triangle's feature supporting it
+    along -u (a vertex, an edge, or its face: always) active?"""
+    p0 = t[0, 0] * u[0] + t[0, 1] * u[1] + t[0, 2] * u[2]
+    p1 = t[1, 0] * u[0] + t[1, 1] * u[1] + t[1, 2] * u[2]
+    p2 = t[2, 0] * u[0] + t[2, 1] * u[1] + t[2, 2] * u[2]
+    lim = min(min(p0, p1), p2) + tol
+    low = (p0 <= lim, p1 <= lim, p2 <= lim)
+    n = int(low[0]) + int(low[1]) + int(low[2])
+    if n >= 3:
+        return True
+    for k in range(3):
+        if n == 2:
+            if low[k] and low[(k + 1) % 3] and active[k]:
+                return True
+        elif low[k] and (active[k] or active[(k + 2) % 3]):
+            return True
+    return False
+
+
+@kernel
+def feature_active(t, u, active, tol):
+    """_feature_active_row over M rows (mesh_contacts._feature_active)."""
+    out = np.empty(t.shape[0], np.bool_)
+    for r in range(t.shape[0]):
+        out[r] = _feature_active_row(t[r], u[r], active[r], tol[r])
+    return out
+
+
+@kernel
+def polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patch_loops,
+                       patch_sizes, face_loops, face_sizes, bound_radius, nrm_all, h_all,
+                       ids, pos, rot, tri, tri_normal, active_front, active_back, two_sided,
+                       margin, tri_index, consts, normal, pts, sep, cid, count, distance,
+                       axis_kind):
+    """mesh_contacts' polytope route for M (polytope, triangle) rows, world in and out.
+
+    Per row, in the polytope's frame: the side the polytope's centre is on (a one-sided
+    triangle seen from behind gives nothing), the face axes, the cull (a face gap beyond
+    margin + cull_slack * scale rules every route out), the edge axes, the face-biased
+    choice with the internal-edge switch, then the route: face clipping, the exact closest
+    points where a face clip found nothing, or the edge pair's closest points (the
+    mesh_contacts docstring says why each). consts: cull_slack, snap, rel_tol, abs_tol,
+    touch, parallel_sin. Output arrays (Manifolds fields) are filled for every row."""
+    cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin = (
+        consts[0], consts[1], consts[2], consts[3], consts[4], consts[5])
+    tl = np.empty((3, 3))
+    nl = np.empty(3)
+    N = np.empty(3)
+    act = np.empty(3, np.bool_)
+    axis_e = np.empty(3)
+    u = np.empty(3)
+    nloc = np.empty(3)
+    ploc = np.empty((4, 3))
+    pa = np.empty(3)
+    pb = np.empty(3)
+    cp = np.empty(3)
+    cq = np.empty(3)
+    for r in range(ids.shape[0]):
+        s = ids[r]
+        for k in range(3):
+            for j in range(3):
+                tl[k, j] = ((tri[r, k, 0] - pos[r, 0]) * rot[r, 0, j]
+                            + (tri[r, k, 1] - pos[r, 1]) * rot[r, 1, j]
+                            + (tri[r, k, 2] - pos[r, 2]) * rot[r, 2, j])
+        for j in range(3):
+            nl[j] = (tri_normal[r, 0] * rot[r, 0, j] + tri_normal[r, 1] * rot[r, 1, j]
+                     + tri_normal[r, 2] * rot[r, 2, j])
+        h_c = 0.0
+        for j in range(3):
+            cen = 0.0
+            for v in range(npoints[s]):
+                cen += points[s, v, j]
+            h_c += nl[j] * (cen / npoints[s] - tl[0, j])
+        sep[r, :] = np.inf
+        cid[r, :] = 0
+        count[r] = 0
+        if not (two_sided[r] or h_c >= 0):          # behind a one-sided triangle
+            normal[r, 0] = 0.0
+            normal[r, 1] = 0.0
+            normal[r, 2] = 1.0
+            pts[r, :, :] = 0.0
+            distance[r] = np.inf
+            axis_kind[r] = -1
+            continue
+        side = 1.0 if h_c >= 0 else -1.0
+        for j in range(3):
+            N[j] = nl[j] * side
+            act[j] = active_front[r, j] if side > 0 else active_back[r, j]
+        scale = bound_radius[s]
+        eps = snap * scale
+        nloc[0] = 0.0
+        nloc[1] = 0.0
+        nloc[2] = 1.0
+        ploc[:, :] = 0.0
+        cnt = 0
+        sep_t, sep_f, face = _face_row(points[s], npoints[s], planes[s], nfaces[s], tl, N)
+        best = max(sep_t, sep_f)
+        kind = 0 if sep_t >= sep_f else 1                 # AXIS_TRI_FACE, AXIS_CONVEX_FACE
+        dist = best
+        if best <= margin[r] + cull_slack * scale:
+            axis_e[:] = 0.0
+            sep_e, ea, et = _edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin,
+                                      axis_e)
+            best = max(best, sep_e)
+            tol = rel_tol * abs(best) + abs_tol * scale
+            use_t = sep_t >= best - tol
+            use_f = not use_t and sep_f >= max(sep_t, sep_e) - tol
+            use_e = not use_t and not use_f
+            for j in range(3):
+                u[j] = planes[s, face, j] if use_f else axis_e[j]
+            fine = (_feature_active_row(tl, u, act, eps)
+                    or (use_t and not np.isfinite(sep_e)))
+            use_t = use_t or not fine
+            use_f = use_f and fine
+            use_e = use_e and fine
+            dist = sep_t if use_t else best
+            kind = 0 if use_t else (1 if use_f else 2)
+            if use_t and sep_t <= margin[r]:
+                cnt = _clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
+                                     N, margin[r], eps, tri_index[r], face, True, nloc, ploc,
+                                     sep[r], cid[r])
+            elif use_f and sep_f <= margin[r]:
+                cnt = _clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
+                                     N, margin[r], eps, tri_index[r], face, False, nloc, ploc,
+                                     sep[r], cid[r])
+            if not use_e and fine and cnt == 0 and best <= margin[r]:
+                if best <= touch * scale:               # touching: the edge route
+                    use_e = True
+                else:
+                    d = _closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
+                                     face_loops, face_sizes, pa, pb)
+                    inv = 1.0 / max(d, 1e-300)
+                    for j in range(3):
+                        u[j] = (pb[j] - pa[j]) * inv
+                    if d <= margin[r] and _feature_active_row(tl, u, act, eps):
+                        for j in range(3):
+                            ploc[0, j] = 0.5 * (pa[j] + pb[j])
+                            nloc[j] = u[j]
+                        sep[r, 0] = d
+                        cid[r, 0] = (tri_index[r] << 28) | (4 << 12) | 0xFFF   # ROUTE_EDGE
+                        cnt = 1
+            if use_e and sep_e <= margin[r] and np.isfinite(sep_e):
+                _segment_closest(points[s, edges[s, ea, 0]], points[s, edges[s, ea, 1]],
+                                 tl[et], tl[(et + 1) % 3], cp, cq)
+                sv = 0.0
+                for j in range(3):
+                    sv += (cq[j] - cp[j]) * axis_e[j]
+                    ploc[0, j] = 0.5 * (cp[j] + cq[j])
+                    nloc[j] = axis_e[j]
+                keep = sv <= margin[r]
+                sep[r, 0] = sv if keep else np.inf
+                cid[r, 0] = (tri_index[r] << 28) | ((ea & 0x7FF) << 16) | (4 << 12) | (et & 0xFFF)
+                cnt = 1 if keep else 0
+                kind = 2
+        count[r] = cnt
+        distance[r] = dist
+        axis_kind[r] = kind
+        for j in range(3):
+            normal[r, j] = rot[r, j, 0] * nloc[0] + rot[r, j, 1] * nloc[1] + rot[r, j, 2] * nloc[2]
+        for p in range(4):
+            for j in range(3):
+                pts[r, p, j] = (rot[r, j, 0] * ploc[p, 0] + rot[r, j, 1] * ploc[p, 1]
+                                + rot[r, j, 2] * ploc[p, 2] + pos[r, j])
