@@ -7,14 +7,14 @@ For two disjoint convex polyhedra a closest pair of points can always be taken a
 (a vertex of the triangle whose closest point on A is on an edge of A is covered by (2), since
 the vertex ends a triangle edge). Every candidate is a distance between actual points of the
 two shapes, so the minimum is the exact distance: no iteration, no tolerance, one compiled
-loop over the candidates (engine.mesh_kernels.closest_points; mesh_contacts uses it for the
+loop over the candidates (engine.mesh_kernels.closest_row; mesh_contacts uses it for the
 few rows per step whose face clipping found nothing, where GJK's iterations cost far more).
 
 Rows must be apart (a SAT gap > 0): for overlapping shapes the minimum above is meaningless.
 """
 import numpy as np
 
-from .mesh_kernels import closest_points
+from .mesh_kernels import closest_row
 
 
 def polytope_triangle_closest(table, ids, t):
@@ -24,7 +24,13 @@ def polytope_triangle_closest(table, ids, t):
     point_a (R, 3) on the polytope, point_b (R, 3) on the triangle, normal (R, 3) unit from
     the polytope to the triangle. Ties go to the first candidate in the order above (vertices,
     then edge pairs by polytope edge then triangle edge, then triangle vertices by face)."""
-    return closest_points(np.asarray(ids, dtype=np.int64),
-                          np.ascontiguousarray(t, dtype=np.float64), table.points,
-                          table.npoints, table.edges, table.nedges, table.planes, table.nfaces,
-                          table.face_loops, table.face_sizes)
+    ids = np.asarray(ids, dtype=np.int64)
+    t = np.asarray(t, dtype=np.float64)
+    r = len(ids)
+    dist, pa, pb = np.empty(r), np.zeros((r, 3)), np.zeros((r, 3))
+    for i in range(r):      # (tests and tools: the step runs closest_row inside its kernel)
+        dist[i] = closest_row(ids[i], t[i], table.points, table.npoints, table.edges,
+                              table.nedges, table.planes, table.nfaces, table.face_loops,
+                              table.face_sizes, pa[i], pb[i])
+    normal = (pb - pa) / np.maximum(dist, 1e-300)[:, None]
+    return dist, pa, pb, normal

@@ -3,8 +3,10 @@
 operations, each costing more in dispatch than in arithmetic at a few hundred rows a pass.
 
 - ``bvh_query``: TriangleMesh.query, a depth-first walk of the flat BVH per box;
-- ``face_queries`` / ``edge_query``: mesh_sat's separating-axis candidates per row;
-- ``closest_points``: mesh_distance's exact closest points of a polytope and a triangle;
+- ``polytope_triangles``: mesh_contacts' polytope route, whole, per (polytope, triangle) row:
+  the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping (``clip_row``,
+  also behind mesh_contacts._clip for curved_contacts), the exact closest points
+  (``closest_row``: mesh_distance) and the edge pair's closest points;
 - ``reduce_contacts``: mesh_contacts.reduce_manifolds' clustering by normal and its 4-point
   pick (``reduce4_row``, the same picks as clip.reduce4, compiled for the mesh path).
 
@@ -79,7 +81,7 @@ def bvh_query(lo, hi, node_lo, node_hi, depth, leaf_start, leaf_count, order, tr
 
 # -- separating axes ----------------------------------------------------------------------------
 @kernel(inline="always")
-def _face_row(P, nv, PL, nf, t, N):
+def face_row(P, nv, PL, nf, t, N):
     """The triangle's face axis and the best polytope face axis (the first of equals) of one
     row: points P (nv used), planes PL (nf used). Returns (sep_t, sep_f, face)."""
     nx, ny, nz = N[0], N[1], N[2]
@@ -104,21 +106,8 @@ def _face_row(P, nv, PL, nf, t, N):
     return sep_t, best, face
 
 
-@kernel
-def face_queries(points, planes, t, N):
-    """mesh_sat.face_queries: sep_t (M,), the best polytope face's sep_f (M,), face (M,)."""
-    m = t.shape[0]
-    sep_t = np.empty(m)
-    sep_f = np.empty(m)
-    face = np.zeros(m, np.int64)
-    for r in range(m):
-        sep_t[r], sep_f[r], face[r] = _face_row(points[r], points.shape[1], planes[r],
-                                                planes.shape[1], t[r], N[r])
-    return sep_t, sep_f, face
-
-
 @kernel(inline="always")
-def _edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis):
+def edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis):
     """The best Minkowski-face (polytope edge, triangle edge) pair of one row (shape s, ne
     edges): returns (sep, edge, k), the unit axis into axis (3,); sep -inf (axis untouched)
     where no pair qualifies. First of equals in (k, edge) order."""
@@ -168,24 +157,6 @@ def _edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis):
                 axis[1] = uy / len_u
                 axis[2] = uz / len_u
     return top, edge, kk
-
-
-@kernel
-def edge_query(ids, nedges, t, N, nrm_all, h_all, parallel_sin):
-    """mesh_sat.edge_query over every row: the best Minkowski-face (polytope edge, triangle
-    edge) pair. nrm_all (S, 3, 2, E) the edges' face normals, h_all (S, 2, E) their offsets.
-    Returns sep (M,) (-inf where no pair qualifies), edge (M,), k (M,), axis (M, 3)."""
-    m = t.shape[0]
-    best = np.full(m, -np.inf)
-    edge = np.zeros(m, np.int64)
-    kk = np.zeros(m, np.int64)
-    axis = np.zeros((m, 3))
-    for r in range(m):
-        s = ids[r]
-        sep, e, k = _edge_row(s, nedges[s], t[r], N[r], nrm_all, h_all, parallel_sin, axis[r])
-        if sep > -np.inf:
-            best[r], edge[r], kk[r] = sep, e, k
-    return best, edge, kk, axis
 
 
 # -- exact closest points -----------------------------------------------------------------------
@@ -284,7 +255,7 @@ def _closest_on_triangle(p, a, b, c, res):
 
 
 @kernel(inline="always")
-def _closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
+def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
                  face_sizes, pa, pb):
     """The exact closest points of polytope s and triangle t (apart; its frame): the
     nearest of the vertex/triangle, edge/edge and triangle-vertex/face candidates, the first
@@ -341,25 +312,6 @@ def _closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loop
                 pa[:] = x
                 pb[:] = t[k]
     return math.sqrt(best)
-
-
-@kernel
-def closest_points(ids, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
-                   face_sizes):
-    """mesh_distance.polytope_triangle_closest over R rows: distance (R,), point_a (R, 3),
-    point_b (R, 3), normal (R, 3) unit from the polytope to the triangle."""
-    r_n = t.shape[0]
-    dist = np.empty(r_n)
-    pa = np.zeros((r_n, 3))
-    pb = np.zeros((r_n, 3))
-    normal = np.zeros((r_n, 3))
-    for r in range(r_n):
-        dist[r] = _closest_row(ids[r], t[r], points, npoints, edges, nedges, planes, nfaces,
-                               face_loops, face_sizes, pa[r], pb[r])
-        inv = 1.0 / max(dist[r], 1e-300)
-        for j in range(3):
-            normal[r, j] = (pb[r, j] - pa[r, j]) * inv
-    return dist, pa, pb, normal
 
 
 # -- 4-point reduction ----------------------------------------------------------------------------
@@ -727,7 +679,7 @@ def clip_candidates(ref, rsize, inc, ksize, n, inc_normal, margin, eps):
 
 
 @kernel(inline="always")
-def _clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, margin, eps,
+def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, margin, eps,
                    tri, sat_face, is_t, normal, pts, sep, cid):
     """Face contact of one row (shape s, triangle t facing it with normal N, its frame):
     is_t, the triangle is the reference (the polytope face most anti-parallel to N, the
@@ -897,13 +849,13 @@ def polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patch_loo
         nloc[2] = 1.0
         ploc[:, :] = 0.0
         cnt = 0
-        sep_t, sep_f, face = _face_row(points[s], npoints[s], planes[s], nfaces[s], tl, N)
+        sep_t, sep_f, face = face_row(points[s], npoints[s], planes[s], nfaces[s], tl, N)
         best = max(sep_t, sep_f)
         kind = 0 if sep_t >= sep_f else 1                 # AXIS_TRI_FACE, AXIS_CONVEX_FACE
         dist = best
         if best <= margin[r] + cull_slack * scale:
             axis_e[:] = 0.0
-            sep_e, ea, et = _edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin,
+            sep_e, ea, et = edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin,
                                       axis_e)
             best = max(best, sep_e)
             tol = rel_tol * abs(best) + abs_tol * scale
@@ -920,18 +872,18 @@ def polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patch_loo
             dist = sep_t if use_t else best
             kind = 0 if use_t else (1 if use_f else 2)
             if use_t and sep_t <= margin[r]:
-                cnt = _clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
+                cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
                                      N, margin[r], eps, tri_index[r], face, True, nloc, ploc,
                                      sep[r], cid[r])
             elif use_f and sep_f <= margin[r]:
-                cnt = _clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
+                cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
                                      N, margin[r], eps, tri_index[r], face, False, nloc, ploc,
                                      sep[r], cid[r])
             if not use_e and fine and cnt == 0 and best <= margin[r]:
                 if best <= touch * scale:               # touching: the edge route
                     use_e = True
                 else:
-                    d = _closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
+                    d = closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
                                      face_loops, face_sizes, pa, pb)
                     inv = 1.0 / max(d, 1e-300)
                     for j in range(3):

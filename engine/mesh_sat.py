@@ -45,12 +45,17 @@ def face_queries(points, planes, t, N):
 
     points (M, V, 3) polytope points (padding repeats a real point), planes (M, F, 4) (padding
     repeats a real plane), t (M, 3, 3), N (M, 3). Returns sep_t (M,), sep_f (M,) the best
-    polytope face (the first of equals), face (M,) its index. Compiled:
-    mesh_kernels.face_queries."""
+    polytope face (the first of equals), face (M,) its index (mesh_kernels.face_row per
+    row)."""
+    m = len(t)
+    sep_t, sep_f, face = np.empty(m), np.empty(m), np.zeros(m, np.int64)
     f64 = np.float64
-    return mesh_kernels.face_queries(np.ascontiguousarray(points, f64),
-                                     np.ascontiguousarray(planes, f64),
-                                     np.ascontiguousarray(t, f64), np.ascontiguousarray(N, f64))
+    points, planes = np.asarray(points, f64), np.asarray(planes, f64)
+    t, N = np.asarray(t, f64), np.asarray(N, f64)
+    for r in range(m):      # (tests and tools: the step runs face_row inside its kernel)
+        sep_t[r], sep_f[r], face[r] = mesh_kernels.face_row(
+            points[r], points.shape[1], planes[r], planes.shape[1], t[r], N[r])
+    return sep_t, sep_f, face
 
 
 _CONSTS: dict = {}
@@ -86,12 +91,19 @@ def edge_query(table, ids, t, N):
     Per row, triangle edge k and polytope edge e: the crossing test first (the sign of
     n1 . d_k against n2 . d_k), and only the pairs whose arc crosses (the polytope's
     silhouette edges seen along the triangle edge, a small fraction) go on to the
-    orientation test and the gap. Compiled: mesh_kernels.edge_query."""
+    orientation test and the gap (mesh_kernels.edge_row per row)."""
     nrm_all, h_all, _ = _edge_consts(table)
     ids = np.asarray(ids, dtype=np.int64)
-    return mesh_kernels.edge_query(ids, table.nedges, np.ascontiguousarray(t, np.float64),
-                                   np.ascontiguousarray(N, np.float64), nrm_all, h_all,
-                                   PARALLEL_SIN)
+    t, N = np.asarray(t, np.float64), np.asarray(N, np.float64)
+    m = len(ids)
+    best, edge, k = np.full(m, -np.inf), np.zeros(m, np.int64), np.zeros(m, np.int64)
+    axis = np.zeros((m, 3))
+    for r in range(m):      # (tests and tools: the step runs edge_row inside its kernel)
+        sep, e, kk = mesh_kernels.edge_row(ids[r], table.nedges[ids[r]], t[r], N[r], nrm_all,
+                                           h_all, PARALLEL_SIN, axis[r])
+        if sep > -np.inf:
+            best[r], edge[r], k[r] = sep, e, kk
+    return best, edge, k, axis
 
 
 def edge_query_exhaustive(table, ids, t, emax=None):
