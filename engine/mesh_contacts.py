@@ -37,7 +37,13 @@ from .clip import SNAP, segment_closest
 from .curved import is_curved
 from .curved_contacts import curved_triangles
 from .kinds import ShapeKind
-from .mesh_kernels import clip_candidates, feature_active, polytope_triangles, reduce_contacts
+from .mesh_kernels import (
+    clip_candidates,
+    feature_active,
+    mesh_polytope_triangles,
+    polytope_row,
+    reduce_contacts,
+)
 from .narrowphase import Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
@@ -139,8 +145,8 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     ids (M,) shape ids of ``table``; pos (M, 3), rot (M, 3, 3) shape poses; tri (M, 3, 3) world
     corners; tri_normal (M, 3) world unit front normals; active_front / active_back (M, 3)
     edge flags (trimesh.TriangleMesh); two_sided (M,) bool; margin a scalar or (M,); tri_index
-    (M,) for the contact ids. Polytope rows go through one compiled call
-    (mesh_kernels.polytope_triangles), round and curved shapes through their routines below.
+    (M,) for the contact ids. Polytope rows take mesh_kernels.polytope_row (the route the step
+    runs in collide_mesh_polytopes), round and curved shapes their routines below.
     """
     ids = np.asarray(ids, dtype=np.int64)
     m = len(ids)
@@ -187,25 +193,45 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
 
 def _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front, active_back,
                         two_sided, margin, tri_index):
-    """Polytope rows of collide_convex_triangles, in one compiled call. Rows proven farther
-    apart than their margin by a face axis skip the edge query and the routes (most of the
-    triangles a body's box overlaps are not touching it: the clipped points of the routes all
-    lie within margin + a few SNAP tolerances of the other shape, so a face gap beyond
-    margin + CULL_SLACK * scale rules every route out)."""
-    m = len(ids)
-    out = Manifolds(m)
+    """Polytope rows of collide_convex_triangles (tests and tools: the step's rows go through
+    collide_mesh_polytopes), mesh_kernels.polytope_row per row."""
+    out = Manifolds(len(ids))
     nrm_all, h_all, _ = mesh_sat._edge_consts(table)
     f64 = np.float64
-    consts = np.array([CULL_SLACK, SNAP, REL_TOL, ABS_TOL, TOUCH, mesh_sat.PARALLEL_SIN])
-    polytope_triangles(
+    pos, rot = np.asarray(pos, f64), np.asarray(rot, f64)
+    consts = _consts()
+    for r in range(len(ids)):
+        out.count[r], out.distance[r], out.axis_kind[r] = polytope_row(
+            table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
+            table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
+            table.bound_radius, nrm_all, h_all, ids[r], pos[r], rot[r], tri[r], tri_normal[r],
+            np.asarray(active_front[r], bool), np.asarray(active_back[r], bool),
+            bool(two_sided[r]), margin[r], tri_index[r], consts, out.normal[r], out.points[r],
+            out.separation[r], out.ids[r])
+    return out
+
+
+def collide_mesh_polytopes(table, mesh, ids, pos, rot, mesh_pos, mesh_rot, margin, row, tri):
+    """collide_convex_triangles for K (polytope, triangle of ``mesh``) pairs as the BVH query
+    gives them: per-row arrays ids (R,), pos (R, 3), rot (R, 3, 3) of the polytopes,
+    mesh_pos (R, 3), mesh_rot (R, 3, 3) of the mesh and margin (R,); row (K,) and tri (K,) the
+    pairs. The triangles are taken to the world inside the kernel
+    (mesh_kernels.mesh_polytope_triangles): no (K, 3, 3) gathers in numpy."""
+    out = Manifolds(len(row))
+    nrm_all, h_all, _ = mesh_sat._edge_consts(table)
+    mesh_polytope_triangles(
         table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
         table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
-        table.bound_radius, nrm_all, h_all, ids, np.ascontiguousarray(pos, f64),
-        np.ascontiguousarray(rot, f64), np.ascontiguousarray(tri), np.ascontiguousarray(tri_normal),
-        np.ascontiguousarray(active_front, bool), np.ascontiguousarray(active_back, bool),
-        np.ascontiguousarray(two_sided), margin, np.ascontiguousarray(tri_index), consts,
-        out.normal, out.points, out.separation, out.ids, out.count, out.distance, out.axis_kind)
+        table.bound_radius, nrm_all, h_all, ids, pos, rot, mesh_pos, mesh_rot, row, tri,
+        mesh.vertices, mesh.triangles, mesh.normals, mesh.active_front, mesh.active_back,
+        mesh.two_sided, margin, _consts(), out.normal, out.points, out.separation, out.ids,
+        out.count, out.distance, out.axis_kind)
     return out
+
+
+def _consts():
+    """The polytope route's tolerances, read at each call (tests patch CULL_SLACK)."""
+    return np.array([CULL_SLACK, SNAP, REL_TOL, ABS_TOL, TOUCH, mesh_sat.PARALLEL_SIN])
 
 
 def _round_triangle(table, ids, t, N, active, margin, tri_index):

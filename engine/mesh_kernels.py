@@ -3,7 +3,8 @@
 operations, each costing more in dispatch than in arithmetic at a few hundred rows a pass.
 
 - ``bvh_query``: TriangleMesh.query, a depth-first walk of the flat BVH per box;
-- ``polytope_triangles``: mesh_contacts' polytope route, whole, per (polytope, triangle) row:
+- ``mesh_polytope_triangles``: mesh_contacts' polytope route, whole (``polytope_row``), per
+  (polytope, mesh triangle) pair of the BVH query:
   the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping (``clip_row``,
   also behind mesh_contacts._clip for curved_contacts), the exact closest points
   (``closest_row``: mesh_distance) and the edge pair's closest points;
@@ -782,138 +783,150 @@ def feature_active(t, u, active, tol):
     return out
 
 
-@kernel
-def polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patch_loops,
-                       patch_sizes, face_loops, face_sizes, bound_radius, nrm_all, h_all,
-                       ids, pos, rot, tri, tri_normal, active_front, active_back, two_sided,
-                       margin, tri_index, consts, normal, pts, sep, cid, count, distance,
-                       axis_kind):
-    """mesh_contacts' polytope route for M (polytope, triangle) rows, world in and out.
+@kernel(inline="always")
+def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes,
+                 face_loops, face_sizes, bound_radius, nrm_all, h_all, s, pos, rot, tri,
+                 tri_normal, active_front, active_back, two_sided, margin, tri_index, consts,
+                 normal, pts, sep, cid):
+    """mesh_contacts' polytope route for one (polytope s at pos, rot; triangle) row, world in
+    and out: normal (3,), pts (4, 3), sep (4,), cid (4,) filled; returns (count, distance,
+    axis kind).
 
-    Per row, in the polytope's frame: the side the polytope's centre is on (a one-sided
-    triangle seen from behind gives nothing), the face axes, the cull (a face gap beyond
-    margin + cull_slack * scale rules every route out), the edge axes, the face-biased
-    choice with the internal-edge switch, then the route: face clipping, the exact closest
-    points where a face clip found nothing, or the edge pair's closest points (the
-    mesh_contacts docstring says why each). consts: cull_slack, snap, rel_tol, abs_tol,
-    touch, parallel_sin. Output arrays (Manifolds fields) are filled for every row."""
+    In the polytope's frame: the side the polytope's centre is on (a one-sided triangle seen
+    from behind gives nothing), the face axes, the cull (a face gap beyond margin +
+    cull_slack * scale rules every route out), the edge axes, the face-biased choice with the
+    internal-edge switch, then the route: face clipping, the exact closest points where a
+    face clip found nothing, or the edge pair's closest points (the mesh_contacts docstring
+    says why each). consts: cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin."""
     cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin = (
         consts[0], consts[1], consts[2], consts[3], consts[4], consts[5])
     tl = np.empty((3, 3))
     nl = np.empty(3)
     N = np.empty(3)
     act = np.empty(3, np.bool_)
-    axis_e = np.empty(3)
+    axis_e = np.zeros(3)
     u = np.empty(3)
-    nloc = np.empty(3)
-    ploc = np.empty((4, 3))
+    nloc = np.zeros(3)
+    ploc = np.zeros((4, 3))
     pa = np.empty(3)
     pb = np.empty(3)
     cp = np.empty(3)
     cq = np.empty(3)
-    for r in range(ids.shape[0]):
-        s = ids[r]
-        for k in range(3):
-            for j in range(3):
-                tl[k, j] = ((tri[r, k, 0] - pos[r, 0]) * rot[r, 0, j]
-                            + (tri[r, k, 1] - pos[r, 1]) * rot[r, 1, j]
-                            + (tri[r, k, 2] - pos[r, 2]) * rot[r, 2, j])
+    for k in range(3):
         for j in range(3):
-            nl[j] = (tri_normal[r, 0] * rot[r, 0, j] + tri_normal[r, 1] * rot[r, 1, j]
-                     + tri_normal[r, 2] * rot[r, 2, j])
-        h_c = 0.0
+            tl[k, j] = ((tri[k, 0] - pos[0]) * rot[0, j] + (tri[k, 1] - pos[1]) * rot[1, j]
+                        + (tri[k, 2] - pos[2]) * rot[2, j])
+    for j in range(3):
+        nl[j] = tri_normal[0] * rot[0, j] + tri_normal[1] * rot[1, j] + tri_normal[2] * rot[2, j]
+    h_c = 0.0
+    for j in range(3):
+        cen = 0.0
+        for v in range(npoints[s]):
+            cen += points[s, v, j]
+        h_c += nl[j] * (cen / npoints[s] - tl[0, j])
+    sep[:] = np.inf
+    cid[:] = 0
+    if not (two_sided or h_c >= 0):          # behind a one-sided triangle
+        normal[0] = 0.0
+        normal[1] = 0.0
+        normal[2] = 1.0
+        pts[:, :] = 0.0
+        return 0, np.inf, -1
+    side = 1.0 if h_c >= 0 else -1.0
+    for j in range(3):
+        N[j] = nl[j] * side
+        act[j] = active_front[j] if side > 0 else active_back[j]
+    scale = bound_radius[s]
+    eps = snap * scale
+    nloc[2] = 1.0
+    cnt = 0
+    sep_t, sep_f, face = face_row(points[s], npoints[s], planes[s], nfaces[s], tl, N)
+    best = max(sep_t, sep_f)
+    kind = 0 if sep_t >= sep_f else 1                 # AXIS_TRI_FACE, AXIS_CONVEX_FACE
+    dist = best
+    if best <= margin + cull_slack * scale:
+        sep_e, ea, et = edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin, axis_e)
+        best = max(best, sep_e)
+        tol = rel_tol * abs(best) + abs_tol * scale
+        use_t = sep_t >= best - tol
+        use_f = not use_t and sep_f >= max(sep_t, sep_e) - tol
+        use_e = not use_t and not use_f
         for j in range(3):
-            cen = 0.0
-            for v in range(npoints[s]):
-                cen += points[s, v, j]
-            h_c += nl[j] * (cen / npoints[s] - tl[0, j])
-        sep[r, :] = np.inf
-        cid[r, :] = 0
-        count[r] = 0
-        if not (two_sided[r] or h_c >= 0):          # behind a one-sided triangle
-            normal[r, 0] = 0.0
-            normal[r, 1] = 0.0
-            normal[r, 2] = 1.0
-            pts[r, :, :] = 0.0
-            distance[r] = np.inf
-            axis_kind[r] = -1
-            continue
-        side = 1.0 if h_c >= 0 else -1.0
-        for j in range(3):
-            N[j] = nl[j] * side
-            act[j] = active_front[r, j] if side > 0 else active_back[r, j]
-        scale = bound_radius[s]
-        eps = snap * scale
-        nloc[0] = 0.0
-        nloc[1] = 0.0
-        nloc[2] = 1.0
-        ploc[:, :] = 0.0
-        cnt = 0
-        sep_t, sep_f, face = face_row(points[s], npoints[s], planes[s], nfaces[s], tl, N)
-        best = max(sep_t, sep_f)
-        kind = 0 if sep_t >= sep_f else 1                 # AXIS_TRI_FACE, AXIS_CONVEX_FACE
-        dist = best
-        if best <= margin[r] + cull_slack * scale:
-            axis_e[:] = 0.0
-            sep_e, ea, et = edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin,
-                                      axis_e)
-            best = max(best, sep_e)
-            tol = rel_tol * abs(best) + abs_tol * scale
-            use_t = sep_t >= best - tol
-            use_f = not use_t and sep_f >= max(sep_t, sep_e) - tol
-            use_e = not use_t and not use_f
-            for j in range(3):
-                u[j] = planes[s, face, j] if use_f else axis_e[j]
-            fine = (_feature_active_row(tl, u, act, eps)
-                    or (use_t and not np.isfinite(sep_e)))
-            use_t = use_t or not fine
-            use_f = use_f and fine
-            use_e = use_e and fine
-            dist = sep_t if use_t else best
-            kind = 0 if use_t else (1 if use_f else 2)
-            if use_t and sep_t <= margin[r]:
-                cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
-                                     N, margin[r], eps, tri_index[r], face, True, nloc, ploc,
-                                     sep[r], cid[r])
-            elif use_f and sep_f <= margin[r]:
-                cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl,
-                                     N, margin[r], eps, tri_index[r], face, False, nloc, ploc,
-                                     sep[r], cid[r])
-            if not use_e and fine and cnt == 0 and best <= margin[r]:
-                if best <= touch * scale:               # touching: the edge route
-                    use_e = True
-                else:
-                    d = closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
-                                     face_loops, face_sizes, pa, pb)
-                    inv = 1.0 / max(d, 1e-300)
-                    for j in range(3):
-                        u[j] = (pb[j] - pa[j]) * inv
-                    if d <= margin[r] and _feature_active_row(tl, u, act, eps):
-                        for j in range(3):
-                            ploc[0, j] = 0.5 * (pa[j] + pb[j])
-                            nloc[j] = u[j]
-                        sep[r, 0] = d
-                        cid[r, 0] = (tri_index[r] << 28) | (4 << 12) | 0xFFF   # ROUTE_EDGE
-                        cnt = 1
-            if use_e and sep_e <= margin[r] and np.isfinite(sep_e):
-                _segment_closest(points[s, edges[s, ea, 0]], points[s, edges[s, ea, 1]],
-                                 tl[et], tl[(et + 1) % 3], cp, cq)
-                sv = 0.0
+            u[j] = planes[s, face, j] if use_f else axis_e[j]
+        fine = _feature_active_row(tl, u, act, eps) or (use_t and not np.isfinite(sep_e))
+        use_t = use_t or not fine
+        use_f = use_f and fine
+        use_e = use_e and fine
+        dist = sep_t if use_t else best
+        kind = 0 if use_t else (1 if use_f else 2)
+        if use_t and sep_t <= margin:
+            cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl, N,
+                                margin, eps, tri_index, face, True, nloc, ploc, sep, cid)
+        elif use_f and sep_f <= margin:
+            cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl, N,
+                                margin, eps, tri_index, face, False, nloc, ploc, sep, cid)
+        if not use_e and fine and cnt == 0 and best <= margin:
+            if best <= touch * scale:                   # touching: the edge route
+                use_e = True
+            else:
+                d = closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
+                                face_loops, face_sizes, pa, pb)
+                inv = 1.0 / max(d, 1e-300)
                 for j in range(3):
-                    sv += (cq[j] - cp[j]) * axis_e[j]
-                    ploc[0, j] = 0.5 * (cp[j] + cq[j])
-                    nloc[j] = axis_e[j]
-                keep = sv <= margin[r]
-                sep[r, 0] = sv if keep else np.inf
-                cid[r, 0] = (tri_index[r] << 28) | ((ea & 0x7FF) << 16) | (4 << 12) | (et & 0xFFF)
-                cnt = 1 if keep else 0
-                kind = 2
-        count[r] = cnt
-        distance[r] = dist
-        axis_kind[r] = kind
-        for j in range(3):
-            normal[r, j] = rot[r, j, 0] * nloc[0] + rot[r, j, 1] * nloc[1] + rot[r, j, 2] * nloc[2]
-        for p in range(4):
+                    u[j] = (pb[j] - pa[j]) * inv
+                if d <= margin and _feature_active_row(tl, u, act, eps):
+                    for j in range(3):
+                        ploc[0, j] = 0.5 * (pa[j] + pb[j])
+                        nloc[j] = u[j]
+                    sep[0] = d
+                    cid[0] = (tri_index << 28) | (4 << 12) | 0xFFF      # ROUTE_EDGE
+                    cnt = 1
+        if use_e and sep_e <= margin and np.isfinite(sep_e):
+            _segment_closest(points[s, edges[s, ea, 0]], points[s, edges[s, ea, 1]], tl[et],
+                             tl[(et + 1) % 3], cp, cq)
+            sv = 0.0
             for j in range(3):
-                pts[r, p, j] = (rot[r, j, 0] * ploc[p, 0] + rot[r, j, 1] * ploc[p, 1]
-                                + rot[r, j, 2] * ploc[p, 2] + pos[r, j])
+                sv += (cq[j] - cp[j]) * axis_e[j]
+                ploc[0, j] = 0.5 * (cp[j] + cq[j])
+                nloc[j] = axis_e[j]
+            keep = sv <= margin
+            sep[0] = sv if keep else np.inf
+            cid[0] = (tri_index << 28) | ((ea & 0x7FF) << 16) | (4 << 12) | (et & 0xFFF)
+            cnt = 1 if keep else 0
+            kind = 2
+    for j in range(3):
+        normal[j] = rot[j, 0] * nloc[0] + rot[j, 1] * nloc[1] + rot[j, 2] * nloc[2]
+    for p in range(4):
+        for j in range(3):
+            pts[p, j] = (rot[j, 0] * ploc[p, 0] + rot[j, 1] * ploc[p, 1] + rot[j, 2] * ploc[p, 2]
+                         + pos[j])
+    return cnt, dist, kind
+
+
+@kernel
+def mesh_polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patch_loops,
+                            patch_sizes, face_loops, face_sizes, bound_radius, nrm_all, h_all,
+                            ids, pos, rot, mesh_pos, mesh_rot, row, tri, vertices, triangles,
+                            normals, active_front, active_back, two_sided, margin, consts,
+                            normal, pts, sep, cid, count, distance, axis_kind):
+    """polytope_row for K (polytope row, mesh triangle) pairs straight from the BVH query:
+    row (K,) indexes the per-row poses (ids, pos, rot, the mesh's mesh_pos, mesh_rot,
+    margin), tri (K,) the mesh's triangles (mesh frame), taken to the world here."""
+    tw = np.empty((3, 3))
+    nw = np.empty(3)
+    for k in range(row.shape[0]):
+        r = row[k]
+        t = tri[k]
+        for c in range(3):
+            v = vertices[triangles[t, c]]
+            for j in range(3):
+                tw[c, j] = (mesh_rot[r, j, 0] * v[0] + mesh_rot[r, j, 1] * v[1]
+                            + mesh_rot[r, j, 2] * v[2] + mesh_pos[r, j])
+        for j in range(3):
+            nw[j] = (mesh_rot[r, j, 0] * normals[t, 0] + mesh_rot[r, j, 1] * normals[t, 1]
+                     + mesh_rot[r, j, 2] * normals[t, 2])
+        count[k], distance[k], axis_kind[k] = polytope_row(
+            points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes,
+            face_loops, face_sizes, bound_radius, nrm_all, h_all, ids[r], pos[r], rot[r], tw,
+            nw, active_front[t], active_back[t], two_sided, margin[r], t, consts, normal[k],
+            pts[k], sep[k], cid[k])
