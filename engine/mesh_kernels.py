@@ -528,16 +528,16 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
         _tangent_basis(sn, u, v)
         x = np.empty(size)
         y = np.empty(size)
-        s = np.empty(size)
+        depth = np.empty(size)
         valid = np.ones(size, np.bool_)
         for w in range(size):
             p = points[src[mem[w], 0], src[mem[w], 1]]
             x[w] = p[0] * u[0] + p[1] * u[1] + p[2] * u[2]
             y[w] = p[0] * v[0] + p[1] * v[1] + p[2] * v[2]
-            s[w] = sep[mem[w]]
-            out_d[q] = min(out_d[q], s[w])
+            depth[w] = sep[mem[w]]
+            out_d[q] = min(out_d[q], depth[w])
         extent = (x.max() - x.min()) + (y.max() - y.min())
-        reduce4_row(x, y, s, valid, size, snap * max(extent, 1e-9), idx, ok)
+        reduce4_row(x, y, depth, valid, size, snap * max(extent, 1e-9), idx, ok)
         for j in range(4):
             if ok[j]:
                 cc = mem[idx[j]]
