@@ -859,12 +859,10 @@ def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, pa
         use_e = use_e and fine
         dist = sep_t if use_t else best
         kind = 0 if use_t else (1 if use_f else 2)
-        if use_t and sep_t <= margin:
+        if (use_t and sep_t <= margin) or (use_f and sep_f <= margin):
+            # One call site: clip_face_row is inlined, and compiling it twice cost seconds.
             cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl, N,
-                                margin, eps, tri_index, face, True, nloc, ploc, sep, cid)
-        elif use_f and sep_f <= margin:
-            cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl, N,
-                                margin, eps, tri_index, face, False, nloc, ploc, sep, cid)
+                                margin, eps, tri_index, face, use_t, nloc, ploc, sep, cid)
         if not use_e and fine and cnt == 0 and best <= margin:
             if best <= touch * scale:                   # touching: the edge route
                 use_e = True
