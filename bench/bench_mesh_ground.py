@@ -32,7 +32,11 @@ Measured on the shared 2-core machine under load (one run each, 120 frames): bef
 mesh narrowphase restructure (commit 0c6ff8c) ours 51 ms/frame of which 23 ms narrowphase;
 after, ours 36 ms/frame of which 6.5-7.5 ms narrowphase; Blender 1.5 ms/frame, pybullet
 1.3 ms/frame. Depth: ours 9.2 mm (a hull sliding off the slope at 4.4 m/s; 9.6 mm before),
-Blender 3.7 mm, pybullet 6.1 mm.
+Blender 3.7 mm, pybullet 6.1 mm. Issue 27 (the mesh narrowphase compiled, engine/collision/mesh_kernels.py;
+same load, numba cache warm): ours 28.9 -> 17.7 ms/frame (7.8x -> 7.4x Blender, whose own
+time moved 3.7 -> 2.4 ms under the load), narrowphase 12.8 -> 7.3 ms/frame, of which ~3 ms/frame
+is loading the compiled kernels from the cache at the first step (the add-on's warm-up does
+that before a bake); frames 24-120 alone: narrowphase 12.1 -> 2.8 ms/frame, ours 22.8 -> 12.9.
 
 Quality, on the true geometry by brute force (not by any engine's narrowphase):
 - depth: deepest point of a body below the ground surface (hull vertices against the

@@ -36,10 +36,16 @@ from ..core import detmath
 from ..core.kinds import ShapeKind
 from ..shapes.curved import is_curved
 from . import mesh_sat
-from .clip import SNAP, reduce4, segment_closest, tangent_basis
+from .clip import SNAP, segment_closest
 from .curved_contacts import curved_triangles
-from .mesh_distance import polytope_triangle_closest
-from .narrowphase import WIDTH, Manifolds
+from .mesh_kernels import (
+    clip_candidates,
+    feature_active,
+    mesh_polytope_triangles,
+    polytope_row,
+    reduce_contacts,
+)
+from .narrowphase import Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
 # Contact-id layout for mesh contacts (int64): triangle index in bits 28-58, bit 27 reference
@@ -76,93 +82,39 @@ def _feature_active(tri, u, active, tol):
     """Is the triangle's supporting feature along -u (the part facing the shape) active?
 
     tri (M, 3, 3), u (M, 3) normal from the shape to the triangle, active (M, 3) per edge
-    (edge k = vertex k -> k+1). Three supporting vertices mean a face: always fine."""
-    proj = np.einsum("mki,mi->mk", tri, u)
-    low = proj <= proj.min(axis=1, keepdims=True) + tol[:, None]
-    n = low.sum(axis=1)
-    prev = np.roll(active, 1, axis=1)   # edge k-1 ends at vertex k
-    # Vertex k: edge k or edge k-1 active. Edge (k, k+1): edge k.
-    vert_ok = np.any(low & (active | prev), axis=1)
-    both = low & np.roll(low, -1, axis=1)          # vertices k and k+1 both supporting
-    edge_ok = np.any(both & active, axis=1)
-    return np.where(n >= 3, True, np.where(n == 2, edge_ok, vert_ok))
-
-
-def _polygon(table, ids, face):
-    """Padded patch loops of shape faces (engine.collision.patches: the face's own loop unless it is part
-    of a flat side of many faces) as points (M, W, 3) and a mask (padding = vertex 0)."""
-    size = table.patch_sizes[ids, face]
-    width = int(size.max())
-    loop = table.patch_loops[ids, face, :width]
-    mask = np.arange(width) < size[:, None]
-    loop = np.where(mask, loop, loop[:, :1])
-    return table.points[ids[:, None], loop], mask
+    (edge k = vertex k -> k+1), tol (M,). Three supporting vertices mean a face: always fine;
+    a vertex is active if one of its two edges is. Compiled: mesh_kernels.feature_active."""
+    f64 = np.float64
+    return feature_active(np.ascontiguousarray(tri, f64), np.ascontiguousarray(u, f64),
+                          np.ascontiguousarray(active, bool),
+                          np.ascontiguousarray(np.broadcast_to(tol, (len(tri),)), f64))
 
 
 def _clip(ref, rmask, inc, kmask, n, inc_normal, margin, eps):
     """Intersection of a reference and an incident polygon seen along n (all in one frame).
 
-    ref (M, R, 3), inc (M, K, 3) padded loops with masks; n (M, 3) unit normal of the reference
-    face pointing at the incident shape; inc_normal (M, 3) the incident face's outward normal.
+    ref (M, R, 3), inc (M, K, 3) padded loops with masks (a prefix of each row); n (M, 3) unit
+    normal of the reference face pointing at the incident shape; inc_normal (M, 3) the
+    incident face's outward normal. Candidates: incident vertices inside the reference
+    polygon, reference vertices inside the incident one (lifted onto its plane), edge
+    crossings; valid where the incident surface is within the margin of the reference plane.
     Returns 2D coords x, y (M, C), heights z (M, C) of the incident surface above the reference
-    plane, valid (M, C), route (M, C), code (M, C), and the frame (origin, u, v)."""
+    plane, valid (M, C), route (M, C), code (M, C), and the frame (origin, u, v). Compiled:
+    mesh_kernels.clip_row (curved_contacts' path; the polytope path clips in clip_faces)."""
     m, r_n = ref.shape[:2]
     k_n = inc.shape[1]
-    rows = np.arange(m)[:, None]
-    u, v = tangent_basis(n)
-    o = ref[:, 0]
-    rx, ry = _dot(ref - o[:, None], u[:, None]), _dot(ref - o[:, None], v[:, None])
-    ix, iy = _dot(inc - o[:, None], u[:, None]), _dot(inc - o[:, None], v[:, None])
-    iz = _dot(inc - o[:, None], n[:, None])
-    rsize, ksize = rmask.sum(axis=1), kmask.sum(axis=1)
-    rn = (np.arange(r_n)[None] + 1) % rsize[:, None]
-    kn = (np.arange(k_n)[None] + 1) % ksize[:, None]
-    rex, rey = rx[rows, rn] - rx, ry[rows, rn] - ry
-    kex, key_ = ix[rows, kn] - ix, iy[rows, kn] - iy
-    # Orientation of each polygon in the (u, v) plane (shoelace sign).
-    r_or = np.where(np.sum(np.where(rmask, rx * rey - ry * rex, 0.0), axis=1) >= 0, 1.0, -1.0)
-    k_or = np.where(np.sum(np.where(kmask, ix * key_ - iy * kex, 0.0), axis=1) >= 0, 1.0, -1.0)
-    rlen = np.sqrt(rex * rex + rey * rey)
-    klen = np.sqrt(kex * kex + key_ * key_)
-    tol = eps[:, None, None]
-    # (1) incident vertices inside the reference polygon: (M, K, R) edge tests.
-    s1 = (rex[:, None, :] * (iy[:, :, None] - ry[:, None, :])
-          - rey[:, None, :] * (ix[:, :, None] - rx[:, None, :])) * r_or[:, None, None]
-    in1 = np.all((s1 >= -tol * rlen[:, None, :]) | ~rmask[:, None, :], axis=2) & kmask
-    # (2) reference vertices inside the incident polygon, lifted onto the incident plane.
-    s2 = (kex[:, None, :] * (ry[:, :, None] - iy[:, None, :])
-          - key_[:, None, :] * (rx[:, :, None] - ix[:, None, :])) * k_or[:, None, None]
-    in2 = np.all((s2 >= -tol * klen[:, None, :]) | ~kmask[:, None, :], axis=2) & rmask
-    mn = _dot(inc_normal, n)
-    good_plane = mn < -1e-6
-    di = _dot(inc_normal, inc[:, 0] - o)
-    mu, mv = _dot(inc_normal, u), _dot(inc_normal, v)
-    z2 = (di[:, None] - mu[:, None] * rx - mv[:, None] * ry) / np.where(good_plane, mn, -1.0)[:, None]
-    in2 &= good_plane[:, None]
-    # (3) crossings of reference edge r and incident edge k: (M, R, K).
-    den = rex[:, :, None] * key_[:, None, :] - rey[:, :, None] * kex[:, None, :]
-    cx = ix[:, None, :] - rx[:, :, None]
-    cy = iy[:, None, :] - ry[:, :, None]
-    ok_den = np.abs(den) > 1e-12 * (rlen[:, :, None] * klen[:, None, :] + 1e-300)
-    dd = np.where(ok_den, den, 1.0)
-    s = (cx * key_[:, None, :] - cy * kex[:, None, :]) / dd
-    t = (cx * rey[:, :, None] - cy * rex[:, :, None]) / dd
-    in3 = (ok_den & (s >= 0) & (s <= 1) & (t >= 0) & (t <= 1)
-           & rmask[:, :, None] & kmask[:, None, :])
-    x3 = rx[:, :, None] + s * rex[:, :, None]
-    y3 = ry[:, :, None] + s * rey[:, :, None]
-    z3 = iz[:, None, :] + t * (iz[rows, kn][:, None, :] - iz[:, None, :])
-    x = np.concatenate((ix, rx, x3.reshape(m, -1)), axis=1)
-    y = np.concatenate((iy, ry, y3.reshape(m, -1)), axis=1)
-    z = np.concatenate((iz, z2, z3.reshape(m, -1)), axis=1)
     # margin: a scalar, (M,) or (M, 1) (curved_contacts passes a column).
-    limit = np.reshape(margin, (-1, 1)) if np.ndim(margin) else margin
-    valid = np.concatenate((in1, in2, in3.reshape(m, -1)), axis=1) & (z <= limit)
+    limit = np.ascontiguousarray(np.broadcast_to(np.reshape(margin, -1), (m,)), np.float64)
+    f64 = np.float64
+    x, y, z, valid, frame = clip_candidates(
+        np.ascontiguousarray(ref, f64), rmask.sum(axis=1), np.ascontiguousarray(inc, f64),
+        kmask.sum(axis=1), np.ascontiguousarray(n, f64), np.ascontiguousarray(inc_normal, f64),
+        limit, np.ascontiguousarray(np.broadcast_to(eps, (m,)), f64))
     route = np.concatenate((np.full(k_n, ROUTE_INC), np.full(r_n, ROUTE_REF),
                             np.full(r_n * k_n, ROUTE_CROSS)))
     code = np.concatenate((np.arange(k_n), np.arange(r_n),
                            (np.arange(r_n)[:, None] * 64 + np.arange(k_n)[None]).reshape(-1)))
-    return x, y, z, valid, route, code, (o, u, v)
+    return x, y, z, valid, route, code, (frame[:, 0], frame[:, 1], frame[:, 2])
 
 
 def _local(rot, pos, pts):
@@ -194,28 +146,40 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     ids (M,) shape ids of ``table``; pos (M, 3), rot (M, 3, 3) shape poses; tri (M, 3, 3) world
     corners; tri_normal (M, 3) world unit front normals; active_front / active_back (M, 3)
     edge flags (trimesh.TriangleMesh); two_sided (M,) bool; margin a scalar or (M,); tri_index
-    (M,) for the contact ids.
+    (M,) for the contact ids. Polytope rows take mesh_kernels.polytope_row (the route the step
+    runs in collide_mesh_polytopes), round and curved shapes their routines below.
     """
     ids = np.asarray(ids, dtype=np.int64)
     m = len(ids)
     out = Manifolds(m)
     if m == 0:
         return out
-    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
-    tri_index = np.zeros(m, dtype=np.int64) if tri_index is None else np.asarray(tri_index)
-    t = _local(rot, pos, np.asarray(tri, dtype=np.float64))
-    nl = np.matmul(np.asarray(tri_normal, dtype=np.float64)[:, None], rot)[:, 0]
+    margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    tri_index = (np.zeros(m, dtype=np.int64) if tri_index is None
+                 else np.asarray(tri_index, dtype=np.int64))
+    tri = np.asarray(tri, dtype=np.float64)
+    tri_normal = np.asarray(tri_normal, dtype=np.float64)
+    two_sided = np.asarray(two_sided, dtype=bool)
+    poly = table.kind[ids] == ShapeKind.POLYTOPE
+    if poly.all():
+        return _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front,
+                                   active_back, two_sided, margin, tri_index)
+    if poly.any():
+        sel = np.flatnonzero(poly)
+        out._put(sel, _polytope_triangles(
+            table, ids[sel], pos[sel], rot[sel], tri[sel], tri_normal[sel], active_front[sel],
+            active_back[sel], two_sided[sel], margin[sel], tri_index[sel]))
+    t = _local(rot, pos, tri)
+    nl = np.matmul(tri_normal[:, None], rot)[:, 0]
     cen = vertex_mean(table.points[ids], table.npoints[ids])
     h_c = _dot(nl, cen - t[:, 0])
     side = np.where(h_c >= 0, 1.0, -1.0)
-    live = np.asarray(two_sided, dtype=bool) | (h_c >= 0)
+    live = two_sided | (h_c >= 0)
     n_out = nl * side[:, None]                 # triangle normal towards the shape (local)
     active = np.where((side > 0)[:, None], active_front, active_back)
     curved = is_curved(table.kind[ids]) & live               # Cylinder, Cone
-    poly = (table.kind[ids] == ShapeKind.POLYTOPE) & live
-    rnd = (table.kind[ids] != ShapeKind.POLYTOPE) & live & ~curved
-    for sel, routine in ((np.flatnonzero(poly), _polytope_triangle),
-                         (np.flatnonzero(rnd), _round_triangle),
+    rnd = ~poly & live & ~curved
+    for sel, routine in ((np.flatnonzero(rnd), _round_triangle),
                          (np.flatnonzero(curved), curved_triangles)):
         if len(sel):
             part = routine(table, ids[sel], t[sel], n_out[sel], active[sel], margin[sel],
@@ -228,160 +192,47 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     return out
 
 
-def _polytope_triangle(table, ids, t, N, active, margin, tri_index):
-    """Polytope (local frame) vs one-sided triangle t (M, 3, 3) facing it with normal N.
-
-    margin (M,). Rows proven farther apart than their margin by a face axis are dropped before
-    the edge query and the clipping (most of the triangles a body's box overlaps are not
-    touching it: the clipped points of the routes below all lie within margin + a few SNAP
-    tolerances of the other shape, so a face gap beyond margin + CULL_SLACK * scale rules
-    every route out)."""
-    m = len(ids)
-    out = Manifolds(m)
-    vmax = int(table.npoints[ids].max())
-    fmax = int(table.nfaces[ids].max())
-    P = table.points[ids, :vmax]
-    planes = table.planes[ids, :fmax]
-    scale = table.bound_radius[ids]
-    sep_t, sep_f, face = mesh_sat.face_queries(P, planes, t, N)
-    face_best = np.maximum(sep_t, sep_f)
-    out.distance[:] = face_best
-    out.axis_kind[:] = np.where(sep_t >= sep_f, AXIS_TRI_FACE, AXIS_CONVEX_FACE)
-    near = np.flatnonzero(face_best <= margin + CULL_SLACK * scale)
-    if len(near) == 0:
-        return out
-    part = _polytope_near(table, ids[near], t[near], N[near], active[near], margin[near],
-                          tri_index[near], planes[near], sep_t[near], sep_f[near],
-                          face[near])
-    if len(near) == m:                  # nothing culled: the part has every field
-        return part
-    out._put(near, part)
+def _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front, active_back,
+                        two_sided, margin, tri_index):
+    """Polytope rows of collide_convex_triangles (tests and tools: the step's rows go through
+    collide_mesh_polytopes), mesh_kernels.polytope_row per row."""
+    out = Manifolds(len(ids))
+    nrm_all, h_all, _ = mesh_sat._edge_consts(table)
+    f64 = np.float64
+    pos, rot = np.asarray(pos, f64), np.asarray(rot, f64)
+    consts = _consts()
+    for r in range(len(ids)):
+        out.count[r], out.distance[r], out.axis_kind[r] = polytope_row(
+            table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
+            table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
+            table.bound_radius, nrm_all, h_all, ids[r], pos[r], rot[r], tri[r], tri_normal[r],
+            np.asarray(active_front[r], bool), np.asarray(active_back[r], bool),
+            bool(two_sided[r]), margin[r], tri_index[r], consts, out.normal[r], out.points[r],
+            out.separation[r], out.ids[r])
     return out
 
 
-def _polytope_near(table, ids, t, N, active, margin, tri_index, planes, sep_t, sep_f, face):
-    """_polytope_triangle for rows that survived the face-axis cull."""
-    m = len(ids)
-    rows = np.arange(m)
-    out = Manifolds(m)
-    scale = table.bound_radius[ids]
-    sep_e, ea, et, axis_e = mesh_sat.edge_query(table, ids, t, N)
-    best = np.maximum(np.maximum(sep_t, sep_f), sep_e)
-    tol = REL_TOL * np.abs(best) + ABS_TOL * scale
-    use_t = sep_t >= best - tol
-    use_f = ~use_t & (sep_f >= np.maximum(sep_t, sep_e) - tol)
-    use_e = ~use_t & ~use_f
-    # Internal edges: a polytope face or edge axis whose triangle feature is inactive -> N.
-    # For triangle-face rows ``fine`` only gates the closest-point fallback below (a clip that
-    # found nothing): the best edge axis's triangle feature stands in for the closest feature
-    # there, so triangles beside the shape across flat edges skip GJK.
-    u = np.where(use_f[:, None], planes[rows, face, :3], axis_e)
-    fine = _feature_active(t, u, active, SNAP * scale) | (use_t & ~np.isfinite(sep_e))
-    use_t |= ~fine
-    use_f &= fine
-    use_e &= fine
-    out.distance[:] = np.where(use_t, sep_t, best)
-    out.axis_kind[:] = np.where(use_t, AXIS_TRI_FACE, np.where(use_f, AXIS_CONVEX_FACE, AXIS_EDGE))
-    eps = SNAP * scale
-    _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face,
-                np.flatnonzero(use_t & (sep_t <= margin)), np.flatnonzero(use_f & (sep_f <= margin)))
-    # Face axes whose clipping found nothing (the face bias kept a face axis where an edge or
-    # vertex is the real contact; not after an internal-edge switch, where an empty clip means
-    # the triangle is not under the shape and the neighbour that is gives the contact).
-    sel = np.flatnonzero(~use_e & fine & (out.count == 0) & (best <= margin))
-    if len(sel):
-        overlap = _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps,
-                                         tri_index)
-        use_e[sel[overlap]] = True
-    # Edge axes: the closest points of the edge pair (only pairs that have one).
-    _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et,
-                  np.flatnonzero(use_e & (sep_e <= margin) & np.isfinite(sep_e)))
+def collide_mesh_polytopes(table, mesh, ids, pos, rot, mesh_pos, mesh_rot, margin, row, tri):
+    """collide_convex_triangles for K (polytope, triangle of ``mesh``) pairs as the BVH query
+    gives them: per-row arrays ids (R,), pos (R, 3), rot (R, 3, 3) of the polytopes,
+    mesh_pos (R, 3), mesh_rot (R, 3, 3) of the mesh and margin (R,); row (K,) and tri (K,) the
+    pairs. The triangles are taken to the world inside the kernel
+    (mesh_kernels.mesh_polytope_triangles): no (K, 3, 3) gathers in numpy."""
+    out = Manifolds(len(row))
+    nrm_all, h_all, _ = mesh_sat._edge_consts(table)
+    mesh_polytope_triangles(
+        table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
+        table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
+        table.bound_radius, nrm_all, h_all, ids, pos, rot, mesh_pos, mesh_rot, row, tri,
+        mesh.vertices, mesh.triangles, mesh.normals, mesh.active_front, mesh.active_back,
+        mesh.two_sided, margin, _consts(), out.normal, out.points, out.separation, out.ids,
+        out.count, out.distance, out.axis_kind)
     return out
 
 
-def _clip_faces(out, table, ids, t, N, margin, eps, tri_index, planes, face, sel_t, sel_f):
-    """Face contacts of both kinds in one clipping pass: rows sel_t take the triangle as the
-    reference and the polytope face most anti-parallel to N as the incident polygon; rows
-    sel_f take the polytope's SAT face as the reference and the triangle as the incident one.
-    Both polygons are padded to one width (masked): the candidates keep their order, so this
-    is the same as clipping the two sets apart."""
-    sel = np.concatenate((sel_t, sel_f))
-    if not len(sel):
-        return
-    is_t = (np.arange(len(sel)) < len(sel_t))[:, None]
-    inc_f = np.argmin(np.matmul(planes[sel_t, :, :3], N[sel_t][:, :, None])[:, :, 0], axis=1)
-    faces = np.concatenate((inc_f, face[sel_f]))
-    poly, pmask = _polygon(table, ids[sel], faces)
-    w = poly.shape[1]
-    tri = t[sel]
-    tri = np.concatenate((tri, np.repeat(tri[:, :1], w - 3, axis=1)), axis=1)
-    tmask = np.broadcast_to(np.arange(w) < 3, pmask.shape)
-    fn = planes[sel, faces, :3]
-    n_sel = N[sel]
-    ref = np.where(is_t[:, :, None], tri, poly)
-    inc = np.where(is_t[:, :, None], poly, tri)
-    rmask = np.where(is_t, tmask, pmask)
-    kmask = np.where(is_t, pmask, tmask)
-    n = np.where(is_t, n_sel, fn)
-    x, y, z, valid, route, code, (o, uu, vv) = _clip(
-        ref, rmask, inc, kmask, n, np.where(is_t, fn, n_sel), margin[sel], eps[sel])
-    _finish_clip(out, sel, x, y, z, valid, route, code, o, uu, vv, n, eps[sel],
-                 _ids(tri_index[sel], ~is_t[:, 0], faces, 0, 0), np.where(is_t, -n_sel, fn))
-
-
-def _closest_point_contact(out, sel, table, ids, t, best, active, margin, eps, tri_index):
-    """Rows apart: the exact closest points (one point), if that feature is active. Rows the
-    SAT finds overlapping or touching (best <= TOUCH * scale) are returned as a mask over sel:
-    they take the edge route."""
-    overlap = best[sel] <= TOUCH * table.bound_radius[ids[sel]]
-    apart = sel[~overlap]
-    if not len(apart):
-        return overlap
-    dist, pa, pb, normal = polytope_triangle_closest(table, ids[apart], t[apart])
-    ok = (dist <= margin[apart]) & _feature_active(t[apart], normal, active[apart], eps[apart])
-    rows = apart[ok]
-    out.points[rows, 0] = 0.5 * (pa[ok] + pb[ok])
-    out.separation[rows, 0] = dist[ok]
-    out.ids[rows, 0] = _ids(tri_index[rows], 0, 0, ROUTE_EDGE, 0xFFF)
-    out.count[rows] = 1
-    out.normal[rows] = normal[ok]
-    return overlap
-
-
-def _edge_contact(out, table, ids, t, margin, tri_index, axis_e, ea, et, sel):
-    """The closest points of the Minkowski-face edge pair found by the edge query."""
-    if not len(sel):
-        return
-    ax = axis_e[sel]
-    ed = table.edges[ids[sel], ea[sel]]
-    a0 = table.points[ids[sel], ed[:, 0]]
-    a1 = table.points[ids[sel], ed[:, 1]]
-    k = et[sel]
-    b0, b1 = t[sel, k], t[sel, (k + 1) % 3]
-    _, _, cp, cq = segment_closest(a0, a1, b0, b1)
-    s = _dot(cq - cp, ax)
-    keep = s <= margin[sel]
-    out.points[sel, 0] = 0.5 * (cp + cq)
-    out.separation[sel, 0] = np.where(keep, s, np.inf)
-    out.ids[sel, 0] = _ids(tri_index[sel], 0, ea[sel], ROUTE_EDGE, k)
-    out.count[sel] = keep
-    out.normal[sel] = ax
-    out.axis_kind[sel] = AXIS_EDGE
-
-
-def _finish_clip(out, sel, x, y, z, valid, route, code, o, u, v, n, eps, base, normal):
-    """Reduce clipped candidates to 4 and store them midway between the surfaces."""
-    idx, ok = reduce4(x, y, z, valid, eps)
-    rr = np.arange(len(sel))[:, None]
-    px, py, pz = x[rr, idx], y[rr, idx], z[rr, idx]
-    pts = (o[:, None] + px[..., None] * u[:, None] + py[..., None] * v[:, None]
-           + 0.5 * pz[..., None] * n[:, None])
-    ids = base[:, None] | (route[idx] << 12) | code[idx]
-    out.normal[sel] = normal
-    out.points[sel] = pts
-    out.separation[sel] = np.where(ok, pz, np.inf)
-    out.ids[sel] = np.where(ok, ids, 0)
-    out.count[sel] = ok.sum(axis=1)
+def _consts():
+    """The polytope route's tolerances, read at each call (tests patch CULL_SLACK)."""
+    return np.array([CULL_SLACK, SNAP, REL_TOL, ABS_TOL, TOUCH, mesh_sat.PARALLEL_SIN])
 
 
 def _round_triangle(table, ids, t, N, active, margin, tri_index):
@@ -513,92 +364,17 @@ def reduce_manifolds(man, group, n_groups=None):
     man: Manifolds of M rows; group (M,) int group of each row. Contacts are clustered by
     normal (greedy: the deepest remaining contact seeds a cluster, contacts within CLUSTER_COS
     of its normal join; up to MAX_CLUSTERS per group, the rest join the closest cluster), and
-    each cluster keeps 4 points (deepest, farthest, largest triangle, largest quad) with the
-    seed's normal. Returns (Manifolds of K rows, group (K,), cluster rank (K,)), ordered by
-    group then rank.
+    each cluster keeps 4 points (deepest, farthest, largest triangle, largest quad; a cluster's
+    contacts farthest from its centroid first, so a box resting on many triangles keeps its
+    corners) with the seed's normal. Returns (Manifolds of K rows, group (K,), cluster rank
+    (K,)), ordered by group then rank. Compiled: mesh_kernels.reduce_contacts.
     """
     group = np.asarray(group, dtype=np.int64)
-    slot = np.arange(WIDTH)
-    valid = slot[None, :] < man.count[:, None]
-    mi, si = np.nonzero(valid)
-    if len(mi) == 0:
-        return Manifolds(0), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    g = group[mi]
-    nrm = man.normal[mi]
-    sep = man.separation[mi, si]
-    pts = man.points[mi, si]
-    ids = man.ids[mi, si]
-    n = len(mi)
-    ng = int(g.max()) + 1 if n_groups is None else int(n_groups)
-    cluster = np.full(n, -1, dtype=np.int64)
-    seeds = np.zeros((0, 3))
-    seed_group = np.zeros(0, dtype=np.int64)
-    seed_rank = np.zeros(0, dtype=np.int64)
-    seed_of = np.full((ng, MAX_CLUSTERS), -1, dtype=np.int64)
-    # Contacts by group, then depth, then index: the deepest free contact of a group is its
-    # first free one in this order (ties: lowest index).
-    by_depth = np.lexsort((np.arange(n), sep, g))
-    g_sorted = g[by_depth]
-    starts = np.flatnonzero(np.r_[True, g_sorted[1:] != g_sorted[:-1]])
-    slot_no = np.arange(n)
-    for rank in range(MAX_CLUSTERS):
-        free = cluster < 0
-        if not free.any():
-            break
-        pos = np.minimum.reduceat(np.where(free[by_depth], slot_no, n), starts)
-        first = by_depth[pos[pos < n]]
-        base = len(seeds)
-        seeds = np.concatenate((seeds, nrm[first]))
-        seed_group = np.concatenate((seed_group, g[first]))
-        seed_rank = np.concatenate((seed_rank, np.full(len(first), rank)))
-        seed_of[g[first], rank] = base + np.arange(len(first))
-        sid = seed_of[g, rank]
-        join = free & (sid >= 0) & (_dot(nrm, seeds[np.maximum(sid, 0)]) >= CLUSTER_COS)
-        cluster[join] = sid[join]
-    rest = np.flatnonzero(cluster < 0)
-    if len(rest):
-        cand = seed_of[g[rest]]                                          # (R, MAX)
-        d = np.where(cand >= 0, _dot(nrm[rest][:, None], seeds[np.maximum(cand, 0)]), -np.inf)
-        cluster[rest] = cand[np.arange(len(rest)), np.argmax(d, axis=1)]
-    k = len(seeds)
-    # Pad each cluster's contacts into (K, C) rows for reduce4, farthest from the cluster's
-    # centroid first: reduce4 breaks depth ties by order, so a box resting on many triangles
-    # keeps its corners (the widest support) rather than points inside its footprint.
-    cnt = np.bincount(cluster, minlength=k)
-    centroid = np.stack([np.bincount(cluster, pts[:, j], minlength=k) for j in range(3)], 1)
-    centroid = centroid / np.maximum(cnt, 1)[:, None]
-    off = pts - centroid[cluster]
-    off -= _dot(off, seeds[cluster])[:, None] * seeds[cluster]
-    radial = np.round(_dot(off, off) / np.maximum(np.max(_dot(off, off)), 1e-300), 9)
-    order = np.lexsort((np.arange(n), -radial, cluster))
-    cl = cluster[order]
-    counts = np.bincount(cl, minlength=k)
-    start = np.cumsum(counts) - counts
-    col = np.arange(n) - start[cl]
-    cmax = int(counts.max())
-    vmask = np.zeros((k, cmax), dtype=bool)
-    vmask[cl, col] = True
-    P = np.zeros((k, cmax, 3))
-    S = np.full((k, cmax), np.inf)
-    I = np.zeros((k, cmax), dtype=np.int64)
-    P[cl, col] = pts[order]
-    S[cl, col] = sep[order]
-    I[cl, col] = ids[order]
-    u, v = tangent_basis(seeds)
-    x = _dot(P, u[:, None])
-    y = _dot(P, v[:, None])
-    extent = (np.max(np.where(vmask, x, -np.inf), axis=1) - np.min(np.where(vmask, x, np.inf), axis=1)
-              + np.max(np.where(vmask, y, -np.inf), axis=1) - np.min(np.where(vmask, y, np.inf), axis=1))
-    idx, ok = reduce4(x, y, np.where(vmask, S, 0.0), vmask, SNAP * np.maximum(extent, 1e-9))
-    rr = np.arange(k)[:, None]
-    out = Manifolds(k)
-    out.normal[:] = seeds
-    out.points[:] = P[rr, idx]
-    out.separation[:] = np.where(ok, S[rr, idx], np.inf)
-    out.ids[:] = np.where(ok, I[rr, idx], 0)
-    out.count[:] = ok.sum(axis=1)
-    out.distance[:] = np.min(np.where(vmask, S, np.inf), axis=1)
-    srt = np.lexsort((seed_rank, seed_group))
-    for name in Manifolds.__slots__:
-        setattr(out, name, getattr(out, name)[srt])
-    return out, seed_group[srt], seed_rank[srt]
+    ng = (int(group.max()) + 1 if len(group) else 0) if n_groups is None else int(n_groups)
+    normal, points, sep, ids, count, distance, grp, rank = reduce_contacts(
+        group, man.count, man.normal, man.points, man.separation, man.ids, ng, MAX_CLUSTERS,
+        CLUSTER_COS, SNAP)
+    out = Manifolds(len(count))
+    out.normal, out.points, out.separation, out.ids = normal, points, sep, ids
+    out.count, out.distance = count, distance
+    return out, grp, rank

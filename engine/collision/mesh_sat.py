@@ -32,6 +32,8 @@ face axes (N or n1, n2), which are always evaluated.
 """
 import numpy as np
 
+from . import mesh_kernels
+
 # A crossing counts if |u| (u a mix of two unit normals weighted by sines of the angles to
 # the triangle edge) exceeds this times the edge length: the axis direction is then defined
 # to ~1e-11 relative (the exhaustive query used the same threshold on |d_e x d_k|).
@@ -43,14 +45,17 @@ def face_queries(points, planes, t, N):
 
     points (M, V, 3) polytope points (padding repeats a real point), planes (M, F, 4) (padding
     repeats a real plane), t (M, 3, 3), N (M, 3). Returns sep_t (M,), sep_f (M,) the best
-    polytope face, face (M,) its index."""
+    polytope face (the first of equals), face (M,) its index (mesh_kernels.face_row per
+    row)."""
     m = len(t)
-    sep_t = np.min(np.matmul(points, N[:, :, None])[:, :, 0], axis=1) - np.einsum(
-        "mi,mi->m", N, t[:, 0])
-    proj = np.matmul(planes[:, :, :3], t.transpose(0, 2, 1))            # (M, F, 3)
-    sf = np.minimum(np.minimum(proj[:, :, 0], proj[:, :, 1]), proj[:, :, 2]) - planes[:, :, 3]
-    face = np.argmax(sf, axis=1)
-    return sep_t, sf[np.arange(m), face], face
+    sep_t, sep_f, face = np.empty(m), np.empty(m), np.zeros(m, np.int64)
+    f64 = np.float64
+    points, planes = np.asarray(points, f64), np.asarray(planes, f64)
+    t, N = np.asarray(t, f64), np.asarray(N, f64)
+    for r in range(m):      # (tests and tools: the step runs face_row inside its kernel)
+        sep_t[r], sep_f[r], face[r] = mesh_kernels.face_row(
+            points[r], points.shape[1], planes[r], planes.shape[1], t[r], N[r])
+    return sep_t, sep_f, face
 
 
 _CONSTS: dict = {}
@@ -76,59 +81,28 @@ def _edge_consts(table):
     return consts
 
 
-def _outward(t, te, N):
-    """Outward in-plane normals (M, 3, 3) of the triangle edges: away from the opposite
-    vertex (the triangle may wind either way about N)."""
-    o = np.cross(te, N[:, None, :])
-    flip = np.einsum("mi,mi->m", o[:, 0], t[:, 2] - t[:, 0]) > 0
-    return np.where(flip[:, None, None], -o, o)
-
-
-def edge_query(table, ids, t, N, emax=None):
+def edge_query(table, ids, t, N):
     """Best Minkowski-face edge pair per row.
 
     Returns sep_e (M,) (-inf where no pair qualifies), edge (M,) the polytope edge, k (M,) the
     triangle edge (t[k] -> t[(k + 1) % 3]), axis (M, 3) unit, oriented from A to the triangle
     (zero where no pair qualifies). Ties go to the lowest (k, edge).
 
-    Only the crossing test runs on every (row, k, edge): one matmul of the triangle edges with
-    all edge normals. The pairs whose arc crosses (the polytope's silhouette edges seen along
-    the triangle edge, a small fraction) are compacted and finish on flat (C,) arrays."""
-    m = len(ids)
-    ne = table.nedges[ids]
-    emax = int(ne.max()) if emax is None else emax
+    Per row, triangle edge k and polytope edge e: the crossing test first (the sign of
+    n1 . d_k against n2 . d_k), and only the pairs whose arc crosses (the polytope's
+    silhouette edges seen along the triangle edge, a small fraction) go on to the
+    orientation test and the gap (mesh_kernels.edge_row per row)."""
     nrm_all, h_all, _ = _edge_consts(table)
-    nrm = nrm_all[ids, :, :, :emax].reshape(m, 3, 2 * emax)             # n1 block, n2 block
-    te = np.roll(t, -1, axis=1) - t                                      # edge vectors
-    d = np.matmul(te, nrm)                                               # n . d_k (M, 3, 2E)
-    d1, d2 = d[:, :, :emax], d[:, :, emax:]
-    mi, ki, ei = np.nonzero((d1 * d2 < 0.0) & (np.arange(emax) < ne[:, None, None]))
-    best = np.full(m, -np.inf)
-    edge = np.zeros(m, dtype=np.int64)
-    k = np.zeros(m, dtype=np.int64)
+    ids = np.asarray(ids, dtype=np.int64)
+    t, N = np.asarray(t, np.float64), np.asarray(N, np.float64)
+    m = len(ids)
+    best, edge, k = np.full(m, -np.inf), np.zeros(m, np.int64), np.zeros(m, np.int64)
     axis = np.zeros((m, 3))
-    if not len(mi):
-        return best, edge, k, axis
-    w1, w2 = np.abs(d2[mi, ki, ei]), np.abs(d1[mi, ki, ei])              # u = w1 n1 + w2 n2
-    u = w1[:, None] * nrm[mi, :, ei] + w2[:, None] * nrm[mi, :, emax + ei]
-    len_u = np.sqrt(np.einsum("ci,ci->c", u, u))
-    tk = t[mi, ki]
-    ok = ((np.einsum("ci,ci->c", u, _outward(t, te, N)[mi, ki]) < 0.0)
-          & (len_u > PARALLEL_SIN * np.sqrt(np.einsum("mki,mki->mk", te, te))[mi, ki]))
-    sid = ids[mi]
-    gap = (np.einsum("ci,ci->c", u, tk) - w1 * h_all[sid, 0, ei] - w2 * h_all[sid, 1, ei])
-    sep = np.where(ok, gap / np.where(ok, len_u, 1.0), -np.inf)
-    # Per row (candidates come sorted by row, then k, then edge): the max and its first index.
-    first = np.r_[True, mi[1:] != mi[:-1]]
-    starts = np.flatnonzero(first)
-    seg = np.cumsum(first) - 1
-    top = np.maximum.reduceat(sep, starts)
-    pick = np.minimum.reduceat(np.where(sep == top[seg], np.arange(len(mi)), len(mi)), starts)
-    r = mi[pick]
-    live = np.isfinite(top)
-    r, pick = r[live], pick[live]
-    best[r], edge[r], k[r] = top[live], ei[pick], ki[pick]
-    axis[r] = u[pick] / len_u[pick][:, None]
+    for r in range(m):      # (tests and tools: the step runs edge_row inside its kernel)
+        sep, e, kk = mesh_kernels.edge_row(ids[r], table.nedges[ids[r]], t[r], N[r], nrm_all,
+                                           h_all, PARALLEL_SIN, axis[r])
+        if sep > -np.inf:
+            best[r], edge[r], k[r] = sep, e, kk
     return best, edge, k, axis
 
 

@@ -27,7 +27,12 @@ from ..core import detmath, quat
 from ..core.kinds import ShapeKind
 from ..shapes.compound import Compound
 from ..shapes.trimesh import TriangleMesh, check_body_shape
-from .mesh_contacts import MAX_CLUSTERS, collide_convex_triangles, reduce_manifolds
+from .mesh_contacts import (
+    MAX_CLUSTERS,
+    collide_convex_triangles,
+    collide_mesh_polytopes,
+    reduce_manifolds,
+)
 from .narrowphase import Manifolds
 
 __all__ = [
@@ -227,6 +232,7 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
     grow = (table.radius[s_c] + margin)[:, None]
     lo, hi = loc.min(axis=1) - grow, loc.max(axis=1) + grow
     used = _margin_buckets(margin)
+    poly = table.kind[s_c] == ShapeKind.POLYTOPE
     parts, rows = [], []
     # Loops over distinct meshes only (a few per step).
     for u in np.unique(s_m):
@@ -236,12 +242,25 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
         if not len(qi):
             continue
         row = r[qi]
-        tv = (np.matmul(mesh.vertices[mesh.triangles[tri]], rot_m[row].transpose(0, 2, 1))
-              + x_m[row][:, None])
-        nrm = np.matmul(rot_m[row], mesh.normals[tri][:, :, None])[:, :, 0]
-        parts.append(collide_convex_triangles(
-            table, s_c[row], x_c[row], rot_c[row], tv, nrm, mesh.active_front[tri],
-            mesh.active_back[tri], np.full(len(row), mesh.two_sided), used[row], tri))
+        p = poly[row]
+        if p.all():                  # polytopes only: the triangles go to the world in a kernel
+            parts.append(collide_mesh_polytopes(table, mesh, s_c, x_c, rot_c, x_m, rot_m,
+                                                used, row, tri))
+        else:
+            part = Manifolds(len(row))
+            sel = np.flatnonzero(p)
+            if len(sel):
+                part._put(sel, collide_mesh_polytopes(table, mesh, s_c, x_c, rot_c, x_m, rot_m,
+                                                      used, row[sel], tri[sel]))
+            sel = np.flatnonzero(~p)
+            ro, to = row[sel], tri[sel]
+            tv = (np.matmul(mesh.vertices[mesh.triangles[to]], rot_m[ro].transpose(0, 2, 1))
+                  + x_m[ro][:, None])
+            nrm = np.matmul(rot_m[ro], mesh.normals[to][:, :, None])[:, :, 0]
+            part._put(sel, collide_convex_triangles(
+                table, s_c[ro], x_c[ro], rot_c[ro], tv, nrm, mesh.active_front[to],
+                mesh.active_back[to], np.full(len(ro), mesh.two_sided), used[ro], to))
+            parts.append(part)
         rows.append(row)
     if not parts:
         return Manifolds(0), np.zeros(0, np.int64)

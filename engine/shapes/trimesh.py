@@ -26,11 +26,12 @@ flag set per side (``active_front``, ``active_back``).
 BVH. Triangles are sorted into a complete binary tree by median splits along the longest axis
 of their centroids, built level by level (one lexsort per level, no Python recursion). Node
 boxes are stored in flat arrays, implicit indexing (children of i are 2i+1, 2i+2), leaves all
-at the same depth with at most ``LEAF_SIZE`` triangles. ``query`` walks the tree for many
-boxes at once: the frontier is an array of (box, node) pairs, one numpy step per level.
+at the same depth with at most ``LEAF_SIZE`` triangles. ``query`` walks the tree depth first
+for each of many boxes in one compiled call (engine.collision.mesh_kernels.bvh_query).
 """
 import numpy as np
 
+from ..collision.mesh_kernels import bvh_query
 from ..core import detmath
 from ..core.errors import DegenerateShapeError, EngineError
 from ..core.kinds import BodyKind, ShapeKind
@@ -38,9 +39,6 @@ from .primitives import Shape
 
 # Triangles per BVH leaf: small leaves keep the per-query candidate lists short.
 LEAF_SIZE = 4
-# query() tests the 2^START_LEVEL nodes of this level at once instead of walking down to it
-# (the top levels hold few nodes: one numpy step each cost more than testing them all).
-START_LEVEL = 5
 # An edge between two triangles whose normals are closer than this (cos of 5 degrees, Jolt's
 # default) is flat: never active. Sharper convex edges are real features.
 ACTIVE_EDGE_COS = float(detmath.cos(np.radians(5.0)))
@@ -269,31 +267,13 @@ class TriangleMesh(Shape):
 
     def query(self, lo, hi):
         """Triangles whose AABB overlaps each of Q boxes (mesh frame): (box index, triangle)
-        pairs sorted by box then triangle, exactly the brute-force answer (closed intervals)."""
-        lo = np.asarray(lo, dtype=np.float64).reshape(-1, 3)
-        hi = np.asarray(hi, dtype=np.float64).reshape(-1, 3)
-        # Start at level START_LEVEL with every node of it (a node overlapping a box implies
-        # its ancestors do, their boxes contain it): the same answer with fewer, larger steps.
-        start = min(self.bvh_depth, START_LEVEL)
-        width = 2 ** start
-        q = np.repeat(np.arange(len(lo)), width)
-        node = np.tile(np.arange(width - 1, 2 * width - 1), len(lo))
-        for level in range(start, self.bvh_depth + 1):
-            hit = np.all((self.bvh_lo[node] <= hi[q]) & (lo[q] <= self.bvh_hi[node]), axis=1)
-            q, node = q[hit], node[hit]
-            if level < self.bvh_depth:
-                q = np.repeat(q, 2)
-                node = (2 * np.repeat(node, 2) + 1) + np.tile(np.array([0, 1]), len(node))
-        leaf = node - (2 ** self.bvh_depth - 1)
-        cnt = self.bvh_leaf_count[leaf]
-        slot = np.arange(LEAF_SIZE)
-        ok = slot[None, :] < cnt[:, None]
-        qq = np.broadcast_to(q[:, None], ok.shape)[ok]
-        tri = self.bvh_order[(self.bvh_leaf_start[leaf][:, None] + slot)[ok]]
-        keep = np.all((self.tri_lo[tri] <= hi[qq]) & (lo[qq] <= self.tri_hi[tri]), axis=1)
-        qq, tri = qq[keep], tri[keep]
-        srt = np.lexsort((tri, qq))
-        return qq[srt], tri[srt]
+        pairs sorted by box then triangle, exactly the brute-force answer (closed intervals).
+        A compiled depth-first walk per box (mesh_kernels.bvh_query)."""
+        lo = np.ascontiguousarray(lo, dtype=np.float64).reshape(-1, 3)
+        hi = np.ascontiguousarray(hi, dtype=np.float64).reshape(-1, 3)
+        return bvh_query(lo, hi, self.bvh_lo, self.bvh_hi, self.bvh_depth,
+                         self.bvh_leaf_start, self.bvh_leaf_count, self.bvh_order,
+                         self.tri_lo, self.tri_hi)
 
 
 def check_body_shape(shape, kind):

@@ -94,6 +94,7 @@ def _round_shapes():
 
 def _compound_on_mesh():
     from ..shapes.compound import Compound
+    from ..shapes.curved import Cylinder
     from ..shapes.primitives import Box, Sphere
     from ..shapes.trimesh import TriangleMesh
     from .world import World
@@ -106,6 +107,7 @@ def _compound_on_mesh():
                       (Box([0.05, 0.05, 0.15]), (0.0, 0.0, 0.1), (1.0, 0.0, 0.0, 0.0))])
     w.add_body(table, position=(0.0, 0.0, -0.04))
     w.add_body(Sphere(0.15), position=(0.8, 0.5, 0.14), linear_velocity=(-1.0, 0.0, 0.0))
+    w.add_body(Cylinder(0.2, 0.3), position=(-0.9, -0.8, 0.16))
     _run(w)
 
 
