@@ -2,7 +2,8 @@
 (convex shape, triangle) and contacts that the numpy versions spelled as many small array
 operations, each costing more in dispatch than in arithmetic at a few hundred rows a pass.
 
-- ``bvh_query``: TriangleMesh.query, a depth-first walk of the flat BVH per box;
+(The BVH walk, TriangleMesh.query, is engine.shapes.trimesh.bvh_query.)
+
 - ``mesh_polytope_triangles``: mesh_contacts' polytope route, whole (``polytope_row``), per
   (polytope, mesh triangle) pair of the BVH query:
   the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping (``clip_row``,
@@ -19,65 +20,6 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
-
-
-# -- BVH ----------------------------------------------------------------------------------------
-@kernel
-def bvh_query(lo, hi, node_lo, node_hi, depth, leaf_start, leaf_count, order, tri_lo, tri_hi):
-    """(box, triangle) pairs whose closed boxes overlap, sorted by box then triangle.
-
-    lo, hi (Q, 3) query boxes; node_lo/hi the implicit tree's boxes (children of i: 2i+1,
-    2i+2; leaves at ``depth``); leaf_start/count slots of each leaf in ``order``."""
-    nq = lo.shape[0]
-    cap = max(16, 8 * nq)
-    out_q = np.empty(cap, np.int64)
-    out_t = np.empty(cap, np.int64)
-    n = 0
-    stack = np.empty(2 * (depth + 2), np.int64)
-    first_leaf = (1 << depth) - 1
-    for q in range(nq):
-        start = n
-        top = 0
-        stack[0] = 0
-        top = 1
-        while top > 0:
-            top -= 1
-            node = stack[top]
-            hit = True
-            for j in range(3):
-                if not (node_lo[node, j] <= hi[q, j] and lo[q, j] <= node_hi[node, j]):
-                    hit = False
-                    break
-            if not hit:
-                continue
-            if node < first_leaf:
-                stack[top] = 2 * node + 2
-                stack[top + 1] = 2 * node + 1
-                top += 2
-                continue
-            leaf = node - first_leaf
-            s0 = leaf_start[leaf]
-            for s in range(s0, s0 + leaf_count[leaf]):
-                tri = order[s]
-                inside = True
-                for j in range(3):
-                    if not (tri_lo[tri, j] <= hi[q, j] and lo[q, j] <= tri_hi[tri, j]):
-                        inside = False
-                        break
-                if not inside:
-                    continue
-                if n == cap:
-                    cap *= 2
-                    grow_q = np.empty(cap, np.int64)
-                    grow_t = np.empty(cap, np.int64)
-                    grow_q[:n] = out_q[:n]
-                    grow_t[:n] = out_t[:n]
-                    out_q, out_t = grow_q, grow_t
-                out_q[n] = q
-                out_t[n] = tri
-                n += 1
-        out_t[start:n] = np.sort(out_t[start:n])
-    return out_q[:n].copy(), out_t[:n].copy()
 
 
 # -- separating axes ----------------------------------------------------------------------------
@@ -107,7 +49,7 @@ def face_row(P, nv, PL, nf, t, N):
     return sep_t, best, face
 
 
-@kernel(inline="always")
+@kernel
 def edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis):
     """The best Minkowski-face (polytope edge, triangle edge) pair of one row (shape s, ne
     edges): returns (sep, edge, k), the unit axis into axis (3,); sep -inf (axis untouched)
@@ -255,7 +197,7 @@ def _closest_on_triangle(p, a, b, c, res):
         res[j] = a[j] + v * (b[j] - a[j]) + w * (c[j] - a[j])
 
 
-@kernel(inline="always")
+@kernel
 def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
                  face_sizes, pa, pb):
     """The exact closest points of polytope s and triangle t (apart; its frame): the
@@ -561,7 +503,7 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
 
 
 # -- face clipping ------------------------------------------------------------------------------
-@kernel(inline="always")
+@kernel
 def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, valid, frame):
     """mesh_contacts._clip for one pair: the candidates of a reference polygon ref (nr, 3) and
     an incident polygon inc (nk, 3) seen along n (the reference face's unit normal towards
@@ -679,7 +621,7 @@ def clip_candidates(ref, rsize, inc, ksize, n, inc_normal, margin, eps):
     return x, y, z, valid, frame
 
 
-@kernel(inline="always")
+@kernel
 def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, margin, eps,
                    tri, sat_face, is_t, normal, pts, sep, cid):
     """Face contact of one row (shape s, triangle t facing it with normal N, its frame):
@@ -783,7 +725,7 @@ def feature_active(t, u, active, tol):
     return out
 
 
-@kernel(inline="always")
+@kernel
 def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes,
                  face_loops, face_sizes, bound_radius, nrm_all, h_all, s, pos, rot, tri,
                  tri_normal, active_front, active_back, two_sided, margin, tri_index, consts,

@@ -27,13 +27,13 @@ BVH. Triangles are sorted into a complete binary tree by median splits along the
 of their centroids, built level by level (one lexsort per level, no Python recursion). Node
 boxes are stored in flat arrays, implicit indexing (children of i are 2i+1, 2i+2), leaves all
 at the same depth with at most ``LEAF_SIZE`` triangles. ``query`` walks the tree depth first
-for each of many boxes in one compiled call (engine.collision.mesh_kernels.bvh_query).
+for each of many boxes in one compiled call (bvh_query, below).
 """
 import numpy as np
 
-from ..collision.mesh_kernels import bvh_query
 from ..core import detmath
 from ..core.errors import DegenerateShapeError, EngineError
+from ..core.jit import kernel
 from ..core.kinds import BodyKind, ShapeKind
 from .primitives import Shape
 
@@ -268,7 +268,7 @@ class TriangleMesh(Shape):
     def query(self, lo, hi):
         """Triangles whose AABB overlaps each of Q boxes (mesh frame): (box index, triangle)
         pairs sorted by box then triangle, exactly the brute-force answer (closed intervals).
-        A compiled depth-first walk per box (mesh_kernels.bvh_query)."""
+        A compiled depth-first walk per box (bvh_query)."""
         lo = np.ascontiguousarray(lo, dtype=np.float64).reshape(-1, 3)
         hi = np.ascontiguousarray(hi, dtype=np.float64).reshape(-1, 3)
         return bvh_query(lo, hi, self.bvh_lo, self.bvh_hi, self.bvh_depth,
@@ -286,3 +286,61 @@ def check_body_shape(shape, kind):
                           "unstable. Use a convex hull, a compound of convex parts, or an "
                           "automatic convex decomposition for dynamic objects; triangle meshes "
                           "are for passive (static or animated) scenery")
+
+
+@kernel
+def bvh_query(lo, hi, node_lo, node_hi, depth, leaf_start, leaf_count, order, tri_lo, tri_hi):
+    """(box, triangle) pairs whose closed boxes overlap, sorted by box then triangle.
+
+    lo, hi (Q, 3) query boxes; node_lo/hi the implicit tree's boxes (children of i: 2i+1,
+    2i+2; leaves at ``depth``); leaf_start/count slots of each leaf in ``order``."""
+    nq = lo.shape[0]
+    cap = max(16, 8 * nq)
+    out_q = np.empty(cap, np.int64)
+    out_t = np.empty(cap, np.int64)
+    n = 0
+    stack = np.empty(2 * (depth + 2), np.int64)
+    first_leaf = (1 << depth) - 1
+    for q in range(nq):
+        start = n
+        top = 0
+        stack[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            node = stack[top]
+            hit = True
+            for j in range(3):
+                if not (node_lo[node, j] <= hi[q, j] and lo[q, j] <= node_hi[node, j]):
+                    hit = False
+                    break
+            if not hit:
+                continue
+            if node < first_leaf:
+                stack[top] = 2 * node + 2
+                stack[top + 1] = 2 * node + 1
+                top += 2
+                continue
+            leaf = node - first_leaf
+            s0 = leaf_start[leaf]
+            for s in range(s0, s0 + leaf_count[leaf]):
+                tri = order[s]
+                inside = True
+                for j in range(3):
+                    if not (tri_lo[tri, j] <= hi[q, j] and lo[q, j] <= tri_hi[tri, j]):
+                        inside = False
+                        break
+                if not inside:
+                    continue
+                if n == cap:
+                    cap *= 2
+                    grow_q = np.empty(cap, np.int64)
+                    grow_t = np.empty(cap, np.int64)
+                    grow_q[:n] = out_q[:n]
+                    grow_t[:n] = out_t[:n]
+                    out_q, out_t = grow_q, grow_t
+                out_q[n] = q
+                out_t[n] = tri
+                n += 1
+        out_t[start:n] = np.sort(out_t[start:n])
+    return out_q[:n].copy(), out_t[:n].copy()
