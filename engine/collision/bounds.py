@@ -12,7 +12,8 @@ the centre of mass) and fattened by ``aabb_margin``. Static bodies are not swept
   r sqrt(1 - a_i^2) along world axis i), as engine.shapes.curved.curved_aabb gives them to
   the offline callers (compound part boxes, the overlays).
 
-The rotation matrices are the ones engine.core.quat.to_matrix gives, term for term.
+The rotation matrices are the ones engine.core.quat.to_matrix gives, term for term
+(quat.matrix_of).
 """
 import math
 
@@ -20,21 +21,10 @@ import numpy as np
 
 from ..core.jit import kernel
 from ..core.kinds import ShapeKind
+from ..core.quat import matrix_of
 
 _CYLINDER = int(ShapeKind.CYLINDER)
 _CONE = int(ShapeKind.CONE)
-
-
-@kernel
-def _rotation(q, r):
-    """r (3, 3) = the rotation matrix of the unit quaternion q (4,) (quat.to_matrix's terms)."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    r[0, 0], r[0, 1], r[0, 2] = 1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)
-    r[1, 0], r[1, 1], r[1, 2] = 2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)
-    r[2, 0], r[2, 1], r[2, 2] = 2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)
 
 
 @kernel
@@ -75,7 +65,7 @@ def body_bounds(sid, q, pos, com, vel, moving, sweep, margin, kind, npoints, poi
     box grows by margin. The rest is the ShapeTable's arrays."""
     for n in range(len(sid)):
         s = sid[n]
-        _rotation(q[n], rot[n])
+        matrix_of(q[n], rot[n])
         _shape_box(s, rot[n], kind, npoints, points, radius, curved_radius, half_height,
                    lo[n], hi[n])
         grow = margin

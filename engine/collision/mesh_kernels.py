@@ -10,7 +10,7 @@ operations, each costing more in dispatch than in arithmetic at a few hundred ro
   also behind mesh_contacts._clip for curved_contacts), the exact closest points
   (``closest_row``: mesh_distance) and the edge pair's closest points;
 - ``reduce_contacts``: mesh_contacts.reduce_manifolds' clustering by normal and its 4-point
-  pick (``reduce4_row``, the same picks as clip.reduce4, compiled for the mesh path).
+  pick (clip_kernels.reduce4_row: clip.reduce4's picks, one row).
 
 The geometry and tie rules are the ones the modules that call these document; the kernels
 only change how the loops are run. Every kernel is reached by warmup's mesh scene.
@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from .clip_kernels import reduce4_row
 
 
 # -- separating axes ----------------------------------------------------------------------------
@@ -259,57 +260,6 @@ def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops
 
 # -- 4-point reduction ----------------------------------------------------------------------------
 @kernel(inline="always")
-def _pick(score, valid, n, tol):
-    """clip._pick for one row: the first valid candidate within tol of the best score."""
-    best = -np.inf
-    for c in range(n):
-        if valid[c] and score[c] > best:
-            best = score[c]
-    if not np.isfinite(best):
-        best = 0.0
-    for c in range(n):
-        if valid[c] and score[c] >= best - tol:
-            return c, best
-    return 0, best
-
-
-@kernel(inline="always")
-def reduce4_row(x, y, sep, valid, n, eps, idx, ok):
-    """clip.reduce4 for one row of n candidates: deepest, farthest, largest triangle,
-    largest quad, into idx (4,) and ok (4,) (a prefix)."""
-    score = np.empty(n)
-    for c in range(n):
-        score[c] = -sep[c]
-    i1, _ = _pick(score, valid, n, eps)
-    ok1 = False
-    for c in range(n):
-        ok1 = ok1 or valid[c]
-    x1, y1 = x[i1], y[i1]
-    for c in range(n):
-        score[c] = math.sqrt((x[c] - x1) ** 2 + (y[c] - y1) ** 2)
-    i2, d12 = _pick(score, valid, n, eps)
-    ok2 = ok1 and d12 > eps
-    ex, ey = x[i2] - x1, y[i2] - y1
-    tol = eps * d12
-    for c in range(n):
-        score[c] = abs(ex * (y[c] - y1) - ey * (x[c] - x1))
-    i3, a3 = _pick(score, valid, n, tol)
-    ok3 = ok2 and a3 > tol
-    ccw = ex * (y[i3] - y1) - ey * (x[i3] - x1) >= 0
-    qx2, qy2 = (x[i2], y[i2]) if ccw else (x[i3], y[i3])
-    qx3, qy3 = (x[i3], y[i3]) if ccw else (x[i2], y[i2])
-    for c in range(n):
-        s1 = (qx2 - x1) * (y[c] - y1) - (qy2 - y1) * (x[c] - x1)
-        s2 = (qx3 - qx2) * (y[c] - qy2) - (qy3 - qy2) * (x[c] - qx2)
-        s3 = (x1 - qx3) * (y[c] - qy3) - (y1 - qy3) * (x[c] - qx3)
-        score[c] = -min(min(s1, s2), s3)
-    i4, a4 = _pick(score, valid, n, tol)
-    ok4 = ok3 and a4 > tol
-    idx[0], idx[1], idx[2], idx[3] = i1, i2, i3, i4
-    ok[0], ok[1], ok[2], ok[3] = ok1, ok2, ok3, ok4
-
-
-@kernel(inline="always")
 def _tangent_basis(n, u, v):
     """clip.tangent_basis for one unit normal (Duff et al. 2017)."""
     sign = 1.0 if n[2] >= 0 else -1.0
@@ -479,7 +429,8 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
             depth[w] = sep[mem[w]]
             out_d[q] = min(out_d[q], depth[w])
         extent = (x.max() - x.min()) + (y.max() - y.min())
-        reduce4_row(x, y, depth, valid, size, snap * max(extent, 1e-9), idx, ok)
+        reduce4_row(x, y, depth, valid, size, snap * max(extent, 1e-9), idx, ok,
+                    np.empty(size))
         for j in range(4):
             if ok[j]:
                 cc = mem[idx[j]]
@@ -675,7 +626,7 @@ def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, mar
             route[c] = 3                      # ROUTE_CROSS
             code[c] = j * 64 + i
             c += 1
-    reduce4_row(x, y, z, valid, c, eps, idx, ok)
+    reduce4_row(x, y, z, valid, c, eps, idx, ok, np.empty(c))
     base = (tri << 28) | ((0 if is_t else 1) << 27) | ((f & 0x7FF) << 16)
     cnt = 0
     for j in range(4):

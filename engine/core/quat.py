@@ -5,6 +5,7 @@ Everything here broadcasts over leading axes so the step works on all bodies at 
 import numpy as np
 
 from . import detmath
+from .jit import kernel
 from .vec import columns, cross, norm
 
 
@@ -45,6 +46,18 @@ def to_matrix(q):
         2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy),
     )
     return m.reshape(q.shape[:-1] + (3, 3))
+
+
+@kernel
+def matrix_of(q, r):
+    """r (3, 3) = to_matrix of one unit quaternion q (4,), term for term: the kernels' form."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    r[0, 0], r[0, 1], r[0, 2] = 1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)
+    r[1, 0], r[1, 1], r[1, 2] = 2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)
+    r[2, 0], r[2, 1], r[2, 2] = 2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)
 
 
 def to_matrix_normalized(q):

@@ -22,6 +22,7 @@ import numpy as np
 
 from ..core import detmath
 from ..core.jit import kernel
+from ..core.quat import matrix_of
 
 
 def skew(a):
@@ -81,7 +82,7 @@ def gyro_kick(vel, index, q, inertia_body, h, iterations):
     for j in range(index.shape[0]):
         b = index[j]
         inertia = inertia_body[j]
-        _rotation_of(q[b], r)
+        matrix_of(q[b], r)
         for i in range(3):      # body frame: R^T w
             w0[i] = r[0, i] * vel[b, 3] + r[1, i] * vel[b, 4] + r[2, i] * vel[b, 5]
         hw = h * math.sqrt(w0[0] * w0[0] + w0[1] * w0[1] + w0[2] * w0[2])
@@ -103,18 +104,6 @@ def gyro_kick(vel, index, q, inertia_body, h, iterations):
         for i in range(3):
             vel[b, 3 + i] = r[i, 0] * ws[0] + r[i, 1] * ws[1] + r[i, 2] * ws[2]
     return steps
-
-
-@kernel
-def _rotation_of(q, r):
-    """r (3, 3): quat.to_matrix of the unit quaternion q (4,), term for term."""
-    w, x, y, z = q[0], q[1], q[2], q[3]
-    xx, yy, zz = x * x, y * y, z * z
-    xy, xz, yz = x * y, x * z, y * z
-    wx, wy, wz = w * x, w * y, w * z
-    r[0, 0], r[0, 1], r[0, 2] = 1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)
-    r[1, 0], r[1, 1], r[1, 2] = 2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)
-    r[2, 0], r[2, 1], r[2, 2] = 2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)
 
 
 @kernel
