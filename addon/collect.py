@@ -243,14 +243,14 @@ def geometry_key(points, triangles):
 
 
 def decompose_cached(points, triangles, max_parts=16, tolerance=0.0, progress=None):
-    """engine.shapes.decompose through the session cache. tolerance 0 means automatic. Returns a
+    """engine.decompose through the session cache. tolerance 0 means automatic. Returns a
     tuple of (P_i, 3) read-only point arrays."""
     key = (geometry_key(points, triangles), int(max_parts), float(tolerance))
     parts = DECOMPOSE_CACHE.get(key)
     if parts is not None:
         DECOMPOSE_CACHE.move_to_end(key)
         return parts
-    parts = engine.shapes.decompose(points, triangles, max_parts=int(max_parts),
+    parts = engine.decompose(points, triangles, max_parts=int(max_parts),
                              tolerance=float(tolerance) if tolerance > 0 else None,
                              progress=progress)
     parts = tuple(np.array(p, dtype=np.float64) for p in parts)
