@@ -166,7 +166,7 @@ def test_edit_at_frame_k_keeps_frames_up_to_k_and_jumps_are_bounded():
 def _pose(p, boxes, f):
     bodies, pos, ori = p.frames[f - p.start]
     order = [b.name for b in bodies]
-    quat = hb.engine().quat
+    quat = hb.engine().core.quat
     m = np.tile(np.eye(4), (len(bodies), 1, 1))
     m[:, :3, :3] = quat.to_matrix(ori) @ np.array([b.shape_matrix for b in bodies])
     m[:, :3, 3] = pos

@@ -445,7 +445,7 @@ def test_rotation_modes_deltas_and_parents_get_the_resting_pose():
     while not job.advance(24):
         pass
     pose = {b.name: (job.world.positions[b.index].copy(),
-                     hb.engine().quat.to_matrix(job.world.orientations[b.index]) @ b.shape_matrix)
+                     hb.engine().core.quat.to_matrix(job.world.orientations[b.index]) @ b.shape_matrix)
             for b in job.bodies}
     job.finish()
     bpy.context.view_layer.update()
