@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
-from .clip_kernels import reduce4_row
+from .clip_kernels import _segment_closest, reduce4_row
 
 
 # -- separating axes ----------------------------------------------------------------------------
@@ -105,48 +105,6 @@ def edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis):
 
 # -- exact closest points -----------------------------------------------------------------------
 @kernel(inline="always")
-def _segment_closest(p0, p1, q0, q1, cp, cq):
-    """clip.segment_closest for one pair (eps 1e-12), results into cp, cq (3,)."""
-    eps = 1e-12
-    a = 0.0
-    e = 0.0
-    f = 0.0
-    c = 0.0
-    b = 0.0
-    for j in range(3):
-        d1 = p1[j] - p0[j]
-        d2 = q1[j] - q0[j]
-        rr = p0[j] - q0[j]
-        a += d1 * d1
-        e += d2 * d2
-        f += d2 * rr
-        c += d1 * rr
-        b += d1 * d2
-    a_ok = a > eps
-    e_ok = e > eps
-    sa = a if a_ok else 1.0
-    se = e if e_ok else 1.0
-    den = a * e - b * b
-    par = den <= eps * max(a * e, eps)
-    s = 0.0 if par else min(max((b * f - c * e) / den, 0.0), 1.0)
-    tt = (b * s + f) / se
-    if tt < 0:
-        s = min(max(-c / sa, 0.0), 1.0)
-    elif tt > 1:
-        s = min(max((b - c) / sa, 0.0), 1.0)
-    tt = min(max(tt, 0.0), 1.0)
-    if not e_ok:
-        s = min(max(-c / sa, 0.0), 1.0)
-        tt = 0.0
-    if not a_ok:
-        s = 0.0
-        tt = min(max(f / se, 0.0), 1.0) if e_ok else 0.0
-    for j in range(3):
-        cp[j] = p0[j] + s * (p1[j] - p0[j])
-        cq[j] = q0[j] + tt * (q1[j] - q0[j])
-
-
-@kernel(inline="always")
 def _closest_on_triangle(p, a, b, c, res):
     """decompose.closest_point_triangle for one point (Ericson 5.1.5), into res (3,)."""
     d1 = d2 = d3 = d4 = d5 = d6 = 0.0
@@ -222,7 +180,7 @@ def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops
         a0 = points[s, edges[s, e, 0]]
         a1 = points[s, edges[s, e, 1]]
         for k in range(3):
-            _segment_closest(a0, a1, t[k], t[(k + 1) % 3], cp, cq)
+            _segment_closest(a0, a1, t[k], t[(k + 1) % 3], 1e-12, cp, cq)
             d = 0.0
             for j in range(3):
                 d += (cq[j] - cp[j]) ** 2
@@ -774,7 +732,7 @@ def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, pa
                     cnt = 1
         if use_e and sep_e <= margin and np.isfinite(sep_e):
             _segment_closest(points[s, edges[s, ea, 0]], points[s, edges[s, ea, 1]], tl[et],
-                             tl[(et + 1) % 3], cp, cq)
+                             tl[(et + 1) % 3], 1e-12, cp, cq)
             sv = 0.0
             for j in range(3):
                 sv += (cq[j] - cp[j]) * axis_e[j]
