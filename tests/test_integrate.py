@@ -14,7 +14,7 @@ from scipy.spatial.transform import Rotation
 from engine.core import quat
 from engine.core.vec import cross
 from engine.dynamics.integrate import (
-    damping_factor,
+    damping_factors,
     gyroscopic,
     integrate_positions,
     integrate_velocities,
@@ -92,7 +92,8 @@ def test_free_fall_matches_the_discrete_closed_form(rng):
 def test_damping_factor_compounds_to_the_per_second_factor():
     d = np.array([0.0, 0.04, 0.1, 0.5, 0.999, 1.0, 1.5, -0.2])
     h = 1.0 / 240.0
-    f = damping_factor(d, h)
+    f, f_ang = damping_factors(d, d[::-1].copy(), np.arange(len(d)), h)
+    np.testing.assert_array_equal(f_ang, f[::-1])
     np.testing.assert_allclose(f, np.clip(1.0 - d, 0.0, 1.0) ** h, rtol=1e-15)
     np.testing.assert_allclose(f ** 240, np.clip(1.0 - d, 0.0, 1.0), rtol=1e-12, atol=0)
     assert f[0] == 1.0 and f[-1] == 1.0  # no damping (negative damping is clipped to none)
@@ -107,7 +108,7 @@ def test_damped_velocities_follow_the_geometric_series(rng):
     d_lin, d_ang = rng.uniform(0.0, 0.9, n), rng.uniform(0.0, 0.9, n)
     active = np.arange(n)
     for h, steps in ((1.0 / 60.0, 60), (1.0 / 240.0, 240)):
-        f_lin, f_ang = damping_factor(d_lin, h), damping_factor(d_ang, h)
+        f_lin, f_ang = damping_factors(d_lin, d_ang, active, h)
         vel = v0.copy()
         for _ in range(steps):
             integrate_velocities(vel, active, np.zeros(3), f_lin, f_ang, h)

@@ -89,3 +89,31 @@ def world_bounds(table, sid, q, pos, com, vel, moving, sweep, margin):
                 table.radius, table.curved_radius, table.half_height, table.bound_radius,
                 rot, lo, hi)
     return rot, lo, hi
+
+
+@kernel(inline="always")
+def _len3(x, y, z):
+    return math.sqrt(x * x + y * y + z * z)
+
+
+@kernel
+def pair_margins(ia, ib, sid, bound_radius, com, x, pos, vel, spec, dt, out):
+    """out (M,): the speculative margin of each body pair (World._speculative_margin): spec
+    plus how far the two surfaces can close over dt, the relative speed of the centres of
+    mass plus each body's spin times its arm, the arm bounded by its reach and by the distance
+    to the other body's far side."""
+    for i in range(ia.shape[0]):
+        a = ia[i]
+        b = ib[i]
+        ra = bound_radius[sid[a]]
+        rb = bound_radius[sid[b]]
+        reach_a = ra + _len3(com[a, 0], com[a, 1], com[a, 2])
+        reach_b = rb + _len3(com[b, 0], com[b, 1], com[b, 2])
+        arm_a = min(reach_a, _len3(pos[b, 0] - x[a, 0], pos[b, 1] - x[a, 1],
+                                   pos[b, 2] - x[a, 2]) + rb)
+        arm_b = min(reach_b, _len3(pos[a, 0] - x[b, 0], pos[a, 1] - x[b, 1],
+                                   pos[a, 2] - x[b, 2]) + ra)
+        rel = _len3(vel[b, 0] - vel[a, 0], vel[b, 1] - vel[a, 1], vel[b, 2] - vel[a, 2])
+        spin = (_len3(vel[a, 3], vel[a, 4], vel[a, 5]) * arm_a
+                + _len3(vel[b, 3], vel[b, 4], vel[b, 5]) * arm_b)
+        out[i] = spec + dt * (rel + spin)

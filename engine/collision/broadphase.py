@@ -416,3 +416,26 @@ def _same_filters(a, b):
     return all((x is None and y is None) or
                (x is not None and y is not None and np.array_equal(x, y))
                for x, y in zip(a, b))
+
+
+@kernel
+def _overlapping(ia, ib, lo, hi, out_a, out_b):
+    """The pairs (ia, ib) whose boxes (lo, hi) overlap, packed into out_a, out_b; returns how
+    many (World._broadphase: the fat boxes' pairs cut down to this pass's boxes)."""
+    k = 0
+    for p in range(ia.shape[0]):
+        i = ia[p]
+        j = ib[p]
+        if (lo[i, 0] <= hi[j, 0] and lo[j, 0] <= hi[i, 0] and lo[i, 1] <= hi[j, 1]
+                and lo[j, 1] <= hi[i, 1] and lo[i, 2] <= hi[j, 2] and lo[j, 2] <= hi[i, 2]):
+            out_a[k] = i
+            out_b[k] = j
+            k += 1
+    return k
+
+
+def overlapping(ia, ib, lo, hi):
+    """The body pairs (ia, ib) whose boxes lo, hi (N, 3) overlap, in their order."""
+    out_a, out_b = np.empty(len(ia), np.int64), np.empty(len(ia), np.int64)
+    k = _overlapping(ia, ib, lo, hi, out_a, out_b)
+    return out_a[:k], out_b[:k]

@@ -136,11 +136,14 @@ class PairTable:
                    np.asarray(count, dtype=np.int64), normal, friction, matched)
         return normal, friction, matched
 
-    def store(self, keys, ids, count, normal, friction, keep=None, sub=None, geo=None):
+    def store(self, keys, ids, count, normal, friction, keep=None, sub=None, geo=None,
+              owned=False):
         """Replace the table by this step's manifolds (sorted by (key, sub)), plus old rows
         whose body pair was not evaluated this step and where ``keep(old_keys)`` is True (e.g.
         pairs of sleeping bodies). A pair evaluated this step keeps only its new manifolds.
-        geo: their captured geometry (engine.collision.manifold_cache; None: not reusable)."""
+        geo: their captured geometry (engine.collision.manifold_cache; None: not reusable).
+        owned: the arrays are the caller's to give away (the world's own, made this pass),
+        so the table keeps them instead of copies."""
         keys = np.asarray(keys, dtype=np.int64)
         sub = self._sub(sub, len(keys))
         geo = manifold_cache.empty(len(keys)) if geo is None else geo
@@ -161,13 +164,14 @@ class PairTable:
                 keys, sub, ids, count = keys[srt], sub[srt], ids[srt], count[srt]
                 normal, friction = normal[srt], friction[srt]
                 geo = {k: v[srt] for k, v in geo.items()}
-        self.keys = keys.copy()
-        self.sub = np.array(sub, dtype=np.int64)
-        self.ids = np.asarray(ids, dtype=np.int64).copy()
-        self.count = np.asarray(count, dtype=np.int64).copy()
-        self.normal = np.asarray(normal, dtype=np.float64).copy()
-        self.friction = np.asarray(friction, dtype=np.float64).copy()
-        self.geo = {k: np.array(v) for k, v in geo.items()}
+        take = np.asarray if owned else np.array
+        self.keys = take(keys, dtype=np.int64)
+        self.sub = take(sub, dtype=np.int64)
+        self.ids = take(ids, dtype=np.int64)
+        self.count = take(count, dtype=np.int64)
+        self.normal = take(normal, dtype=np.float64)
+        self.friction = take(friction, dtype=np.float64)
+        self.geo = {k: take(v) for k, v in geo.items()}
 
     def geometry(self, rows):
         """Captured geometry of table rows (dict of arrays)."""

@@ -18,6 +18,7 @@ their length by the body's reach.)
 """
 import numpy as np
 
+from ..core.jit import kernel
 from ..core.kinds import BodyKind
 
 # A shape is thin when its smallest principal extent is below this fraction of its largest:
@@ -70,14 +71,32 @@ class ArmBoxes:
         bodies that are not dynamic get an unbounded box (their arms only read kinematic
         surface velocities, which must stay exact)."""
         n = len(shape)
-        dyn = np.flatnonzero(kind == _DYNAMIC)
-        self._fill(table, shape[dyn], inertia[dyn], com[dyn])
-        axes = np.broadcast_to(np.eye(3), (n, 3, 3)).copy()
-        lo = np.full((n, 3), -np.inf)
-        hi = np.full((n, 3), np.inf)
-        sid = shape[dyn]
-        axes[dyn] = np.einsum("nij,njk->nik", rot[dyn], self.axes[sid])
-        lo[dyn] = self.lo[sid]
-        hi[dyn] = self.hi[sid]
+        axes, lo, hi = np.empty((n, 3, 3)), np.empty((n, 3)), np.empty((n, 3))
+        if not _world_boxes(shape, kind, rot, self.axes, self.lo, self.hi, self.done, axes,
+                            lo, hi):
+            dyn = np.flatnonzero(kind == _DYNAMIC)      # a shape not seen yet: once each
+            self._fill(table, shape[dyn], inertia[dyn], com[dyn])
+            _world_boxes(shape, kind, rot, self.axes, self.lo, self.hi, self.done, axes, lo, hi)
         return axes, lo, hi
+
+
+@kernel
+def _world_boxes(shape, kind, rot, axes_s, lo_s, hi_s, done, axes, lo, hi):
+    """ArmBoxes.world's boxes from the per-shape ones; False (outputs incomplete) if a dynamic
+    body's shape has none yet."""
+    for n in range(shape.shape[0]):
+        s = shape[n]
+        dynamic = kind[n] == _DYNAMIC
+        if dynamic and (s >= done.shape[0] or not done[s]):
+            return False
+        for i in range(3):
+            for k in range(3):
+                if dynamic:
+                    axes[n, i, k] = (rot[n, i, 0] * axes_s[s, 0, k] + rot[n, i, 1] * axes_s[s, 1, k]
+                                     + rot[n, i, 2] * axes_s[s, 2, k])
+                else:
+                    axes[n, i, k] = 1.0 if i == k else 0.0
+            lo[n, i] = lo_s[s, i] if dynamic else -np.inf
+            hi[n, i] = hi_s[s, i] if dynamic else np.inf
+    return True
 

@@ -688,3 +688,54 @@ def impact_speeds(rows, idx, count, dirs, jang, vel, accel_n, h, sep, out):
                 out[j, p] = -math.sqrt(max(c0 * c0 - 2.0 * a * s, 0.0))
             else:
                 out[j, p] = min(c0, vn0)
+
+
+@kernel
+def prepare(order, ia, ib, normal, points, separation, count, friction, restitution, accel_n,
+            inv_mass, x_com, box_axes, box_lo, box_hi, reach, inv_inertia, round_axes, vel,
+            warm_normal, warm_friction, h, idx, cnt, fr, rest, acc, ima, imb, axa, axb, dirs,
+            ra, rb, jang, mang, kmat, eff, kp, imp, sep0, v_impact):
+    """A pass's whole preparation (ContactSolver.__init__), manifold i of the sweep being the
+    caller's order[i]: the gathers into sweep order, the directions, the clamped arms, the
+    rows (build_rows), the warm-start impulses and separations (start_state) and the impact
+    speeds. round_axes (N, 3), or (0, 3) when no body is round about an axis."""
+    m = order.shape[0]
+    for i in range(m):
+        s = order[i]
+        a = ia[s]
+        b = ib[s]
+        idx[i, 0] = a
+        idx[i, 1] = b
+        cnt[i] = count[s]
+        fr[i] = friction[s]
+        rest[i] = restitution[s]
+        acc[i] = accel_n[s]
+        ima[i] = inv_mass[a]
+        imb[i] = inv_mass[b]
+        for k in range(3):
+            axa[i, k] = round_axes[a, k] if round_axes.shape[0] else 0.0
+            axb[i, k] = round_axes[b, k] if round_axes.shape[0] else 0.0
+    every = np.arange(m)
+    set_directions(every, order, normal, dirs)
+    set_arms(every, order, idx, cnt, points, x_com, box_axes, box_lo, box_hi, reach, ra, rb)
+    build_rows(every, idx, cnt, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jang, mang, kmat,
+               eff, kp)
+    start_state(order, cnt, fr, warm_normal, warm_friction, separation, dirs, imp, sep0)
+    impact_speeds(every, idx, cnt, dirs, jang, vel, acc, h, sep0, v_impact)
+
+
+@kernel
+def impulses_by_manifold(order, imp, dirs, normal, world, tangent):
+    """ContactSolver.impulses: the accumulated impulses of sweep manifold i (the caller's
+    order[i]) back in the caller's order: normal (M, 4), friction along the tangents
+    tangent (M, 4, 2) and as world vectors world (M, 4, 3)."""
+    for i in range(order.shape[0]):
+        s = order[i]
+        for p in range(4):
+            normal[s, p] = imp[i, p]
+            f0 = imp[i, 4 + 2 * p]
+            f1 = imp[i, 5 + 2 * p]
+            tangent[s, p, 0] = f0
+            tangent[s, p, 1] = f1
+            for k in range(3):
+                world[s, p, k] = f0 * dirs[i, 1, k] + f1 * dirs[i, 2, k]

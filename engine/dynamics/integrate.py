@@ -20,7 +20,6 @@ import math
 
 import numpy as np
 
-from ..core import detmath
 from ..core.jit import kernel
 from ..core.quat import matrix_of
 
@@ -149,11 +148,12 @@ def _midpoint(w0, inertia, h, iterations, w1):
             s0 = wm[1] * ic2 - wm[2] * ic1
             s1 = wm[2] * ic0 - wm[0] * ic2
             s2 = wm[0] * ic1 - wm[1] * ic0
-            e = np.zeros(3)
-            e[col] = 1.0
-            t0 = iwm[1] * e[2] - iwm[2] * e[1]
-            t1 = iwm[2] * e[0] - iwm[0] * e[2]
-            t2 = iwm[0] * e[1] - iwm[1] * e[0]
+            e0 = 1.0 if col == 0 else 0.0         # e = the col-th unit vector
+            e1 = 1.0 if col == 1 else 0.0
+            e2 = 1.0 if col == 2 else 0.0
+            t0 = iwm[1] * e2 - iwm[2] * e1
+            t1 = iwm[2] * e0 - iwm[0] * e2
+            t2 = iwm[0] * e1 - iwm[1] * e0
             jac[0, col] = ic0 + hh * (s0 - t0)
             jac[1, col] = ic1 + hh * (s1 - t1)
             jac[2, col] = ic2 + hh * (s2 - t2)
@@ -179,9 +179,20 @@ def _midpoint(w0, inertia, h, iterations, w1):
             w1[2] -= x2
 
 
-def damping_factor(damping, h):
-    """Bullet's velocity damping over h: v *= (1 - d)^h, so d means the same as in Blender."""
-    return detmath.power(np.clip(1.0 - damping, 0.0, 1.0), h)
+@kernel
+def _damping_factors(lin, ang, act, h, lin_f, ang_f):
+    for j in range(act.shape[0]):
+        b = act[j]
+        lin_f[j] = min(max(1.0 - lin[b], 0.0), 1.0) ** h
+        ang_f[j] = min(max(1.0 - ang[b], 0.0), 1.0) ** h
+
+
+def damping_factors(lin_damping, ang_damping, act, h):
+    """Bullet's velocity damping over h for the bodies act: v *= (1 - d)^h, so d means the
+    same as in Blender. Returns the linear and angular factors (K,), aligned with act."""
+    lin_f, ang_f = np.empty(len(act)), np.empty(len(act))
+    _damping_factors(lin_damping, ang_damping, act, float(h), lin_f, ang_f)
+    return lin_f, ang_f
 
 
 def integrate_velocities(vel, active, gravity, lin_factor, ang_factor, h,
@@ -189,7 +200,7 @@ def integrate_velocities(vel, active, gravity, lin_factor, ang_factor, h,
     """In place: vel (N, 6) = [linear, angular] of the centres of mass.
 
     active: index array of the bodies to integrate (awake dynamic ones). lin_factor/ang_factor:
-    per-body damping factors for this substep (see damping_factor), aligned with ``active``.
+    per-body damping factors for this substep (see damping_factors), aligned with ``active``.
     gyro_index: subset of ``active`` with anisotropic inertia, with their q and inertia_body.
     """
     if len(active):
@@ -243,3 +254,35 @@ def _advance(x, q, vel, index, h):
         q[b, 1] = ox / n
         q[b, 2] = oy / n
         q[b, 3] = oz / n
+
+
+@kernel
+def settle_poses(index, x, q, vel, pos, com):
+    """A pass's last word on the bodies index: orientations q renormalised (quat.normalize),
+    origins pos = x - q com (quat.rotate's arithmetic). Returns how many of them have a
+    non-finite centre, orientation or velocity (engine.world.guard repairs those)."""
+    bad = 0
+    for j in range(index.shape[0]):
+        b = index[j]
+        n = math.sqrt(q[b, 0] * q[b, 0] + q[b, 1] * q[b, 1] + q[b, 2] * q[b, 2]
+                      + q[b, 3] * q[b, 3])
+        for k in range(4):
+            q[b, k] = q[b, k] / n
+        w, u0, u1, u2 = q[b, 0], q[b, 1], q[b, 2], q[b, 3]
+        v0, v1, v2 = com[b, 0], com[b, 1], com[b, 2]
+        t0 = 2.0 * (u1 * v2 - u2 * v1)
+        t1 = 2.0 * (u2 * v0 - u0 * v2)
+        t2 = 2.0 * (u0 * v1 - u1 * v0)
+        pos[b, 0] = x[b, 0] - (v0 + w * t0 + (u1 * t2 - u2 * t1))
+        pos[b, 1] = x[b, 1] - (v1 + w * t1 + (u2 * t0 - u0 * t2))
+        pos[b, 2] = x[b, 2] - (v2 + w * t2 + (u0 * t1 - u1 * t0))
+        finite = True
+        for k in range(3):
+            finite = finite and math.isfinite(x[b, k])
+        for k in range(4):
+            finite = finite and math.isfinite(q[b, k])
+        for k in range(6):
+            finite = finite and math.isfinite(vel[b, k])
+        if not finite:
+            bad += 1
+    return bad

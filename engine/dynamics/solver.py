@@ -128,7 +128,7 @@ class ContactSolver:
                  settings, order=None, reach=None, box=None, round_axes=None):
         m = len(ia)
         self.order = order = (np.arange(m) if order is None
-                              else np.asarray(order, dtype=np.int64))
+                              else _i64(order))
         self.m = m
         self.h = h
         # Contact stiffness is capped at a quarter of the substep rate: stiffer, a stack walks
@@ -147,40 +147,32 @@ class ContactSolver:
             self.dirs = np.zeros((0, 3, 3))
             return
 
-        self.idx = idx = np.empty((m, 2), dtype=np.int64)
-        idx[:, 0] = ia[order]
-        idx[:, 1] = ib[order]
-        self.count = cnt = np.ascontiguousarray(count[order], dtype=np.int64)
-        self.friction = np.ascontiguousarray(friction[order], dtype=float)
-        self.restitution_coef = np.ascontiguousarray(restitution[order], dtype=float)
-        self.accel_n = np.ascontiguousarray(accel_n[order], dtype=float)
-        self.ima = np.ascontiguousarray(inv_mass[idx[:, 0]], dtype=float)
-        self.imb = np.ascontiguousarray(inv_mass[idx[:, 1]], dtype=float)
+        self.idx = np.empty((m, 2), dtype=np.int64)
+        self.count = np.empty(m, dtype=np.int64)
+        self.friction, self.restitution_coef = np.empty(m), np.empty(m)
+        self.accel_n, self.ima, self.imb = np.empty(m), np.empty(m), np.empty(m)
         # The axes of round bodies (engine.dynamics.round_bodies, zero elsewhere).
         self.round = round_axes is not None
-        self.axa, self.axb = np.zeros((m, 3)), np.zeros((m, 3))
-        if self.round:
-            self.axa[:], self.axb[:] = round_axes[idx[:, 0]], round_axes[idx[:, 1]]
+        self.axa, self.axb = np.empty((m, 3)), np.empty((m, 3))
         self.dirs = np.empty((m, 3, 3))
         self.ra, self.rb = np.empty((m, 4, 3)), np.empty((m, 4, 3))
-        every = np.arange(m)
-        x_com = np.ascontiguousarray(x_com, dtype=float)
-        kern.set_directions(every, order, _f64(normal), self.dirs)
-        kern.set_arms(every, order, idx, cnt, _f64(points), x_com,
-                      *_bounds(len(x_com), box, reach), self.ra, self.rb)
         self.jang, self.mang = np.empty((m, ROWS, 6)), np.empty((m, ROWS, 6))
         self.kmat = np.empty((m, ROWS, ROWS))
         self.eff, self.k_pinv = np.empty((m, ROWS)), np.empty((m, 4, 4))
-        self._build(every, inv_inertia)
         # Warm start impulses (normal as is, friction projected on this step's tangents),
-        # separations, impact speeds for restitution (see module docstring).
+        # separations, impact speeds for restitution (see module docstring): all in one call.
         self.imp = np.empty((m, ROWS))
         self.sep0 = np.empty((m, 4))
         self.v_impact = np.empty((m, 4))
-        kern.start_state(order, cnt, self.friction, _f64(warm_normal), _f64(warm_friction),
-                         _f64(separation), self.dirs, self.imp, self.sep0)
-        kern.impact_speeds(every, idx, cnt, self.dirs, self.jang, _f64(vel), self.accel_n,
-                           float(h), self.sep0, self.v_impact)
+        n = len(x_com)
+        kern.prepare(order, _i64(ia), _i64(ib), _f64(normal), _f64(points), _f64(separation),
+                     _i64(count), _f64(friction), _f64(restitution), _f64(accel_n),
+                     _f64(inv_mass), _f64(x_com), *_bounds(n, box, reach), _f64(inv_inertia),
+                     _NO_AXES if round_axes is None else _f64(round_axes), _f64(vel),
+                     _f64(warm_normal), _f64(warm_friction), float(h), self.idx, self.count,
+                     self.friction, self.restitution_coef, self.accel_n, self.ima, self.imb,
+                     self.axa, self.axb, self.dirs, self.ra, self.rb, self.jang, self.mang,
+                     self.kmat, self.eff, self.k_pinv, self.imp, self.sep0, self.v_impact)
         self.max_normal = np.zeros((m, 4))
 
     def _build(self, rows, inv_inertia):
@@ -393,13 +385,10 @@ class ContactSolver:
         """(normal (M, 4), friction world vectors (M, 4, 3), friction (M, 4, 2) along the
         tangents, tangents (M, 2, 3)) in the caller's original manifold order."""
         m = self.m
-        inv = np.empty(m, dtype=np.int64)
-        inv[self.order] = np.arange(m)
-        imp = self.imp[inv]
-        normal = imp[:, :4]
-        fr = np.stack((imp[:, 4::2], imp[:, 5::2]), axis=-1)  # (M, 4, 2)
-        tang = self.dirs[inv, 1:]  # (M, 2, 3)
-        fworld = fr[..., 0:1] * tang[:, None, 0, :] + fr[..., 1:2] * tang[:, None, 1, :]
+        normal, fworld, fr = np.empty((m, 4)), np.empty((m, 4, 3)), np.empty((m, 4, 2))
+        kern.impulses_by_manifold(self.order, self.imp, self.dirs, normal, fworld, fr)
+        tang = np.empty((m, 2, 3))
+        tang[self.order] = self.dirs[:, 1:]
         return normal, fworld, fr, tang
 
 
@@ -415,6 +404,13 @@ def _clamp_to_cone(imp, friction):
 
 def _f64(x):
     return np.ascontiguousarray(x, dtype=float)
+
+
+def _i64(x):
+    return np.ascontiguousarray(x, dtype=np.int64)
+
+
+_NO_AXES = np.zeros((0, 3))   # prepare's round_axes when no body is round about an axis
 
 
 def _bounds(n, box, reach):

@@ -40,20 +40,26 @@ import math
 import numpy as np
 
 from ..collision import manifold_cache
-from ..collision.bounds import world_bounds
-from ..collision.broadphase import Broadphase
+from ..collision.bounds import pair_margins, world_bounds
+from ..collision.broadphase import Broadphase, overlapping
 from ..collision.contacts import PairTable, check_body_count, key_bodies, pair_keys
 from ..collision.nonconvex import body_mass_properties, check_body_shape, collide_bodies
+from ..collision.polytope_pairs import collide_polytope_bodies
 from ..collision.shape_table import ShapeTable
 from ..core import detmath, quat
 from ..core.errors import EngineError
 from ..core.kinds import BodyKind, ShapeKind
-from ..core.vec import norm
 from ..dynamics.arm_box import ArmBoxes
 from ..dynamics.graph import colour_constraints, islands
 from ..dynamics.inertia_refresh import REFRESH_COS_HALF, InertiaRefresh
-from ..dynamics.integrate import damping_factor, integrate_positions, integrate_velocities
-from ..dynamics.round_bodies import centred_balls, feature_spin, round_about_z
+from ..dynamics.integrate import (
+    damping_factors,
+    integrate_positions,
+    integrate_velocities,
+    settle_poses,
+)
+from ..dynamics.round_bodies import centred_balls, fastest_turns, round_about_z
+from ..dynamics.sleep import moving_bodies
 from ..dynamics.solver import ContactSolver
 from ..dynamics.struck import MAX_EARLY_ENDS, StruckBodies
 from ..dynamics.substeps import RECOLLIDE, REFRESH, run_substeps
@@ -209,6 +215,10 @@ class World(BodyControl, JointWorldMixin):
         self._a = {}
         self._grow(8)
         self._collide = None  # narrowphase function; see _narrowphase
+        self._pass_count = 0        # collision passes run: with the body count, keys per-pass caches
+        self._reach_of = (-1, None)             # (pass, _reach())
+        self._round_of = (-1, None, None)       # (pass, *_round_flags())
+        self._table_pairs_of = ((None, -1), None)   # ((pair keys, bodies), _table_pairs())
         self.fields = None    # force fields (engine.features.fields.FieldTable); see set_fields
         self._field_exempt = np.zeros(0, dtype=np.int64)
         self.guard_events = []     # engine.world.guard.GuardEvent per repaired body (see the class doc)
@@ -517,7 +527,7 @@ class World(BodyControl, JointWorldMixin):
             raise EngineError(f"dt must be positive, got {dt!r}")
         self._field_wake()
         k = self.collision_steps_for(dt)
-        nsub = self.substeps_for(dt) // k
+        nsub = self.substeps_for(dt, k) // k
         if self._n == 0:
             self._step(dt, nsub, record)
             return
@@ -550,6 +560,7 @@ class World(BodyControl, JointWorldMixin):
         (engine.dynamics.struck)."""
         record = self.record if record is None else bool(record)
         self.last_recollided = 0
+        self._pass_count += 1
         n = self._n
         if n == 0:
             self.time += dt
@@ -585,7 +596,7 @@ class World(BodyControl, JointWorldMixin):
         # (compound parts, triangle-mesh normal clusters), told apart by ``sub``. No candidate
         # pair (a free body, a sparse scene in flight) skips it unless a record is wanted.
         if len(ia) or record:
-            ia, ib, sub, man = self._narrowphase(ia, ib, vel, dt)
+            ia, ib, sub, man = self._narrowphase(ia, ib, vel, dt, rot)
             ids, count = man["ids"], man["count"]
         else:
             sub = np.zeros(0, dtype=np.int64)
@@ -597,8 +608,7 @@ class World(BodyControl, JointWorldMixin):
         act = np.flatnonzero(awake)
         movers = np.flatnonzero(awake | (kind == KINEMATIC))
         self._guard.save(movers, x, q, vel)
-        lin_f = damping_factor(self._v("lin_damp")[act], h)
-        ang_f = damping_factor(self._v("ang_damp")[act], h)
+        lin_f, ang_f = damping_factors(self._v("lin_damp"), self._v("ang_damp"), act, h)
         gyro = act[~self._v("isotropic")[act]]
         inertia_g = a["inertia"][gyro]
         if len(ia) == 0 and not self._joints_active(awake):
@@ -627,16 +637,15 @@ class World(BodyControl, JointWorldMixin):
         # 7. Store impulses (never a non-finite one: see engine.world.guard), snap kinematic bodies.
         imp_n, imp_f, imp_f2 = finite_impulses(imp_n, imp_f, imp_f2)
         self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub,
-                         geo=man.get("geo"))
+                         geo=man.get("geo"), owned=True)
         if len(kin_t):
             x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
             q[kin_t] = a["target_q"][kin_t]
             a["has_target"][kin_t] = False
-        q[movers] = quat.normalize(q[movers])
-        pos[movers] = x[movers] - quat.rotate(q[movers], a["com"][movers])
-        self.guard_events += self._guard.repair(
-            self.time, x, q, vel, pos, lambda b: quat.rotate(q[b], a["com"][b]), sleeping,
-            self._v("sleep_time"), self._v("island"))
+        if settle_poses(movers, x, q, vel, pos, self._v("com")):
+            self.guard_events += self._guard.repair(
+                self.time, x, q, vel, pos, lambda b: quat.rotate(q[b], a["com"][b]), sleeping,
+                self._v("sleep_time"), self._v("island"))
 
         # 8. Sleep.
         if self.settings.sleeping:
@@ -671,7 +680,8 @@ class World(BodyControl, JointWorldMixin):
         re = self._v("restitution")
         col = colour_constraints(ia, ib, ~awake)
         # Awake bodies round about an axis (engine.dynamics.round_bodies).
-        axial = round_about_z(self.table.kind[self._v("shape")], self._v("com")) & awake
+        balls, axial = self._round_flags()
+        axial = axial & awake
         solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
                                re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
                                warm_f, h, self.settings, order=col.order, reach=self._reach(),
@@ -688,8 +698,7 @@ class World(BodyControl, JointWorldMixin):
         again = self._recollide(ia, ib, normal, awake)
         struck = None
         if may_end and self.settings.ccd and len(act):
-            balls = centred_balls(self.table.kind[self._v("shape")[act]], self._v("com")[act])
-            struck = StruckBodies(act, vel, self._reach(), balls,
+            struck = StruckBodies(act, vel, self._reach(), balls[act],
                                   self.settings.speculative_distance)
         dpose = np.zeros((self._n, 6))
         if joints is None and self.fields is None and not refresh.any_axial:
@@ -794,7 +803,7 @@ class World(BodyControl, JointWorldMixin):
     def _inertia_refresh(self, gyro, axial, q, inv_i):
         """The pass's InertiaRefresh: the anisotropic awake bodies gyro and the awake bodies
         round about an axis (axial (N,) bool), whose rows follow their axis."""
-        bodies = np.union1d(gyro, np.flatnonzero(axial))
+        bodies = np.union1d(gyro, np.flatnonzero(axial)) if axial.any() else gyro
         return InertiaRefresh(bodies, q, inv_i, self._v("inv_inertia"), axial=axial[bodies],
                               reach=self._reach()[bodies])
 
@@ -808,8 +817,21 @@ class World(BodyControl, JointWorldMixin):
         return out
 
     def _reach(self):
-        """(N,) bounding radius of each body about its centre of mass (m)."""
-        return self.table.bound_radius[self._v("shape")] + np.linalg.norm(self._v("com"), axis=1)
+        """(N,) bounding radius of each body about its centre of mass (m), taken once a pass
+        (the solver, the struck test, the refresh and recollide all read it)."""
+        if self._reach_of[0] != (self._pass_count, self._n):
+            self._reach_of = ((self._pass_count, self._n), self.table.bound_radius[self._v("shape")]
+                              + np.linalg.norm(self._v("com"), axis=1))
+        return self._reach_of[1]
+
+    def _round_flags(self):
+        """(balls, axial) (N,) bool: the centred balls and the bodies round about their Z
+        axis (engine.dynamics.round_bodies), taken once a pass."""
+        if self._round_of[0] != (self._pass_count, self._n):
+            kind, com = self.table.kind[self._v("shape")], self._v("com")
+            self._round_of = ((self._pass_count, self._n), centred_balls(kind, com),
+                              round_about_z(kind, com))
+        return self._round_of[1:]
 
     def collision_steps_for(self, dt):
         """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
@@ -838,19 +860,19 @@ class World(BodyControl, JointWorldMixin):
         if not len(in_pairs) and not len(in_joints):
             return k
         # In a pair, only a turn that moves the body's surface counts (not a ball's:
-        # engine.dynamics.round_bodies); in a joint, the whole turn.
-        sid, w = self._v("shape"), self._v("vel")[:, 3:]
-        kind, com = self.table.kind[sid[in_pairs]], self._v("com")[in_pairs]
-        spin = np.concatenate((feature_spin(w[in_pairs], self._v("q")[in_pairs],
-                                            centred_balls(kind, com), round_about_z(kind, com)),
-                               norm(w[in_joints], axis=1)))
-        reach = self.table.bound_radius[sid[np.concatenate((in_pairs, in_joints))]]
-        # Bodies in polytope pairs only have theirs taken again within the pass instead
-        # (engine.world.recollide); their spin still bounds the turn per pass below.
-        counts = np.concatenate((~handled, np.ones(len(in_joints), dtype=bool)))
-        travel = float(np.max(spin * reach * counts)) * dt
-        k_spin = math.ceil(travel / self.settings.max_spin_travel - 1e-9)
-        k_turn = math.ceil(float(np.max(spin)) * dt / MAX_PASS_TURN - 1e-9)
+        # engine.dynamics.round_bodies); in a joint, the whole turn. Bodies in polytope
+        # pairs only have theirs taken again within the pass instead (engine.world.recollide);
+        # their spin still bounds the turn per pass below.
+        vel, q = self._v("vel"), self._v("q")
+        balls, axial = self._round_flags()
+        radius = self.table.bound_radius[self._v("shape")]
+        travel, fastest = fastest_turns(in_pairs, ~handled, vel, q, balls, axial, radius, True)
+        if len(in_joints):
+            t_j, f_j = fastest_turns(in_joints, np.ones(len(in_joints), dtype=bool), vel, q,
+                                     balls, axial, radius, False)
+            travel, fastest = max(travel, t_j), max(fastest, f_j)
+        k_spin = math.ceil(travel * dt / self.settings.max_spin_travel - 1e-9)
+        k_turn = math.ceil(fastest * dt / MAX_PASS_TURN - 1e-9)
         return max(min(max(k, k_spin), MAX_SPIN_PASSES * k), min(k_turn, MAX_TURN_PASSES * k))
 
     def _spinning_candidates(self):
@@ -875,11 +897,16 @@ class World(BodyControl, JointWorldMixin):
         return cand, np.flatnonzero(in_joints & on), self._polytope_only(cand)
 
     def _table_pairs(self):
-        """Bodies (a, b) of the pair table's rows, and which are pairs of two polytopes."""
-        a, b = key_bodies(self.pairs.keys)
-        n = self._n
-        ok = (a < n) & (b < n)
-        return a, b, ok & self._convex_pairs(np.minimum(a, n - 1), np.minimum(b, n - 1)), ok
+        """Bodies (a, b) of the pair table's rows, and which are pairs of two polytopes (the
+        answer kept until the table or the bodies change: a step asks twice)."""
+        keys, n_of = self._table_pairs_of[0]
+        if keys is not self.pairs.keys or n_of != self._n:   # (store() makes new arrays)
+            a, b = key_bodies(self.pairs.keys)
+            n = self._n
+            ok = (a < n) & (b < n)
+            poly = ok & self._convex_pairs(np.minimum(a, n - 1), np.minimum(b, n - 1))
+            self._table_pairs_of = ((self.pairs.keys, n), (a, b, poly, ok))
+        return self._table_pairs_of[1]
 
     def _recollide_wanted(self):
         """Whether this step's passes use engine.world.recollide (see recollide_min_manifolds)."""
@@ -899,10 +926,11 @@ class World(BodyControl, JointWorldMixin):
         hard[b[other]] = True
         return ~hard[bodies]
 
-    def substeps_for(self, dt):
+    def substeps_for(self, dt, passes=None):
         """Solver substeps one step of dt uses in all (over its collision passes): ``substeps``
-        shared out over the passes, or ceil(pass / max_substep) per pass."""
-        k = self.collision_steps_for(dt)
+        shared out over the passes, or ceil(pass / max_substep) per pass. passes: what
+        collision_steps_for(dt) answered, if the caller has it."""
+        k = self.collision_steps_for(dt) if passes is None else passes
         if self.settings.substeps:
             return k * max(1, math.ceil(self.settings.substeps / k - 1e-9))
         return k * max(1, math.ceil(dt / k / self.settings.max_substep - 1e-9))
@@ -933,15 +961,14 @@ class World(BodyControl, JointWorldMixin):
                             dt if self.settings.ccd else 0.0, self.settings.aabb_margin)
 
     def _moving(self, kind, sleeping, vel):
-        """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones."""
-        lin = np.linalg.norm(vel[:, :3], axis=1)
-        ang = np.linalg.norm(vel[:, 3:], axis=1)
-        lin_tol, ang_tol = self._sleep_tolerances()
-        fast = (lin > lin_tol) | (ang > ang_tol)
-        # Called after step 1, so a kinematic body's velocity already says whether its target
-        # moves it: one keyed every frame but standing still lets its neighbours sleep.
-        kin_moving = (kind == KINEMATIC) & ((lin > 0) | (ang > 0))
-        return ((kind == DYNAMIC) & ~sleeping & fast) | kin_moving
+        """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones
+        (engine.dynamics.sleep). Called after step 1, so a kinematic body's velocity already
+        says whether its target moves it."""
+        out = np.empty(self._n, dtype=bool)
+        st = self.settings
+        moving_bodies(kind, sleeping, vel, self._v("sleep_lin"), self._v("sleep_ang"),
+                      st.linear_sleep_tolerance, st.angular_sleep_tolerance, out)
+        return out
 
     def _broadphase(self, lo, hi, kind, sleeping, moving):
         """Pairs whose boxes (lo, hi) overlap, as broadphase.find_pairs(lo, hi, ...) gives them.
@@ -953,8 +980,7 @@ class World(BodyControl, JointWorldMixin):
         (restoring a state needs no broadphase state to stay bit-exact)."""
         passive = ((kind == STATIC) | sleeping | (kind == KINEMATIC)) & ~moving
         ia, ib = self._bp.update(lo, hi, None, self._v("group"), self._v("mask"), passive)
-        keep = np.all((lo[ia] <= hi[ib]) & (lo[ib] <= hi[ia]), axis=1)
-        return ia[keep], ib[keep]
+        return overlapping(ia, ib, lo, hi)
 
     def _wake_touched(self, ia, ib, sleeping, moving, lo, hi, dt):
         """Wake the islands of sleepers whose box overlaps a moving body's (for a moving
@@ -1004,7 +1030,7 @@ class World(BodyControl, JointWorldMixin):
             out[r[qi]] = True
         return out
 
-    def _narrowphase(self, ia, ib, vel, dt):
+    def _narrowphase(self, ia, ib, vel, dt, rot):
         """Contact manifolds of the candidate body pairs (engine.collision.nonconvex.collide_bodies:
         engine.collision.narrowphase.collide for convex pairs, expanded for compounds and meshes), a
         polytope pair's manifold reused from the pair table while its bodies barely moved
@@ -1020,7 +1046,11 @@ class World(BodyControl, JointWorldMixin):
         reuse, rows = self._reusable(ia, ib, margin, vel, dt)
         fresh = np.flatnonzero(~reuse) if reuse.any() else np.arange(len(ia))
         fa, fb = ia[fresh], ib[fresh]
-        if len(fresh) or not len(ia):
+        if len(fresh) and self._collide is None and self._convex_pairs(fa, fb).all():
+            # Polytopes only (boxes, hulls): the pass's whole narrowphase in one kernel.
+            live, out = collide_polytope_bodies(t, sid, pos, rot, fa, fb, margin[fresh])
+            pair, sub = fresh[live], np.zeros(len(live), dtype=np.int64)
+        elif len(fresh) or not len(ia):
             res = collide_bodies(t, sid[fa], pos[fa], q[fa], sid[fb], pos[fb], q[fb],
                                  margin=margin[fresh], collide=self._collide)
             man = res.manifolds
@@ -1116,26 +1146,22 @@ class World(BodyControl, JointWorldMixin):
         spec = self.settings.speculative_distance
         if not self.settings.ccd or not len(ia):
             return np.full(len(ia), spec)
-        t = self.table
-        sid = self._v("shape")
-        rad = t.bound_radius[sid]
-        reach = rad + norm(self._v("com"), axis=1)
-        x, pos = self._v("x"), self._v("pos")
-        arm_a = np.minimum(reach[ia], norm(pos[ib] - x[ia], axis=1) + rad[ib])
-        arm_b = np.minimum(reach[ib], norm(pos[ia] - x[ib], axis=1) + rad[ia])
-        rel = norm(vel[ib, :3] - vel[ia, :3], axis=1)
-        spin = (norm(vel[ia, 3:], axis=1) * arm_a
-                + norm(vel[ib, 3:], axis=1) * arm_b)
-        return spec + dt * (rel + spin)
+        out = np.empty(len(ia))
+        pair_margins(ia, ib, self._v("shape"), self.table.bound_radius, self._v("com"),
+                     self._v("x"), self._v("pos"), vel, spec, float(dt), out)
+        return out
 
     def _keep_pair(self, keys):
         """Old pair-table rows to keep when not evaluated: both bodies asleep or static."""
+        sleeping = self._v("sleeping")
+        if not sleeping.any():              # nothing asleep: nothing kept (most passes)
+            return np.zeros(len(keys), dtype=bool)
         a, b = key_bodies(keys)
         n = self._n
         ok = (a < n) & (b < n)
         a, b = np.minimum(a, n - 1), np.minimum(b, n - 1)
-        passive = self._v("sleeping") | (self._v("kind") != DYNAMIC)
-        return ok & passive[a] & passive[b] & (self._v("sleeping")[a] | self._v("sleeping")[b])
+        passive = sleeping | (self._v("kind") != DYNAMIC)
+        return ok & passive[a] & passive[b] & (sleeping[a] | sleeping[b])
 
     def _update_sleep(self, dt, awake, ta, tb, moving):
         n = self._n
