@@ -54,7 +54,7 @@ def _match(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, 
     the same feature id, whose impulses go to normal (M, 4), friction (M, 4, 3) and
     matched (M, 4) (left as they are where nothing matches)."""
     for i in range(keys.shape[0]):
-        lo = _row(t_keys, t_sub, keys[i], sub[i])
+        lo = table_row(t_keys, t_sub, keys[i], sub[i])
         if lo < 0:
             continue
         for p in range(count[i]):
@@ -68,7 +68,7 @@ def _match(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, 
 
 
 @kernel(inline="always")
-def _row(t_keys, t_sub, k, s):
+def table_row(t_keys, t_sub, k, s):
     """The row of (k, s) in the table's columns (sorted by (key, sub)), or -1: a binary
     search."""
     n = t_keys.shape[0]
@@ -89,7 +89,7 @@ def _row(t_keys, t_sub, k, s):
 def _rows(t_keys, t_sub, keys, sub, out):
     """out (M,) = the row of each (keys, sub) in the table, or -1."""
     for i in range(keys.shape[0]):
-        out[i] = _row(t_keys, t_sub, keys[i], sub[i])
+        out[i] = table_row(t_keys, t_sub, keys[i], sub[i])
 
 
 class PairTable:

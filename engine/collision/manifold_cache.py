@@ -76,6 +76,21 @@ def _relative(pa, qa, pb, qb, out_p, out_q):
     out_q[3] = w * bz + x * by - y * bx + z * bw
 
 
+@kernel(inline="always")
+def valid_row(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, distance,
+              cos_half_angle, p0, p1, r0, r1):
+    """still_valid for one captured row (g_...) at poses pos_a, q_a, pos_b, q_b and margin;
+    p0, p1 (3,), r0, r1 (4,) scratch."""
+    _relative(g_pa, g_qa, g_pb, g_qb, p0, r0)
+    _relative(pos_a, q_a, pos_b, q_b, p1, r1)
+    d0, d1, d2 = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
+    moved = d0 * d0 + d1 * d1 + d2 * d2
+    cos_half = abs(r0[0] * r1[0] + r0[1] * r1[1] + r0[2] * r1[2] + r0[3] * r1[3])
+    # NaN rows (never reusable) compare False
+    return (moved < distance * distance and cos_half > cos_half_angle
+            and margin <= g_margin + distance)
+
+
 @kernel
 def _still_valid(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, distance,
                  cos_half_angle, out):
@@ -84,14 +99,8 @@ def _still_valid(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margi
     r0 = np.empty(4)
     r1 = np.empty(4)
     for i in range(out.shape[0]):
-        _relative(g_pa[i], g_qa[i], g_pb[i], g_qb[i], p0, r0)
-        _relative(pos_a[i], q_a[i], pos_b[i], q_b[i], p1, r1)
-        d0, d1, d2 = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
-        moved = d0 * d0 + d1 * d1 + d2 * d2
-        cos_half = abs(r0[0] * r1[0] + r0[1] * r1[1] + r0[2] * r1[2] + r0[3] * r1[3])
-        # NaN rows (never reusable) compare False
-        out[i] = (moved < distance * distance and cos_half > cos_half_angle
-                  and margin[i] <= g_margin[i] + distance)
+        out[i] = valid_row(g_pa[i], g_qa[i], g_pb[i], g_qb[i], g_margin[i], pos_a[i], q_a[i],
+                           pos_b[i], q_b[i], margin[i], distance, cos_half_angle, p0, p1, r0, r1)
 
 
 def still_valid(geo, pos_a, q_a, pos_b, q_b, margin, distance, angle):
@@ -128,6 +137,33 @@ def _turn(q, q0, m):
     m[2, 2] = 1 - 2 * (xx + yy)
 
 
+@kernel(inline="always")
+def rebuild_row(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a, pos_b, q_b,
+                normal, points, sep, ta, tb, xa, xb):
+    """rebuild for one captured row (g_...) with count used slots, into normal (3,), points
+    (4, 3), sep (4,); ta, tb (3, 3), xa, xb (3,) scratch."""
+    _turn(q_a, g_qa, ta)
+    _turn(q_b, g_qb, tb)
+    for k in range(3):
+        normal[k] = ta[k, 0] * g_n[0] + ta[k, 1] * g_n[1] + ta[k, 2] * g_n[2]
+    for j in range(4):
+        if j >= count:
+            sep[j] = np.inf
+            points[j, :] = 0.0
+            continue
+        h = 0.5 * g_sep[j]
+        for k in range(3):
+            xa[k] = g_points[j, k] - h * g_n[k] - g_pa[k]
+            xb[k] = g_points[j, k] + h * g_n[k] - g_pb[k]
+        s = 0.0
+        for k in range(3):
+            pa = (ta[k, 0] * xa[0] + ta[k, 1] * xa[1] + ta[k, 2] * xa[2]) + pos_a[k]
+            pb = (tb[k, 0] * xb[0] + tb[k, 1] * xb[1] + tb[k, 2] * xb[2]) + pos_b[k]
+            s += (pb - pa) * normal[k]
+            points[j, k] = 0.5 * (pa + pb)
+        sep[j] = s
+
+
 @kernel
 def _rebuild(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a, pos_b, q_b,
              normal, points, sep):
@@ -136,27 +172,9 @@ def _rebuild(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a, po
     xa = np.empty(3)
     xb = np.empty(3)
     for i in range(count.shape[0]):
-        _turn(q_a[i], g_qa[i], ta)
-        _turn(q_b[i], g_qb[i], tb)
-        n0 = g_n[i]
-        for k in range(3):
-            normal[i, k] = ta[k, 0] * n0[0] + ta[k, 1] * n0[1] + ta[k, 2] * n0[2]
-        for j in range(4):
-            if j >= count[i]:
-                sep[i, j] = np.inf
-                points[i, j, :] = 0.0
-                continue
-            h = 0.5 * g_sep[i, j]
-            for k in range(3):
-                xa[k] = g_points[i, j, k] - h * n0[k] - g_pa[i, k]
-                xb[k] = g_points[i, j, k] + h * n0[k] - g_pb[i, k]
-            s = 0.0
-            for k in range(3):
-                pa = (ta[k, 0] * xa[0] + ta[k, 1] * xa[1] + ta[k, 2] * xa[2]) + pos_a[i, k]
-                pb = (tb[k, 0] * xb[0] + tb[k, 1] * xb[1] + tb[k, 2] * xb[2]) + pos_b[i, k]
-                s += (pb - pa) * normal[i, k]
-                points[i, j, k] = 0.5 * (pa + pb)
-            sep[i, j] = s
+        rebuild_row(g_pa[i], g_qa[i], g_pb[i], g_qb[i], g_n[i], g_points[i], g_sep[i], count[i],
+                    pos_a[i], q_a[i], pos_b[i], q_b[i], normal[i], points[i], sep[i], ta, tb,
+                    xa, xb)
 
 
 def rebuild(geo, count, pos_a, q_a, pos_b, q_b):

@@ -13,83 +13,166 @@ answers as collide_polytopes given the same rotation matrices.
 """
 import numpy as np
 
+from ..core import detmath
 from ..core.jit import kernel
-from . import clip, clip_kernels, sat_kernels
+from . import clip, clip_kernels, manifold_cache, sat_kernels
+from .contacts import PairTable, table_row
+from .manifold_cache import rebuild_row, valid_row
 from .sat import ABS_TOL, PRUNE_GAUSS, REL_TOL, _box_edge_lut, _edge_arcs
 
 # clip_kernels.manifolds' constants (as narrowphase._CONSTS).
 _CONSTS = np.array([clip.EDGE_CLIP_COS, clip.EDGE_INC_COS, REL_TOL, ABS_TOL])
+_NO_TABLE = PairTable()     # what _collide reads when nothing may be reused
+
+
+# reuse modes of _collide: no reuse; each pair on its own; all pairs or none.
+NO_REUSE, REUSE_EACH, REUSE_ALL = 0, 1, 2
 
 
 @kernel
-def _collide(ia, ib, sid, pos, rot_body, margin, sat_tab, arcs, lut, clip_tab, consts,
-             normal, points, sep, ids, count, axis_kind, axis_index, pair):
+def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, distance,
+             cos_half_angle, sat_tab, arcs, lut, clip_tab, consts, man, geo, pair):
     """Manifolds of the M body pairs (ia, ib) with at least one point and sound, packed to the
-    front of the outputs (M rows each) with pair (their index in ia). Returns how many."""
+    front of the outputs man (normal, points, separation, count, ids, axis_kind, axis_index)
+    and geo (manifold_cache.COLUMNS' arrays: what the pair table keeps), with pair (their
+    index in ia), in pair order. Returns how many.
+
+    A pair whose manifold the pair table (table_rows: keys, sub, count, ids; geo_in: its
+    captured geometry) can give again (manifold_cache.valid_row) is rebuilt from it and
+    keeps its capture; reuse says which may (NO_REUSE, REUSE_EACH, or REUSE_ALL: only if every
+    pair can). The others go through the SAT and the clipper and are captured at these poses."""
     m = ia.shape[0]
-    ids_a = np.empty(m, np.int64)
-    ids_b = np.empty(m, np.int64)
-    pos_a = np.empty((m, 3))
-    pos_b = np.empty((m, 3))
-    rot_a = np.empty((m, 3, 3))
-    rot_b = np.empty((m, 3, 3))
+    t_keys, t_sub, t_count, t_ids = table_rows
+    g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, g_margin, g_kind, g_index = geo_in
+    # 1. Which pairs the table answers.
+    row = np.full(m, -1, np.int64)
+    n_reused = 0
+    if reuse != NO_REUSE and t_keys.shape[0]:
+        p0 = np.empty(3)
+        p1 = np.empty(3)
+        r0 = np.empty(4)
+        r1 = np.empty(4)
+        for i in range(m):
+            a = ia[i]
+            b = ib[i]
+            r = table_row(t_keys, t_sub, (np.int64(a) << 32) | np.int64(b), 0)
+            if r >= 0 and valid_row(g_pa[r], g_qa[r], g_pb[r], g_qb[r], g_margin[r], pos[a],
+                                    q[a], pos[b], q[b], margin[i], distance, cos_half_angle,
+                                    p0, p1, r0, r1):
+                row[i] = r
+                n_reused += 1
+        if reuse == REUSE_ALL and n_reused < m:
+            row[:] = -1
+            n_reused = 0
+    # 2. The others: SAT and clipping, over the fresh pairs packed.
+    f = m - n_reused
+    fresh = np.empty(f, np.int64)
+    k = 0
     for i in range(m):
-        a = ia[i]
-        b = ib[i]
-        ids_a[i] = sid[a]
-        ids_b[i] = sid[b]
-        pos_a[i] = pos[a]
-        pos_b[i] = pos[b]
-        rot_a[i] = rot_body[a]
-        rot_b[i] = rot_body[b]
-    rot = np.empty((m, 3, 3))
-    trans = np.empty((m, 3))
-    out_f = np.empty((m, 3))
-    out_i = np.empty((m, 4), np.int64)
-    axis_e = np.empty((m, 3))
+        if row[i] < 0:
+            fresh[k] = i
+            k += 1
+    ids_a = np.empty(f, np.int64)
+    ids_b = np.empty(f, np.int64)
+    pos_a = np.empty((f, 3))
+    pos_b = np.empty((f, 3))
+    rot_a = np.empty((f, 3, 3))
+    rot_b = np.empty((f, 3, 3))
+    marg = np.empty(f)
+    for j in range(f):
+        a = ia[fresh[j]]
+        b = ib[fresh[j]]
+        ids_a[j] = sid[a]
+        ids_b[j] = sid[b]
+        pos_a[j] = pos[a]
+        pos_b[j] = pos[b]
+        rot_a[j] = rot_body[a]
+        rot_b[j] = rot_body[b]
+        marg[j] = margin[fresh[j]]
+    rot = np.empty((f, 3, 3))
+    trans = np.empty((f, 3))
+    out_f = np.empty((f, 3))
+    out_i = np.empty((f, 4), np.int64)
+    axis_e = np.empty((f, 3))
     (is_box, box_half, npoints, points_t, nfaces, planes, face_loops, nedges, edges,
      edge_dirs, edge_normals, edge_faces, bound_radius) = sat_tab
-    sat_kernels.queries(ids_a, ids_b, True, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
+    sat_kernels.queries(ids_a, ids_b, True, pos_a, rot_a, pos_b, rot_b, rot, trans, marg,
                         True, PRUNE_GAUSS, is_box, box_half, lut, npoints, points_t, nfaces,
                         planes, face_loops, nedges, edges, edge_dirs, edge_normals, edge_faces,
                         arcs, bound_radius, out_f, out_i, axis_e)
-    separation = np.empty(m)
-    kind = np.empty(m, np.int8)
-    index = np.empty((m, 2), np.int64)
-    axis_sep = np.empty(m)
-    local = np.empty((m, 3))
-    nrm = np.empty((m, 3))
+    separation = np.empty(f)
+    kind = np.empty(f, np.int8)
+    index = np.empty((f, 2), np.int64)
+    axis_sep = np.empty(f)
+    local = np.empty((f, 3))
+    nrm = np.empty((f, 3))
     sat_kernels.choose(ids_a, ids_b, rot_a, rot, planes, bound_radius, out_f, out_i, axis_e,
                        REL_TOL, ABS_TOL, separation, kind, index, axis_sep, local, nrm)
-    pts = np.zeros((m, 4, 3))
-    s4 = np.full((m, 4), np.inf)
-    id4 = np.zeros((m, 4), np.int64)
-    cnt = np.zeros(m, np.int64)
+    pts = np.zeros((f, 4, 3))
+    s4 = np.full((f, 4), np.inf)
+    id4 = np.zeros((f, 4), np.int64)
+    cnt = np.zeros(f, np.int64)
     a_kind = kind.copy()           # the SAT's answer in, the manifold's axis out
     a_index = index.copy()
     clip_kernels.manifolds(clip_tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans,
-                           margin, separation, kind, index, out_f[:, 2].copy(),
+                           marg, separation, kind, index, out_f[:, 2].copy(),
                            out_i[:, 2:].copy(), axis_e, consts, True, nrm, a_kind, a_index,
                            pts, s4, id4, cnt)
-    k = 0
+    # 3. Every manifold with points, in pair order.
+    normal, points, sep, count, ids, axis_kind, axis_index = man
+    o_pa, o_qa, o_pb, o_qb, o_n, o_points, o_sep, o_margin, o_kind, o_index = geo
+    ta = np.empty((3, 3))
+    tb = np.empty((3, 3))
+    xa = np.empty(3)
+    xb = np.empty(3)
+    out = 0
+    j = 0
     for i in range(m):
-        c = cnt[i]
-        if c == 0 or not _sound(nrm[i], pts[i], s4[i], c):
-            continue
-        normal[k] = nrm[i]
-        points[k] = 0.0
-        sep[k] = np.inf
-        ids[k] = 0
-        for j in range(c):
-            points[k, j] = pts[i, j]
-            sep[k, j] = s4[i, j]
-            ids[k, j] = id4[i, j]
-        count[k] = c
-        axis_kind[k] = a_kind[i]
-        axis_index[k] = a_index[i]
-        pair[k] = i
-        k += 1
-    return k
+        a = ia[i]
+        b = ib[i]
+        r = row[i]
+        if r >= 0:                                  # rebuilt; the capture stays as it was
+            rebuild_row(g_pa[r], g_qa[r], g_pb[r], g_qb[r], g_n[r], g_points[r], g_sep[r],
+                        t_count[r], pos[a], q[a], pos[b], q[b], normal[out], points[out],
+                        sep[out], ta, tb, xa, xb)
+            count[out] = t_count[r]
+            ids[out] = t_ids[r]
+            axis_kind[out] = g_kind[r]
+            axis_index[out] = g_index[r]
+            o_pa[out] = g_pa[r]
+            o_qa[out] = g_qa[r]
+            o_pb[out] = g_pb[r]
+            o_qb[out] = g_qb[r]
+            o_n[out] = g_n[r]
+            o_points[out] = g_points[r]
+            o_sep[out] = g_sep[r]
+            o_margin[out] = g_margin[r]
+        else:
+            c = cnt[j]
+            if c == 0 or not _sound(nrm[j], pts[j], s4[j], c):
+                j += 1
+                continue
+            normal[out] = nrm[j]
+            points[out] = pts[j]
+            sep[out] = s4[j]
+            ids[out] = id4[j]
+            count[out] = c
+            axis_kind[out] = a_kind[j]
+            axis_index[out] = a_index[j]
+            o_pa[out] = pos[a]                      # captured at these poses
+            o_qa[out] = q[a]
+            o_pb[out] = pos[b]
+            o_qb[out] = q[b]
+            o_n[out] = nrm[j]
+            o_points[out] = pts[j]
+            o_sep[out] = s4[j]
+            o_margin[out] = margin[i]
+            j += 1
+        o_kind[out] = axis_kind[out]
+        o_index[out] = axis_index[out]
+        pair[out] = i
+        out += 1
+    return out
 
 
 @kernel(inline="always")
@@ -106,25 +189,35 @@ def _sound(n, pts, s, c):
     return True
 
 
-def collide_polytope_bodies(table, sid, pos, rot, ia, ib, margin):
+def collide_polytope_bodies(table, sid, pos, q, rot, ia, ib, margin, pairs=None,
+                            reuse=NO_REUSE, distance=0.0, angle=0.0):
     """Manifolds of body pairs (ia, ib) (M,) whose shapes (sid (N,) into the ShapeTable
-    ``table``) are all polytopes, at body origins pos (N, 3) and rotation matrices rot
-    (N, 3, 3), with speculative margins (M,).
+    ``table``) are all polytopes, at body origins pos (N, 3), orientations q (N, 4) and their
+    rotation matrices rot (N, 3, 3), with speculative margins (M,). pairs: the world's
+    PairTable, whose captured manifolds are rebuilt where reuse (NO_REUSE, REUSE_EACH,
+    REUSE_ALL) allows and the pair's relative pose and margin moved less than distance (m)
+    and angle (rad) since (engine.collision.manifold_cache).
 
     Returns (pair, out): the index into ia of each manifold with points (sorted, one per
     pair) and out, a dict of its arrays as World._narrowphase keeps them (normal, points,
-    separation, count, ids, axis_kind, axis_index)."""
+    separation, count, ids, axis_kind, axis_index; geo, their captured geometry)."""
     m = len(ia)
-    out = {"normal": np.empty((m, 3)), "points": np.empty((m, 4, 3)),
-           "separation": np.empty((m, 4)), "count": np.empty(m, np.int64),
-           "ids": np.empty((m, 4), np.int64), "axis_kind": np.empty(m, np.int8),
-           "axis_index": np.empty((m, 2), np.int64)}
+    man = (np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4)), np.empty(m, np.int64),
+           np.empty((m, 4), np.int64), np.empty(m, np.int8), np.empty((m, 2), np.int64))
+    geo = tuple(np.empty((m,) + shape, dtype) for shape, dtype in manifold_cache.COLUMNS.values())
     pair = np.empty(m, np.int64)
+    if pairs is None or not len(pairs):
+        reuse = NO_REUSE
+    source = pairs if reuse != NO_REUSE else _NO_TABLE
     t = table
     sat_tab = (t.is_box, t.box_half, t.npoints, t.points, t.nfaces, t.planes, t.face_loops,
                t.nedges, t.edges, t.edge_dirs, t.edge_normals, t.edge_faces, t.bound_radius)
-    k = _collide(ia, ib, sid, pos, rot, np.ascontiguousarray(margin, dtype=np.float64),
-                 sat_tab, _edge_arcs(t), _box_edge_lut(), clip_kernels.table_arrays(t), _CONSTS,
-                 out["normal"], out["points"], out["separation"], out["ids"], out["count"],
-                 out["axis_kind"], out["axis_index"], pair)
-    return pair[:k], {name: v[:k] for name, v in out.items()}
+    k = _collide(ia, ib, sid, pos, q, rot, np.ascontiguousarray(margin, dtype=np.float64),
+                 reuse, (source.keys, source.sub, source.count, source.ids),
+                 tuple(source.geo[name] for name in manifold_cache.COLUMNS), float(distance),
+                 float(detmath.cos(0.5 * angle)), sat_tab, _edge_arcs(t), _box_edge_lut(),
+                 clip_kernels.table_arrays(t), _CONSTS, man, geo, pair)
+    names = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
+    out = {name: v[:k] for name, v in zip(names, man)}
+    out["geo"] = {name: v[:k] for name, v in zip(manifold_cache.COLUMNS, geo)}
+    return pair[:k], out

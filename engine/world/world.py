@@ -44,7 +44,12 @@ from ..collision.bounds import pair_margins, world_bounds
 from ..collision.broadphase import Broadphase, overlapping
 from ..collision.contacts import PairTable, check_body_count, key_bodies, pair_keys
 from ..collision.nonconvex import body_mass_properties, check_body_shape, collide_bodies
-from ..collision.polytope_pairs import collide_polytope_bodies
+from ..collision.polytope_pairs import (
+    NO_REUSE,
+    REUSE_ALL,
+    REUSE_EACH,
+    collide_polytope_bodies,
+)
 from ..collision.shape_table import ShapeTable
 from ..core import detmath, quat
 from ..core.errors import EngineError
@@ -1043,14 +1048,21 @@ class World(BodyControl, JointWorldMixin):
         sid = self._v("shape")
         pos, q = self._v("pos"), self._v("q")
         margin = self._speculative_margin(ia, ib, vel, dt)
+        st = self.settings
+        if len(ia) and self._collide is None and self._convex_pairs(ia, ib).all():
+            # Polytopes only (boxes, hulls): the pass's whole narrowphase, the reuse of the
+            # pair table's manifolds included, in one kernel.
+            pair, out = collide_polytope_bodies(
+                t, sid, pos, q, rot, ia, ib, margin, self.pairs,
+                self._reuse_mode(len(ia), vel, dt), st.manifold_reuse_distance,
+                st.manifold_reuse_angle)
+            if st.manifold_reuse_distance <= 0:
+                del out["geo"]                  # nothing is reusable (store: NaN captures)
+            return ia[pair], ib[pair], np.zeros(len(pair), dtype=np.int64), out
         reuse, rows = self._reusable(ia, ib, margin, vel, dt)
         fresh = np.flatnonzero(~reuse) if reuse.any() else np.arange(len(ia))
         fa, fb = ia[fresh], ib[fresh]
-        if len(fresh) and self._collide is None and self._convex_pairs(fa, fb).all():
-            # Polytopes only (boxes, hulls): the pass's whole narrowphase in one kernel.
-            live, out = collide_polytope_bodies(t, sid, pos, rot, fa, fb, margin[fresh])
-            pair, sub = fresh[live], np.zeros(len(live), dtype=np.int64)
-        elif len(fresh) or not len(ia):
+        if len(fresh) or not len(ia):
             res = collide_bodies(t, sid[fa], pos[fa], q[fa], sid[fb], pos[fb], q[fb],
                                  margin=margin[fresh], collide=self._collide)
             man = res.manifolds
@@ -1076,27 +1088,38 @@ class World(BodyControl, JointWorldMixin):
                 pair, sub, out = self._merge_reused(ia, ib, reuse, rows, pair, sub, out)
         return ia[pair], ib[pair], sub, out
 
-    def _reusable(self, ia, ib, margin, vel, dt):
-        """Candidate pairs whose manifold the pair table can give again: (reuse (M,) bool,
-        the table row of each pair or -1). A few candidates cost the narrowphase its fixed
+    def _reuse_mode(self, m, vel, dt):
+        """How a pass of m candidate pairs may reuse the pair table's manifolds (the modes of
+        engine.collision.polytope_pairs). A few candidates cost the narrowphase its fixed
         per-call price whatever their number, so below REUSE_MIN_PAIRS a pass reuses only when
         it can reuse everything, and tries only when no awake body moves by the tolerance in
         this pass (a cheap test that fails at once in a tumbling scene)."""
+        d, ang = self.settings.manifold_reuse_distance, self.settings.manifold_reuse_angle
+        if d <= 0 or not m or not len(self.pairs):
+            return NO_REUSE
+        if m >= REUSE_MIN_PAIRS:
+            return REUSE_EACH
+        awake = (self._v("kind") != STATIC) & ~self._v("sleeping")
+        v = vel[awake]
+        if len(v) and (np.max(np.einsum("ij,ij->i", v[:, :3], v[:, :3])) * dt * dt >= d * d
+                       or np.max(np.einsum("ij,ij->i", v[:, 3:], v[:, 3:])) * dt * dt
+                       >= ang * ang):
+            return NO_REUSE
+        return REUSE_ALL
+
+    def _reusable(self, ia, ib, margin, vel, dt):
+        """Candidate pairs whose manifold the pair table can give again: (reuse (M,) bool,
+        the table row of each pair or -1), as _reuse_mode allows (passes with other shapes
+        than polytopes; polytope-only passes decide in their kernel)."""
         m = len(ia)
         d, ang = self.settings.manifold_reuse_distance, self.settings.manifold_reuse_angle
         none = np.zeros(m, dtype=bool), np.full(m, -1, dtype=np.int64)
-        if d <= 0 or not m or not len(self.pairs):
+        mode = self._reuse_mode(m, vel, dt)
+        if mode == NO_REUSE:
             return none
-        if m < REUSE_MIN_PAIRS:
-            awake = (self._v("kind") != STATIC) & ~self._v("sleeping")
-            v = vel[awake]
-            if len(v) and (np.max(np.einsum("ij,ij->i", v[:, :3], v[:, :3])) * dt * dt >= d * d
-                           or np.max(np.einsum("ij,ij->i", v[:, 3:], v[:, 3:])) * dt * dt
-                           >= ang * ang):
-                return none
         rows = self.pairs._find(pair_keys(ia, ib), np.zeros(m, dtype=np.int64))
         hit = np.flatnonzero((rows >= 0) & self._convex_pairs(ia, ib))
-        if m < REUSE_MIN_PAIRS and len(hit) < m:
+        if mode == REUSE_ALL and len(hit) < m:
             return none
         reuse = np.zeros(m, dtype=bool)
         if len(hit):
@@ -1104,7 +1127,7 @@ class World(BodyControl, JointWorldMixin):
             pos, q = self._v("pos"), self._v("q")
             reuse[hit] = manifold_cache.still_valid(self.pairs.geometry(rows[hit]), pos[a],
                                                     q[a], pos[b], q[b], margin[hit], d, ang)
-        if m < REUSE_MIN_PAIRS and not reuse.all():
+        if mode == REUSE_ALL and not reuse.all():
             return none
         return reuse, rows
 
