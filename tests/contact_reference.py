@@ -13,7 +13,8 @@ import math
 
 import numpy as np
 
-from engine.dynamics.solver import RELAX_SLOP, UNUSED_SEPARATION, soft_params, tangent_basis
+from engine.dynamics.contact_kernels import UNUSED_SEPARATION
+from engine.dynamics.solver import RELAX_SLOP, soft_params, tangent_basis
 
 # Row r of a manifold: point slot ROW_POINT[r], direction ROW_DIR[r] (0 normal, 1-2 tangents).
 ROW_POINT = [0, 1, 2, 3, 0, 0, 1, 1, 2, 2, 3, 3]

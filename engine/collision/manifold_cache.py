@@ -18,6 +18,8 @@ a manifold is reused.
 The captured geometry lives in the pair table (engine.collision.contacts.PairTable) next to the warm-start
 impulses, so get_state / set_state replay bit for bit.
 """
+import math
+
 import numpy as np
 
 from ..core import detmath
@@ -189,3 +191,48 @@ def rebuild(geo, count, pos_a, q_a, pos_b, q_b):
              c(geo["points"]), c(geo["separation"]), c(count, dtype=np.int64), c(pos_a), c(q_a),
              c(pos_b), c(q_b), normal, points, sep)
     return normal, points, sep
+
+
+@kernel
+def mark_pairs(sel, ia, ib, x, q, normal, p0, q0, n0):
+    """For the pairs sel of (ia, ib): B's centre and orientation in A's frame now into p0,
+    q0, and the normal (world, (len(sel), 3)) in A's frame into n0 (engine.world.recollide:
+    the poses a pair's manifold was taken at)."""
+    for j in range(sel.shape[0]):
+        k = sel[j]
+        a = ia[k]
+        b = ib[k]
+        _relative(x[a], q[a], x[b], q[b], p0[k], q0[k])
+        w, u0, u1, u2 = q[a, 0], -q[a, 1], -q[a, 2], -q[a, 3]
+        v0, v1, v2 = normal[j, 0], normal[j, 1], normal[j, 2]
+        t0 = 2.0 * (u1 * v2 - u2 * v1)
+        t1 = 2.0 * (u2 * v0 - u0 * v2)
+        t2 = 2.0 * (u0 * v1 - u1 * v0)
+        n0[k, 0] = v0 + w * t0 + (u1 * t2 - u2 * t1)
+        n0[k, 1] = v1 + w * t1 + (u2 * t0 - u0 * t2)
+        n0[k, 2] = v2 + w * t2 + (u0 * t1 - u1 * t0)
+
+
+@kernel
+def pair_travel(ia, ib, x, q, p0, q0, n0, reach, slide, out):
+    """out (K,): how far each pair's surfaces moved past each other since mark_pairs (m): the
+    relative turn times reach, plus where slide the relative slide across the normal n0."""
+    p = np.empty(3)
+    r = np.empty(4)
+    for k in range(ia.shape[0]):
+        _relative(x[ia[k]], q[ia[k]], x[ib[k]], q[ib[k]], p, r)
+        d0, d1, d2 = p[0] - p0[k, 0], p[1] - p0[k, 1], p[2] - p0[k, 2]
+        along = d0 * n0[k, 0] + d1 * n0[k, 1] + d2 * n0[k, 2]
+        d0 -= along * n0[k, 0]
+        d1 -= along * n0[k, 1]
+        d2 -= along * n0[k, 2]
+        # dq = conj(q0) r (quat.multiply's order)
+        w, x0, y0, z0 = q0[k, 0], -q0[k, 1], -q0[k, 2], -q0[k, 3]
+        dw = w * r[0] - x0 * r[1] - y0 * r[2] - z0 * r[3]
+        dx = w * r[1] + x0 * r[0] + y0 * r[3] - z0 * r[2]
+        dy = w * r[2] - x0 * r[3] + y0 * r[0] + z0 * r[1]
+        dz = w * r[3] + x0 * r[2] - y0 * r[1] + z0 * r[0]
+        turn = 2.0 * math.atan2(math.sqrt(dx * dx + dy * dy + dz * dz), abs(dw))
+        out[k] = turn * reach[k]
+        if slide[k]:
+            out[k] += math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)

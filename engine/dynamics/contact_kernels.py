@@ -739,3 +739,132 @@ def impulses_by_manifold(order, imp, dirs, normal, world, tangent):
             tangent[s, p, 1] = f1
             for k in range(3):
                 world[s, p, k] = f0 * dirs[i, 1, k] + f1 * dirs[i, 2, k]
+
+
+@kernel
+def replace_rows(r, f_normal, f_points, f_sep, f_count, f_ids, f_old_ids, f_accel, x_com,
+                 box_axes, box_lo, box_hi, reach, inv_inertia, vel, dpose, h, idx, count,
+                 friction, dirs, ra, rb, ima, imb, axa, axb, jang, mang, kmat, eff, kp, sep0,
+                 imp, max_normal, v_impact, accel_n):
+    """ContactSolver.replace: the sweep manifolds r (K,) taken again (f_...: their new
+    normal, points, separations now, count, point ids, old point ids, accel_n). A new point
+    whose feature id an old one had keeps its impulses (friction as a world vector, put on
+    the new tangents and into the friction disc), its largest normal impulse and, once
+    touching, its impact speed; the rest start at zero. Then the directions, arms, rows,
+    separations at dpose = 0 (rebased on the new rows) and impact speeds of the new ones."""
+    k = r.shape[0]
+    every = np.arange(k)
+    kept = np.zeros((k, 4), np.bool_)
+    v_old = np.zeros((k, 4))
+    new_imp = np.zeros((k, 12))
+    new_max = np.zeros((k, 4))
+    new_dirs = np.empty((k, 3, 3))
+    set_directions(every, every, f_normal, new_dirs)
+    for j in range(k):
+        i = r[j]
+        for p in range(f_count[j]):
+            for s in range(count[i]):
+                if f_ids[j, p] != f_old_ids[j, s]:
+                    continue
+                kept[j, p] = True
+                new_imp[j, p] = imp[i, s]
+                new_max[j, p] = max_normal[i, s]
+                v_old[j, p] = v_impact[i, s]
+                w0 = imp[i, 4 + 2 * s] * dirs[i, 1, 0] + imp[i, 5 + 2 * s] * dirs[i, 2, 0]
+                w1 = imp[i, 4 + 2 * s] * dirs[i, 1, 1] + imp[i, 5 + 2 * s] * dirs[i, 2, 1]
+                w2 = imp[i, 4 + 2 * s] * dirs[i, 1, 2] + imp[i, 5 + 2 * s] * dirs[i, 2, 2]
+                f0 = w0 * new_dirs[j, 1, 0] + w1 * new_dirs[j, 1, 1] + w2 * new_dirs[j, 1, 2]
+                f1 = w0 * new_dirs[j, 2, 0] + w1 * new_dirs[j, 2, 1] + w2 * new_dirs[j, 2, 2]
+                lim = friction[i] * new_imp[j, p]
+                mag = math.hypot(f0, f1)
+                if mag > lim:
+                    scale = lim / (mag if mag > 0.0 else 1.0)
+                    f0 *= scale
+                    f1 *= scale
+                new_imp[j, 4 + 2 * p] = f0
+                new_imp[j, 5 + 2 * p] = f1
+                break
+    sep_now = np.empty((k, 4))
+    for j in range(k):
+        i = r[j]
+        dirs[i] = new_dirs[j]
+        count[i] = f_count[j]
+        for p in range(4):
+            sep_now[j, p] = f_sep[j, p] if p < f_count[j] else UNUSED_SEPARATION
+    set_arms(r, every, idx, count, f_points, x_com, box_axes, box_lo, box_hi, reach, ra, rb)
+    build_rows(r, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jang, mang, kmat,
+               eff, kp)
+    v_new = np.empty((k, 4))
+    impact_speeds(r, idx, count, dirs, jang, vel, f_accel, h, sep_now, v_new)
+    for j in range(k):
+        i = r[j]
+        a = idx[i, 0]
+        b = idx[i, 1]
+        for p in range(4):
+            if p < count[i]:          # rebased: sep0 + J dpose is the separation now
+                sep0[i, p] = sep_now[j, p] - _row_motion(i, p, a, b, dirs, jang, dpose)
+            else:
+                sep0[i, p] = UNUSED_SEPARATION
+            max_normal[i, p] = new_max[j, p]
+            keep = kept[j, p] and sep_now[j, p] <= 0.0
+            v_impact[i, p] = v_old[j, p] if keep else v_new[j, p]
+        for c in range(12):
+            imp[i, c] = new_imp[j, c]
+        accel_n[i] = f_accel[j]
+
+
+@kernel
+def refresh_rows(bodies, turn, n, idx, count, ra, rb, axa, axb, dirs, ima, imb, inv_inertia,
+                 jang, mang, kmat, eff, kp, sep0, dpose):
+    """ContactSolver.refresh_inertia: the rows of every manifold touching bodies (K,) taken
+    again, their arms (and round axes) turned by turn (K, 3, 3), each body's, with the world
+    inverse inertia now; sep0 rebased so that each point keeps its separation now. n: the
+    number of bodies."""
+    slot = np.full(n, -1, np.int64)
+    for k in range(bodies.shape[0]):
+        slot[bodies[k]] = k
+    m = idx.shape[0]
+    rows = np.empty(m, np.int64)
+    nr = 0
+    for i in range(m):
+        if slot[idx[i, 0]] >= 0 or slot[idx[i, 1]] >= 0:
+            rows[nr] = i
+            nr += 1
+    rows = rows[:nr]
+    sep_now = np.empty((nr, 4))
+    v = np.empty(3)
+    for j in range(nr):
+        i = rows[j]
+        a = idx[i, 0]
+        b = idx[i, 1]
+        for p in range(4):       # the separation now, on the rows as they were
+            sep_now[j, p] = sep0[i, p]
+            if p < count[i]:
+                sep_now[j, p] += _row_motion(i, p, a, b, dirs, jang, dpose)
+        for side in range(2):
+            s = slot[idx[i, side]]
+            if s < 0:
+                continue
+            arm = ra if side == 0 else rb
+            ax = axa if side == 0 else axb
+            t = turn[s]
+            for p in range(4):
+                for c in range(3):
+                    v[c] = arm[i, p, c]
+                for c in range(3):
+                    arm[i, p, c] = t[c, 0] * v[0] + t[c, 1] * v[1] + t[c, 2] * v[2]
+            for c in range(3):
+                v[c] = ax[i, c]
+            for c in range(3):
+                ax[i, c] = t[c, 0] * v[0] + t[c, 1] * v[1] + t[c, 2] * v[2]
+    build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jang, mang,
+               kmat, eff, kp)
+    for j in range(nr):
+        i = rows[j]
+        a = idx[i, 0]
+        b = idx[i, 1]
+        for p in range(4):
+            if p < count[i]:
+                sep0[i, p] = sep_now[j, p] - _row_motion(i, p, a, b, dirs, jang, dpose)
+            else:
+                sep0[i, p] = UNUSED_SEPARATION

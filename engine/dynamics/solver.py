@@ -67,7 +67,6 @@ import math
 import numpy as np
 
 from . import contact_kernels as kern
-from .contact_kernels import UNUSED_SEPARATION
 
 # Relax counts a point as still apart only beyond this separation (m). A point whose gap the
 # biased pass closed sits at s = 0 up to the round-off of the displacements (~1e-18 m), and
@@ -210,31 +209,10 @@ class ContactSolver:
         engine.dynamics.inertia_refresh.REFRESH_ANGLE."""
         if self.m == 0 or not len(bodies):
             return
-        slot = np.full(len(inv_inertia), -1, dtype=np.int64)
-        slot[bodies] = np.arange(len(bodies))
-        sa, sb = slot[self.idx[:, 0]], slot[self.idx[:, 1]]
-        rows = np.flatnonzero((sa >= 0) | (sb >= 0))
-        if not len(rows):
-            return
-        eye = np.eye(3)
-        ta = np.where((sa[rows] >= 0)[:, None, None], turn[sa[rows]], eye)
-        tb = np.where((sb[rows] >= 0)[:, None, None], turn[sb[rows]], eye)
-        self.ra[rows] = np.einsum("mij,mpj->mpi", ta, self.ra[rows])
-        self.rb[rows] = np.einsum("mij,mpj->mpi", tb, self.rb[rows])
-        if self.round:   # round bodies' axes turn with them
-            self.axa[rows] = np.einsum("mij,mj->mi", ta, self.axa[rows])
-            self.axb[rows] = np.einsum("mij,mj->mi", tb, self.axb[rows])
-        sep_now = self.separations(dpose)[rows]
-        self._build(rows, inv_inertia)
-        self._rebase(rows, sep_now, dpose)
-
-    def _rebase(self, rows, sep_now, dpose):
-        """sep0 of the manifolds rows (sweep order), whose rows were just built again, from
-        their separations now sep_now (K, 4): sep0 = sep_now - J_n dpose."""
-        self.sep0[rows] = 0.0
-        moved = self.separations(dpose)[rows]
-        valid = np.arange(4)[None, :] < self.count[rows, None]
-        self.sep0[rows] = np.where(valid, sep_now - moved, UNUSED_SEPARATION)
+        kern.refresh_rows(_i64(bodies), _f64(turn), len(inv_inertia), self.idx, self.count,
+                          self.ra, self.rb, self.axa, self.axb, self.dirs, self.ima, self.imb,
+                          _f64(inv_inertia), self.jang, self.mang, self.kmat, self.eff,
+                          self.k_pinv, self.sep0, _f64(dpose))
 
     def replace(self, rows, fresh, x_com, inv_inertia, box, reach, vel, dpose):
         """Manifolds ``rows`` (K,) (caller order) taken again from the narrowphase between two
@@ -253,51 +231,14 @@ class ContactSolver:
             return
         inv = np.empty(self.m, dtype=np.int64)
         inv[self.order] = np.arange(self.m)
-        r = inv[rows]
-        valid = np.arange(4)[None, :] < fresh["count"][:, None]
-        live = np.arange(4)[None, :] < self.count[r, None]
-        k = np.arange(len(r))
-        dirs = np.empty((len(r), 3, 3))
-        kern.set_directions(k, k, _f64(fresh["normal"]), dirs)
-        kept, imp, max_n, v_old = self._carried(r, fresh, valid, live, dirs)
-        self.dirs[r] = dirs
-        self.count[r] = fresh["count"]
-        kern.set_arms(r, k, self.idx, self.count, _f64(fresh["points"]), _f64(x_com),
-                      *_bounds(len(x_com), box, reach), self.ra, self.rb)
-        sep_now = np.where(valid, fresh["separation"], UNUSED_SEPARATION)   # (K, 4)
-        self._build(r, inv_inertia)
-        self._rebase(r, sep_now, dpose)
-        self.imp[r] = imp
-        self.max_normal[r] = max_n
-        # Impact speeds: a kept point already touching keeps the one it hit with.
-        a_n = np.ascontiguousarray(fresh["accel_n"], dtype=float)
-        v_new = np.empty((len(r), 4))
-        kern.impact_speeds(r, self.idx, self.count, self.dirs, self.jang, _f64(vel), a_n,
-                           float(self.h), sep_now, v_new)
-        self.v_impact[r] = np.where(kept & (sep_now <= 0.0), v_old, v_new)
-        self.accel_n[r] = a_n
-
-    def _carried(self, r, fresh, valid, live, dirs):
-        """What the points of the solver's manifolds r keep through replace, matched by
-        feature id as the pair table matches them: (kept (K, 4), impulses (K, 12) on the new
-        directions dirs (K, 3, 3), clamped into the friction cone, largest normal impulses
-        (K, 4), old impact speeds (K, 4)). valid, live (K, 4): the new and old used slots."""
-        same = ((fresh["ids"][:, :, None] == fresh["old_ids"][:, None, :])
-                & valid[:, :, None] & live[:, None, :])
-        kept, src = same.any(axis=2), same.argmax(axis=2)       # (K, 4)
-        old = self.imp[r]
-        told = self.dirs[r, 1:]
-        f_old = (old[:, 4::2, None] * told[:, None, 0] + old[:, 5::2, None]
-                 * told[:, None, 1])                              # (K, 4, 3) world vectors
-        pick = np.take_along_axis
-        wf = np.where(kept[..., None], pick(f_old, src[..., None], axis=1), 0.0)
-        imp = np.zeros((len(r), ROWS))
-        imp[:, :4] = np.where(kept, pick(old[:, :4], src, axis=1), 0.0)
-        imp[:, 4::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 1])
-        imp[:, 5::2] = np.einsum("kpi,ki->kp", wf, dirs[:, 2])
-        _clamp_to_cone(imp, self.friction[r])
-        max_n = np.where(kept, pick(self.max_normal[r], src, axis=1), 0.0)
-        return kept, imp, max_n, pick(self.v_impact[r], src, axis=1)
+        kern.replace_rows(
+            inv[rows], _f64(fresh["normal"]), _f64(fresh["points"]), _f64(fresh["separation"]),
+            _i64(fresh["count"]), _i64(fresh["ids"]), _i64(fresh["old_ids"]),
+            _f64(fresh["accel_n"]), _f64(x_com), *_bounds(len(x_com), box, reach),
+            _f64(inv_inertia), _f64(vel), _f64(dpose), float(self.h), self.idx, self.count,
+            self.friction, self.dirs, self.ra, self.rb, self.ima, self.imb, self.axa, self.axb,
+            self.jang, self.mang, self.kmat, self.eff, self.k_pinv, self.sep0, self.imp,
+            self.max_normal, self.v_impact, self.accel_n)
 
     def kernel_arrays(self):
         """The rows and state a sweep reads, in contact_kernels.solve_pass's order (for
@@ -390,16 +331,6 @@ class ContactSolver:
         tang = np.empty((m, 2, 3))
         tang[self.order] = self.dirs[:, 1:]
         return normal, fworld, fr, tang
-
-
-def _clamp_to_cone(imp, friction):
-    """Friction impulses imp[:, 4:] (pairs of tangent rows) scaled into the disc friction *
-    (normal impulse) of their point, in place: carried impulses start inside the cone."""
-    lim = friction[:, None] * imp[:, :4]
-    mag = np.hypot(imp[:, 4::2], imp[:, 5::2])
-    scale = np.where(mag > lim, lim / np.where(mag > 0, mag, 1.0), 1.0)
-    imp[:, 4::2] *= scale
-    imp[:, 5::2] *= scale
 
 
 def _f64(x):

@@ -35,10 +35,9 @@ compound, a round shape) still calls for whole passes (World.collision_steps_for
 import numpy as np
 
 from ..collision import manifold_cache
-from ..collision.nonconvex import collide_bodies
-from ..core import detmath, quat
-from ..core.vec import norm
-from .guard import sound_manifolds
+from ..collision.narrowphase import Manifolds
+from ..collision.polytope_pairs import collide_polytope_bodies
+from ..core import quat
 
 # Substeps between two looks at the pairs' motion (each look costs some 20 numpy calls; a
 # rebuild, one narrowphase call and the solver rows of the pairs taken).
@@ -67,33 +66,25 @@ class Recollide:
         self.done = 0       # substeps so far
         self._mark(np.arange(len(rows)), normal[rows])
 
-    def _relative(self, sel):
-        """B's centre and orientation in A's frame, for the pairs sel."""
-        w = self.world
-        x, q = w._v("x"), w._v("q")
-        a, b = self.ia[sel], self.ib[sel]
-        qa_inv = quat.conjugate(q[a])
-        return quat.rotate(qa_inv, x[b] - x[a]), quat.multiply(qa_inv, q[b])
-
     def _mark(self, sel, normal):
         """Remember the relative poses at which the pairs sel (with normals (K, 3), world)
         were taken."""
         if not hasattr(self, "p0"):
             k = len(self.rows)
             self.p0, self.q0, self.n0 = np.zeros((k, 3)), np.zeros((k, 4)), np.zeros((k, 3))
-        self.p0[sel], self.q0[sel] = self._relative(sel)
-        self.n0[sel] = quat.rotate(quat.conjugate(self.world._v("q")[self.ia[sel]]), normal)
+        w = self.world
+        manifold_cache.mark_pairs(sel, self.ia, self.ib, w._v("x"), w._v("q"),
+                                  np.ascontiguousarray(normal), self.p0, self.q0, self.n0)
 
     def travel(self):
         """(K,) how far each pair's surfaces have moved past each other since its manifold
         was taken (m): the relative turn times the smaller body's reach, plus, between two
-        moving bodies, the relative slide across the normal."""
-        p, q = self._relative(np.arange(len(self.rows)))
-        d = p - self.p0
-        d -= np.einsum("ki,ki->k", d, self.n0)[:, None] * self.n0
-        dq = quat.multiply(quat.conjugate(self.q0), q)
-        turn = 2.0 * detmath.arctan2(norm(dq[:, 1:], axis=1), np.abs(dq[:, 0]))
-        return turn * self.reach + np.where(self.slide, norm(d, axis=1), 0.0)
+        moving bodies, the relative slide across the normal (manifold_cache.pair_travel)."""
+        out = np.empty(len(self.rows))
+        w = self.world
+        manifold_cache.pair_travel(self.ia, self.ib, w._v("x"), w._v("q"), self.p0, self.q0,
+                                   self.n0, self.reach, self.slide, out)
+        return out
 
     def update(self, solver, refresh, man, vel, dpose, h, t_left, inv_inertia):
         """After a substep (not the pass's last): take again the manifolds whose pairs moved
@@ -121,13 +112,16 @@ def take_again(world, solver, refresh, man, rows, ia, ib, vel, dpose, t_left, in
     sid, table = world._v("shape"), world.table
     # Every row of a body is built for one orientation (engine.dynamics.inertia_refresh).
     refresh.force(solver, np.union1d(ia, ib), q, dpose)
-    qa, qb = quat.normalize(q[ia]), quat.normalize(q[ib])
-    pos_a = x[ia] - quat.rotate(qa, com[ia])
-    pos_b = x[ib] - quat.rotate(qb, com[ib])
+    qn = quat.normalize(q)
+    pos = x - quat.rotate(qn, com)
     margin = world._speculative_margin(ia, ib, vel, t_left)
-    got = collide_bodies(table, sid[ia], pos_a, qa, sid[ib], pos_b, qb, margin=margin,
-                         collide=world._collide).manifolds     # polytopes: one per pair
-    ok = (got.count > 0) & sound_manifolds(got.normal, got.points, got.separation, got.count)
+    # Polytope pairs: one manifold each, from the pass narrowphase's kernel (no reuse).
+    rot = quat.to_matrix(qn)
+    got = Manifolds(len(rows))
+    hit, out = collide_polytope_bodies(table, sid, pos, qn, rot, ia, ib, margin)
+    for k in ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index"):
+        getattr(got, k)[hit] = out[k]
+    ok = got.count > 0
     # A pair now beyond its margin keeps an empty manifold (no rows) for the rest of the
     # pass; the world drops it before the pair table.
     normal = np.where(ok[:, None], got.normal, man["normal"][rows])
@@ -136,7 +130,6 @@ def take_again(world, solver, refresh, man, rows, ia, ib, vel, dpose, t_left, in
     fresh = {"normal": normal, "points": got.points, "separation": got.separation,
              "count": count, "ids": got.ids, "old_ids": man["ids"][rows],
              "accel_n": np.einsum("mi,mi->m", g[ib] - g[ia], normal)}
-    rot = quat.to_matrix(q)
     box = world._arm_boxes.world(table, sid, world._v("kind"), world._v("inertia"), com, rot)
     solver.replace(rows, fresh, x, inv_inertia, box, world._reach(), vel, dpose)
     for k in ("normal", "points", "separation", "count", "ids"):
@@ -145,10 +138,5 @@ def take_again(world, solver, refresh, man, rows, ia, ib, vel, dpose, t_left, in
         if k in man:
             man[k][rows] = getattr(got, k)
     if "geo" in man:
-        geo = manifold_cache.capture({"normal": normal, "points": got.points,
-                                      "separation": got.separation,
-                                      "axis_kind": got.axis_kind,
-                                      "axis_index": got.axis_index},
-                                     pos_a, qa, pos_b, qb, margin)
-        for k, v in geo.items():
-            man["geo"][k][rows] = v
+        for k, v in out["geo"].items():      # (pairs now apart are dropped: no capture)
+            man["geo"][k][rows[hit]] = v
