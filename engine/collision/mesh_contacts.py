@@ -44,6 +44,7 @@ from .mesh_kernels import (
     mesh_polytope_triangles,
     polytope_row,
     reduce_contacts,
+    workspace,
 )
 from .narrowphase import Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
@@ -201,6 +202,7 @@ def _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front, act
     f64 = np.float64
     pos, rot = np.asarray(pos, f64), np.asarray(rot, f64)
     consts = _consts()
+    ws = workspace(table.patch_loops.shape[2])
     for r in range(len(ids)):
         out.count[r], out.distance[r], out.axis_kind[r] = polytope_row(
             table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
@@ -208,7 +210,7 @@ def _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front, act
             table.bound_radius, nrm_all, h_all, ids[r], pos[r], rot[r], tri[r], tri_normal[r],
             np.asarray(active_front[r], bool), np.asarray(active_back[r], bool),
             bool(two_sided[r]), margin[r], tri_index[r], consts, out.normal[r], out.points[r],
-            out.separation[r], out.ids[r])
+            out.separation[r], out.ids[r], ws)
     return out
 
 

@@ -28,9 +28,10 @@ def polytope_triangle_closest(table, ids, t):
     t = np.asarray(t, dtype=np.float64)
     r = len(ids)
     dist, pa, pb = np.empty(r), np.zeros((r, 3)), np.zeros((r, 3))
+    scratch = np.empty((4, 3))
     for i in range(r):      # (tests and tools: the step runs closest_row inside its kernel)
         dist[i] = closest_row(ids[i], t[i], table.points, table.npoints, table.edges,
                               table.nedges, table.planes, table.nfaces, table.face_loops,
-                              table.face_sizes, pa[i], pb[i])
+                              table.face_sizes, pa[i], pb[i], *scratch)
     normal = (pb - pa) / np.maximum(dist, 1e-300)[:, None]
     return dist, pa, pb, normal

@@ -51,12 +51,11 @@ def face_row(P, nv, PL, nf, t, N):
 
 
 @kernel
-def edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis):
+def edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis, te, o):
     """The best Minkowski-face (polytope edge, triangle edge) pair of one row (shape s, ne
     edges): returns (sep, edge, k), the unit axis into axis (3,); sep -inf (axis untouched)
-    where no pair qualifies. First of equals in (k, edge) order."""
-    te = np.empty((3, 3))
-    o = np.empty((3, 3))
+    where no pair qualifies. First of equals in (k, edge) order. te, o: (3, 3) scratch (a
+    kernel allocating per row paid more for that than for its arithmetic)."""
     for k in range(3):
         for j in range(3):
             te[k, j] = t[(k + 1) % 3, j] - t[k, j]
@@ -158,14 +157,11 @@ def _closest_on_triangle(p, a, b, c, res):
 
 @kernel
 def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops,
-                 face_sizes, pa, pb):
+                 face_sizes, pa, pb, q, cp, cq, x):
     """The exact closest points of polytope s and triangle t (apart; its frame): the
     nearest of the vertex/triangle, edge/edge and triangle-vertex/face candidates, the first
-    of equals in that order, into pa, pb (3,). Returns the distance."""
-    q = np.empty(3)
-    cp = np.empty(3)
-    cq = np.empty(3)
-    x = np.empty(3)
+    of equals in that order, into pa, pb (3,). Returns the distance. q, cp, cq, x: (3,)
+    scratch."""
     best = np.inf
     for v in range(npoints[s]):                       # (1) polytope vertices
         _closest_on_triangle(points[s, v], t[0], t[1], t[2], q)
@@ -413,13 +409,15 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
 
 # -- face clipping ------------------------------------------------------------------------------
 @kernel
-def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, valid, frame):
+def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, valid, frame,
+             sc):
     """mesh_contacts._clip for one pair: the candidates of a reference polygon ref (nr, 3) and
     an incident polygon inc (nk, 3) seen along n (the reference face's unit normal towards
     the incident shape). Written at the padded layout of widths kw >= nk, rw >= nr: incident
     vertex i at i, reference vertex j at kw + j, crossing of reference edge j and incident
     edge i at kw + rw + j * kw + i (x, y plane coordinates, z the incident surface's height
-    above the reference plane, valid); frame (3, 3) gets the origin and the basis u, v."""
+    above the reference plane, valid); frame (3, 3) gets the origin and the basis u, v.
+    sc: (11, >= max(nr, nk)) scratch."""
     for c in range(kw + rw + rw * kw):
         valid[c] = False
     u = frame[1]
@@ -428,11 +426,7 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
     for j in range(3):
         frame[0, j] = ref[0, j]
     o = frame[0]
-    rx = np.empty(nr)
-    ry = np.empty(nr)
-    ix = np.empty(nk)
-    iy = np.empty(nk)
-    iz = np.empty(nk)
+    rx, ry, ix, iy, iz = sc[0], sc[1], sc[2], sc[3], sc[4]
     for j in range(nr):
         dx, dy, dz = ref[j, 0] - o[0], ref[j, 1] - o[1], ref[j, 2] - o[2]
         rx[j] = dx * u[0] + dy * u[1] + dz * u[2]
@@ -442,9 +436,7 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
         ix[i] = dx * u[0] + dy * u[1] + dz * u[2]
         iy[i] = dx * v[0] + dy * v[1] + dz * v[2]
         iz[i] = dx * n[0] + dy * n[1] + dz * n[2]
-    rex = np.empty(nr)
-    rey = np.empty(nr)
-    rlen = np.empty(nr)
+    rex, rey, rlen = sc[5], sc[6], sc[7]
     area = 0.0
     for j in range(nr):
         rex[j] = rx[(j + 1) % nr] - rx[j]
@@ -452,9 +444,7 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
         rlen[j] = math.sqrt(rex[j] * rex[j] + rey[j] * rey[j])
         area += rx[j] * rey[j] - ry[j] * rex[j]
     r_or = 1.0 if area >= 0 else -1.0
-    kex = np.empty(nk)
-    key = np.empty(nk)
-    klen = np.empty(nk)
+    kex, key, klen = sc[8], sc[9], sc[10]
     area = 0.0
     for i in range(nk):
         kex[i] = ix[(i + 1) % nk] - ix[i]
@@ -524,15 +514,16 @@ def clip_candidates(ref, rsize, inc, ksize, n, inc_normal, margin, eps):
     z = np.zeros((m, width))
     valid = np.zeros((m, width), np.bool_)
     frame = np.empty((m, 3, 3))
+    sc = np.empty((11, max(kw, rw)))
     for r in range(m):
         clip_row(ref[r], rsize[r], inc[r], ksize[r], n[r], inc_normal[r], margin[r], eps[r],
-                 kw, rw, x[r], y[r], z[r], valid[r], frame[r])
+                 kw, rw, x[r], y[r], z[r], valid[r], frame[r], sc)
     return x, y, z, valid, frame
 
 
 @kernel
 def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, margin, eps,
-                   tri, sat_face, is_t, normal, pts, sep, cid):
+                   tri, sat_face, is_t, normal, pts, sep, cid, ws):
     """Face contact of one row (shape s, triangle t facing it with normal N, its frame):
     is_t, the triangle is the reference (the polytope face most anti-parallel to N, the
     first of equals, is the incident polygon), else the polytope's SAT face sat_face is the
@@ -540,19 +531,11 @@ def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, mar
     (engine.collision.patches). The candidates (clip_row) are reduced to 4 (reduce4_row) and stored
     midway between the surfaces into normal (3,), pts (4, 3), sep (4,), cid (4,) with ids
     tri << 28 | ref on the polytope << 27 | face << 16 | route << 12 | code. Returns the
-    count."""
-    pmax = patch_loops.shape[2]
-    width = pmax + 3 + 3 * pmax
-    poly = np.empty((pmax, 3))
-    x = np.empty(width)
-    y = np.empty(width)
-    z = np.empty(width)
-    valid = np.empty(width, np.bool_)
-    route = np.empty(width, np.int64)
-    code = np.empty(width, np.int64)
-    frame = np.empty((3, 3))
-    idx = np.empty(4, np.int64)
-    ok = np.empty(4, np.bool_)
+    count. ws: polytope_row's scratch (workspace)."""
+    m33, _, _, _, cf, cs, ci, valid, idx, ok, poly = ws
+    x, y, z, score = cf[0], cf[1], cf[2], cf[3]
+    route, code = ci[0], ci[1]
+    frame = m33[3]
     f = sat_face
     if is_t:
         low = np.inf
@@ -569,7 +552,7 @@ def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, mar
         ref, nr, inc, nk, n, inc_n = t, 3, poly, size, N, fn
     else:
         ref, nr, inc, nk, n, inc_n = poly, size, t, 3, fn, N
-    clip_row(ref, nr, inc, nk, n, inc_n, margin, eps, nk, nr, x, y, z, valid, frame)
+    clip_row(ref, nr, inc, nk, n, inc_n, margin, eps, nk, nr, x, y, z, valid, frame, cs)
     c = 0
     for i in range(nk):
         route[c] = 1                          # ROUTE_INC
@@ -584,7 +567,7 @@ def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, mar
             route[c] = 3                      # ROUTE_CROSS
             code[c] = j * 64 + i
             c += 1
-    reduce4_row(x, y, z, valid, c, eps, idx, ok, np.empty(c))
+    reduce4_row(x, y, z, valid, c, eps, idx, ok, score)
     base = (tri << 28) | ((0 if is_t else 1) << 27) | ((f & 0x7FF) << 16)
     cnt = 0
     for j in range(4):
@@ -638,7 +621,7 @@ def feature_active(t, u, active, tol):
 def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes,
                  face_loops, face_sizes, bound_radius, nrm_all, h_all, s, pos, rot, tri,
                  tri_normal, active_front, active_back, two_sided, margin, tri_index, consts,
-                 normal, pts, sep, cid):
+                 normal, pts, sep, cid, ws):
     """mesh_contacts' polytope route for one (polytope s at pos, rot; triangle) row, world in
     and out: normal (3,), pts (4, 3), sep (4,), cid (4,) filled; returns (count, distance,
     axis kind).
@@ -648,21 +631,18 @@ def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, pa
     cull_slack * scale rules every route out), the edge axes, the face-biased choice with the
     internal-edge switch, then the route: face clipping, the exact closest points where a
     face clip found nothing, or the edge pair's closest points (the mesh_contacts docstring
-    says why each). consts: cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin."""
+    says why each). consts: cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin. ws:
+    the scratch arrays (workspace), made once per kernel call: allocating them per row cost
+    more than the row's arithmetic (about 0.1 us an array, 30 a row)."""
     cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin = (
         consts[0], consts[1], consts[2], consts[3], consts[4], consts[5])
-    tl = np.empty((3, 3))
-    nl = np.empty(3)
-    N = np.empty(3)
-    act = np.empty(3, np.bool_)
-    axis_e = np.zeros(3)
-    u = np.empty(3)
-    nloc = np.zeros(3)
-    ploc = np.zeros((4, 3))
-    pa = np.empty(3)
-    pb = np.empty(3)
-    cp = np.empty(3)
-    cq = np.empty(3)
+    m33, v3, ploc, act = ws[0], ws[1], ws[2], ws[3]
+    tl = m33[0]
+    nl, N, axis_e, u, nloc = v3[0], v3[1], v3[2], v3[3], v3[4]
+    pa, pb, cp, cq = v3[5], v3[6], v3[7], v3[8]
+    axis_e[:] = 0.0
+    nloc[:] = 0.0
+    ploc[:, :] = 0.0
     for k in range(3):
         for j in range(3):
             tl[k, j] = ((tri[k, 0] - pos[0]) * rot[0, j] + (tri[k, 1] - pos[1]) * rot[1, j]
@@ -696,7 +676,8 @@ def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, pa
     kind = 0 if sep_t >= sep_f else 1                 # AXIS_TRI_FACE, AXIS_CONVEX_FACE
     dist = best
     if best <= margin + cull_slack * scale:
-        sep_e, ea, et = edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin, axis_e)
+        sep_e, ea, et = edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin, axis_e,
+                                 m33[1], m33[2])
         best = max(best, sep_e)
         tol = rel_tol * abs(best) + abs_tol * scale
         use_t = sep_t >= best - tol
@@ -713,13 +694,13 @@ def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, pa
         if (use_t and sep_t <= margin) or (use_f and sep_f <= margin):
             # One call site: clip_face_row is inlined, and compiling it twice cost seconds.
             cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl, N,
-                                margin, eps, tri_index, face, use_t, nloc, ploc, sep, cid)
+                                margin, eps, tri_index, face, use_t, nloc, ploc, sep, cid, ws)
         if not use_e and fine and cnt == 0 and best <= margin:
             if best <= touch * scale:                   # touching: the edge route
                 use_e = True
             else:
                 d = closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
-                                face_loops, face_sizes, pa, pb)
+                                face_loops, face_sizes, pa, pb, v3[9], v3[10], v3[11], v3[12])
                 inv = 1.0 / max(d, 1e-300)
                 for j in range(3):
                     u[j] = (pb[j] - pa[j]) * inv
@@ -763,6 +744,7 @@ def mesh_polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patc
     margin), tri (K,) the mesh's triangles (mesh frame), taken to the world here."""
     tw = np.empty((3, 3))
     nw = np.empty(3)
+    ws = workspace(patch_loops.shape[2])
     for k in range(row.shape[0]):
         r = row[k]
         t = tri[k]
@@ -778,4 +760,18 @@ def mesh_polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patc
             points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes,
             face_loops, face_sizes, bound_radius, nrm_all, h_all, ids[r], pos[r], rot[r], tw,
             nw, active_front[t], active_back[t], two_sided, margin[r], t, consts, normal[k],
-            pts[k], sep[k], cid[k])
+            pts[k], sep[k], cid[k], ws)
+
+
+@kernel
+def workspace(pmax):
+    """polytope_row's scratch for polytopes of at most pmax patch-outline vertices: (3, 3)
+    matrices (triangle, edge_row's two, the clip frame), (3,) vectors, the (4, 3) points,
+    the triangle's active edges, the clip candidates' float rows (x, y, z, score), clip_row's
+    rows, the candidates' route and code, valid, the reduce-to-4 picks, the polytope
+    outline."""
+    width = pmax + 3 + 3 * pmax
+    return (np.empty((4, 3, 3)), np.empty((13, 3)), np.empty((4, 3)), np.empty(3, np.bool_),
+            np.empty((4, width)), np.empty((11, max(pmax, 3))), np.empty((2, width), np.int64),
+            np.empty(width, np.bool_), np.empty(4, np.int64), np.empty(4, np.bool_),
+            np.empty((pmax, 3)))

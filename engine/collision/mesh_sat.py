@@ -98,9 +98,10 @@ def edge_query(table, ids, t, N):
     m = len(ids)
     best, edge, k = np.full(m, -np.inf), np.zeros(m, np.int64), np.zeros(m, np.int64)
     axis = np.zeros((m, 3))
+    te, o = np.empty((3, 3)), np.empty((3, 3))
     for r in range(m):      # (tests and tools: the step runs edge_row inside its kernel)
         sep, e, kk = mesh_kernels.edge_row(ids[r], table.nedges[ids[r]], t[r], N[r], nrm_all,
-                                           h_all, PARALLEL_SIN, axis[r])
+                                           h_all, PARALLEL_SIN, axis[r], te, o)
         if sep > -np.inf:
             best[r], edge[r], k[r] = sep, e, kk
     return best, edge, k, axis
