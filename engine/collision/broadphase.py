@@ -337,36 +337,34 @@ class Broadphase:
         so a moving body does not leave its box every step. group, mask, static: as in
         `find_pairs`.
         """
-        lo, hi = _check_boxes(lo, hi)
+        lo = np.ascontiguousarray(lo, dtype=np.float64)
+        hi = np.ascontiguousarray(hi, dtype=np.float64)
         n = len(lo)
-        if self.fat_lo is None or len(self.fat_lo) != n:
+        if lo.ndim != 2 or lo.shape[1:] != (3,) or hi.shape != lo.shape:
+            _check_boxes(lo, hi)                 # raises, saying what shape it needs
+        disp = (_NO_DISPLACEMENT if displacement is None
+                else np.ascontiguousarray(displacement, dtype=np.float64).reshape(n, 3))
+        if self.fat_lo is None or self.fat_hi is None or len(self.fat_lo) != n:
+            lo, hi = _check_boxes(lo, hi)
             self.reset()
             escaped = np.ones(n, dtype=bool)
+            self.fat_lo, self.fat_hi = np.empty((n, 3)), np.empty((n, 3))
         else:
-            escaped = ((lo < self.fat_lo) | (hi > self.fat_hi)).any(axis=1)
-        filters = tuple(None if x is None else np.array(x, copy=True)
-                        for x in (group, mask, static))
-        same = _same_filters(filters, self._filters)
+            escaped = np.zeros(n, dtype=bool)
+        # Escaped boxes get fat boxes anew, in one kernel; a NaN or inverted box stops it.
+        if _refit(lo, hi, disp, self.margin, escaped, self.fat_lo, self.fat_hi) < 0:
+            _check_boxes(lo, hi)                 # raises, naming the first bad body
+        same = _same_filters((group, mask, static), self._filters)
         rebuilt = np.flatnonzero(escaped)
         if len(rebuilt):
-            grow_lo = np.full((n, 3), self.margin)
-            grow_hi = np.full((n, 3), self.margin)
-            if displacement is not None:
-                d = np.asarray(displacement, dtype=np.float64).reshape(n, 3)
-                grow_lo -= np.minimum(d, 0.0)
-                grow_hi += np.maximum(d, 0.0)
-            if self.fat_lo is None or self.fat_hi is None:
-                self.fat_lo, self.fat_hi = lo - grow_lo, hi + grow_hi
-            else:
-                self.fat_lo[escaped] = lo[escaped] - grow_lo[escaped]
-                self.fat_hi[escaped] = hi[escaped] + grow_hi[escaped]
             if same and self._pairs is not None and len(rebuilt) * n <= _REPAIR_TESTS:
                 self._pairs = self._repair(escaped, rebuilt, group, mask, static)
             else:
                 self._pairs = None
         if self._pairs is None or not same:
             self._pairs = find_pairs(self.fat_lo, self.fat_hi, group, mask, static)
-            self._filters = filters
+            self._filters = tuple(None if x is None else np.array(x, copy=True)
+                                  for x in (group, mask, static))
         return self._pairs[0].copy(), self._pairs[1].copy()
 
     def _repair(self, escaped, rebuilt, group, mask, static):
@@ -439,3 +437,29 @@ def overlapping(ia, ib, lo, hi):
     out_a, out_b = np.empty(len(ia), np.int64), np.empty(len(ia), np.int64)
     k = _overlapping(ia, ib, lo, hi, out_a, out_b)
     return out_a[:k], out_b[:k]
+
+
+_NO_DISPLACEMENT = np.zeros((0, 3))
+
+
+@kernel
+def _refit(lo, hi, disp, margin, escaped, fat_lo, fat_hi):
+    """Mark the boxes (lo, hi) that left their fat boxes (or all already marked in escaped)
+    and give them new fat boxes: grown by margin, stretched along disp (N, 3) if given
+    ((0, 3): not). Returns how many were rebuilt, or -1 at a NaN or inverted box."""
+    count = 0
+    for i in range(lo.shape[0]):
+        out = escaped[i]
+        for k in range(3):
+            if not lo[i, k] <= hi[i, k]:          # NaN or lo > hi
+                return -1
+            out = out or lo[i, k] < fat_lo[i, k] or hi[i, k] > fat_hi[i, k]
+        if not out:
+            continue
+        escaped[i] = True
+        count += 1
+        for k in range(3):
+            d = disp[i, k] if disp.shape[0] else 0.0
+            fat_lo[i, k] = lo[i, k] - (margin - min(d, 0.0))
+            fat_hi[i, k] = hi[i, k] + (margin + max(d, 0.0))
+    return count

@@ -84,14 +84,14 @@ def _box_pair(ha, hb, rot, t, lut, out_f, out_i, axis, i):
     e2 = (ei + 2) % 3
     tl = t[e2] * rot[e1, ej] - t[e1] * rot[e2, ej]
     sc = (-1.0 if tl < 0 else 1.0) / math.sqrt(max(len2, 1e-300))
-    ax = np.zeros(3)
+    ax = axis[i]                    # (written in place: no array made per pair)
+    ax[ei] = 0.0
     ax[e1] = -rot[e2, ej] * sc
     ax[e2] = rot[e1, ej] * sc
     # cross(e_ei, col) has an exact zero on axis ei (+0 or -0: never > 0)
     va0 = 0
     vb0 = 0
     for k in range(3):
-        axis[i, k] = ax[k]
         if k != ei and ax[k] > 0:
             va0 |= 1 << k
         w = -(rot[0, k] * ax[0] + rot[1, k] * ax[1] + rot[2, k] * ax[2])

@@ -65,23 +65,9 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
     if not 1 <= max_colours <= 64:
         raise EngineError(f"max_colours must be in [1, 64] (one 64-bit mask per body), got "
                           f"{max_colours}; constraints beyond it share the overflow colour")
-    m = len(a)
-    n = len(is_static)
-    colour = np.zeros(m, dtype=np.int64)
-    if m:
-        # First fit in the hash order; then, unless that already reached the lower bound D
-        # without overflow, in the input order, kept if it needs fewer colours.
-        top, depth = _first_fit(a, b, is_static, _hash_order(m), max_colours,
-                                max_colours + 1, m, colour)
-        if top > _max_degree(a, b, is_static, n) or top > max_colours:
-            again = np.empty(m, dtype=np.int64)
-            if _first_fit(a, b, is_static, np.arange(m), max_colours, top - 1,
-                          INPUT_ORDER_DEPTH_FACTOR * depth + 16, again)[0] >= 0:
-                colour = again
-    n_colours = int(colour.max()) + 1 if m else 0
-    order = np.empty(m, dtype=np.int64)
-    offsets = np.zeros(n_colours + 1, dtype=np.int64)
-    _sort_by_colour(colour, order, offsets)
+    colour = np.zeros(len(a), dtype=np.int64)
+    order, offsets = _colour(a, b, is_static, _hash_order(len(a)), max_colours, colour)
+    n_colours = len(offsets) - 1
     overflow = int(offsets[-1] - offsets[-2]) if n_colours > max_colours else 0
     return Colouring(colour, n_colours, order, offsets, overflow)
 
@@ -182,6 +168,28 @@ def _first_fit(a, b, is_static, visit, max_colours, give_up_at, max_depth, colou
         if col + 1 > top:
             top = col + 1
     return top, depth
+
+
+@kernel
+def _colour(a, b, is_static, visit, max_colours, colour):
+    """colour_constraints' colouring into colour (M,), in one call: first fit in the hash
+    order visit; then, unless that already reached the lower bound D without overflow, in
+    the input order, kept if it needs fewer colours with chains not much longer. Returns
+    (order, offsets) (_sort_by_colour's)."""
+    m = a.shape[0]
+    if m:
+        top, depth = _first_fit(a, b, is_static, visit, max_colours, max_colours + 1, m,
+                                colour)
+        if top > _max_degree(a, b, is_static, is_static.shape[0]) or top > max_colours:
+            again = np.empty(m, dtype=np.int64)
+            if _first_fit(a, b, is_static, np.arange(m), max_colours, top - 1,
+                          INPUT_ORDER_DEPTH_FACTOR * depth + 16, again)[0] >= 0:
+                colour[:] = again
+    n_colours = colour.max() + 1 if m else 0
+    order = np.empty(m, dtype=np.int64)
+    offsets = np.zeros(n_colours + 1, dtype=np.int64)
+    _sort_by_colour(colour, order, offsets)
+    return order, offsets
 
 
 @kernel
