@@ -267,3 +267,25 @@ def test_a_scene_compiled_and_uncompiled_ends_the_same(tmp_path, engine_cache):
     pos = np.array(compiled["pos"])
     assert pos[4, 0] > -1.0
     np.testing.assert_allclose(pos[1:4, 2], [0.3, 0.9, 1.5], atol=0.01)   # 0.6 m boxes
+
+
+def test_each_import_name_of_the_engine_caches_apart(tmp_path):
+    """numba's default cache lies beside the engine's modules, and a cached kernel names its
+    module: a process importing the engine as ``engine`` failed to load a kernel cached by
+    one importing this checkout as ``hullabaloo`` (hullabaloo_cli.py, the demo), with
+    ModuleNotFoundError at its first step. Another import name gets a folder of its own."""
+    out = run_py(f"""
+        import importlib.util, json, sys
+        spec = importlib.util.spec_from_file_location(
+            "hb_alias", {os.path.join(ROOT, "__init__.py")!r},
+            submodule_search_locations=[{ROOT!r}])
+        sys.modules["hb_alias"] = importlib.util.module_from_spec(spec)
+        from hb_alias.engine.core import jit as aliased
+        from engine.core import jit as plain
+        aliased.activate()
+        plain.activate()
+        print(json.dumps([aliased.describe(), plain.describe()]))
+    """, tmp_path)
+    aliased, plain = out
+    assert os.path.join("engine", "__pycache__", "numba-hb_alias.engine") in aliased
+    assert "numba-" not in plain

@@ -77,7 +77,21 @@ def _configure_cache(numba):
         else:
             _STATE["cache"] = False
         return
-    # numba's default: __pycache__ beside the module, else the per-user cache
+    # numba's default is __pycache__ beside each module, whatever name the engine was
+    # imported under; but a cached kernel names its module (numba pickles it), so a process
+    # importing the engine as ``engine`` (the tests) failed to load what one importing it
+    # as ``hullabaloo.engine`` (hullabaloo_cli.py, the demo) had saved: ModuleNotFoundError
+    # at the first step. Any other name than the plain ``engine`` caches in a folder of its
+    # own beside the engine's modules.
+    package = __name__.rsplit(".core.jit", 1)[0]
+    if package != "engine":
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        path = os.path.join(root, "__pycache__", "numba-" + package)
+        if _writable(path):
+            numba.config.CACHE_DIR = path
+            _STATE["cache_dir"] = path
+            _STATE["cache"] = True
+            return
     here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "__pycache__")
     _STATE["cache"] = _writable(here) or _writable(os.path.join(
         os.path.expanduser("~"), ".cache", "numba"))
