@@ -107,7 +107,8 @@ def test_separations_follow_the_displacements():
     dpose[scene["inv_mass"] == 0.0] = 0.0
     out = np.empty((ref.m, 4))
     args = ref.kernel_arrays()
-    kern.separations(ref.idx, ref.count, ref.dirs, args[5], ref.sep0, dpose, out)
+    kern.separations(np.arange(ref.m), ref.idx, ref.count, ref.dirs, args[5], ref.sep0, dpose,
+                     out)
     x = scene["x_com"]
     for i, (a, b) in enumerate(ref.idx):
         n = ref.dirs[i, 0]

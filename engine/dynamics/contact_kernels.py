@@ -146,16 +146,33 @@ def _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, tangents):
 
 
 @kernel
-def separations(idx, count, dirs, jang, sep0, dpose, out):
-    """out (m, 4) = each point's separation now: sep0 + J_n dpose (linearised; see solver);
-    unused slots keep sep0."""
-    for i in range(idx.shape[0]):
+def separations(rows, idx, count, dirs, jang, sep0, dpose, out):
+    """out (K, 4) = the separation now of each point of the manifolds rows (K,): sep0 + J_n
+    dpose (linearised; see solver); unused slots keep sep0."""
+    for j in range(rows.shape[0]):
+        i = rows[j]
         a = idx[i, 0]
         b = idx[i, 1]
         for p in range(4):
-            out[i, p] = sep0[i, p]
+            out[j, p] = sep0[i, p]
             if p < count[i]:
-                out[i, p] += _row_motion(i, p, a, b, dirs, jang, dpose)
+                out[j, p] += _row_motion(i, p, a, b, dirs, jang, dpose)
+
+
+@kernel
+def _rebase(rows, idx, count, dirs, jang, sep0, dpose, sep_now):
+    """sep0 of the manifolds rows, whose rows were just built again, such that each used
+    point keeps its separation now sep_now (K, 4): sep0 = sep_now - J_n dpose
+    (UNUSED_SEPARATION on unused slots)."""
+    moved = np.empty((rows.shape[0], 4))
+    for j in range(rows.shape[0]):
+        for p in range(4):
+            sep0[rows[j], p] = 0.0
+    separations(rows, idx, count, dirs, jang, sep0, dpose, moved)
+    for j in range(rows.shape[0]):
+        i = rows[j]
+        for p in range(4):
+            sep0[i, p] = sep_now[j, p] - moved[j, p] if p < count[i] else UNUSED_SEPARATION
 
 
 @kernel
@@ -796,15 +813,10 @@ def replace_rows(r, f_normal, f_points, f_sep, f_count, f_ids, f_old_ids, f_acce
                eff, kp)
     v_new = np.empty((k, 4))
     impact_speeds(r, idx, count, dirs, jang, vel, f_accel, h, sep_now, v_new)
+    _rebase(r, idx, count, dirs, jang, sep0, dpose, sep_now)
     for j in range(k):
         i = r[j]
-        a = idx[i, 0]
-        b = idx[i, 1]
         for p in range(4):
-            if p < count[i]:          # rebased: sep0 + J dpose is the separation now
-                sep0[i, p] = sep_now[j, p] - _row_motion(i, p, a, b, dirs, jang, dpose)
-            else:
-                sep0[i, p] = UNUSED_SEPARATION
             max_normal[i, p] = new_max[j, p]
             keep = kept[j, p] and sep_now[j, p] <= 0.0
             v_impact[i, p] = v_old[j, p] if keep else v_new[j, p]
@@ -831,16 +843,11 @@ def refresh_rows(bodies, turn, n, idx, count, ra, rb, axa, axb, dirs, ima, imb, 
             rows[nr] = i
             nr += 1
     rows = rows[:nr]
-    sep_now = np.empty((nr, 4))
+    sep_now = np.empty((nr, 4))          # the separations now, on the rows as they were
+    separations(rows, idx, count, dirs, jang, sep0, dpose, sep_now)
     v = np.empty(3)
     for j in range(nr):
         i = rows[j]
-        a = idx[i, 0]
-        b = idx[i, 1]
-        for p in range(4):       # the separation now, on the rows as they were
-            sep_now[j, p] = sep0[i, p]
-            if p < count[i]:
-                sep_now[j, p] += _row_motion(i, p, a, b, dirs, jang, dpose)
         for side in range(2):
             s = slot[idx[i, side]]
             if s < 0:
@@ -859,12 +866,4 @@ def refresh_rows(bodies, turn, n, idx, count, ra, rb, axa, axb, dirs, ima, imb, 
                 ax[i, c] = t[c, 0] * v[0] + t[c, 1] * v[1] + t[c, 2] * v[2]
     build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jang, mang,
                kmat, eff, kp)
-    for j in range(nr):
-        i = rows[j]
-        a = idx[i, 0]
-        b = idx[i, 1]
-        for p in range(4):
-            if p < count[i]:
-                sep0[i, p] = sep_now[j, p] - _row_motion(i, p, a, b, dirs, jang, dpose)
-            else:
-                sep0[i, p] = UNUSED_SEPARATION
+    _rebase(rows, idx, count, dirs, jang, sep0, dpose, sep_now)

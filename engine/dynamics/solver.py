@@ -186,7 +186,8 @@ class ContactSolver:
         docstring), dpose (N, 6) the pass's displacements so far."""
         out = np.empty((self.m, 4))
         if self.m:
-            kern.separations(self.idx, self.count, self.dirs, self.jang, self.sep0, dpose, out)
+            kern.separations(np.arange(self.m), self.idx, self.count, self.dirs, self.jang,
+                             self.sep0, _f64(dpose), out)
         return out
 
     def refresh_inertia(self, bodies, turn, inv_inertia, dpose):

@@ -49,7 +49,7 @@ def _run(world, frames=2):
 
 def _polytopes():
     from ..shapes.hull import ConvexHull
-    from ..shapes.primitives import Box
+    from ..shapes.primitives import Box, Sphere
     from .world import World
     w = World()
     _ground(w)
@@ -67,14 +67,23 @@ def _polytopes():
     # than the size most boxes stay under), which have a path of their own.
     for k in range(8):
         w.add_body(Box([0.05, 0.05, 0.05]), position=(-1.2 + 0.3 * k, -0.8, 0.049))
+    # Its manifolds taken again within the pass as they turn (engine.world.recollide: big
+    # worlds only, but its kernels are compiled here, for the plate).
+    w.recollide_min_manifolds = 0
     _run(w)
     # A box at rest on the ground: its pair's manifold is reused from the pair table
-    # (engine.collision.manifold_cache's kernels). Steps without a record: the worlds above took it.
-    w = World()
-    _ground(w)
-    w.add_body(Box([0.2, 0.2, 0.2]), position=(0.0, 0.0, 0.2))
-    for _ in range(2):
-        w.step(1.0 / 24.0)
+    # (engine.collision.manifold_cache's kernels), in the polytope-only pass's kernel and,
+    # with a ball beside it, on the general route. Steps without a record: the worlds above
+    # took it.
+    for ball in (False, True):
+        w = World()
+        _ground(w)
+        w.add_body(Box([0.2, 0.2, 0.2]), position=(0.0, 0.0, 0.2))
+        if ball:
+            w.add_body(Sphere(0.1), position=(1.0, 0.0, 0.1))
+            w.reuse_min_pairs = 0       # (its two pairs would reuse all or nothing)
+        for _ in range(2):
+            w.step(1.0 / 24.0)
 
 
 def _round_shapes():

@@ -84,11 +84,6 @@ POLYTOPE, TRIANGLE_MESH = int(ShapeKind.POLYTOPE), int(ShapeKind.TRIANGLE_MESH)
 # No bodies, for the compiled substeps' checks that are off (engine.dynamics.substeps).
 _NO_BODIES = np.zeros(0, dtype=np.int64)
 _NO_FLOATS = np.zeros(0)
-# Candidate pairs from which a collision pass reuses part of its manifolds (engine.collision.manifold_cache):
-# below, the narrowphase costs about the same for any number of pairs, so a pass reuses all
-# or nothing (bench/bench_speed.py: partial reuse cost 27 cubes 0.5 ms per pass and saved
-# nothing; 125 rocks late in their pile, ~240 pairs, 6.4 -> 2.9 ms of narrowphase per pass).
-REUSE_MIN_PAIRS = 128
 # Collision passes for spin (collision_steps_for), as multiples of the passes dt needs: for
 # the surface travel, and for the turn per pass (rad), which only absurd spins reach.
 MAX_SPIN_PASSES = 4
@@ -201,6 +196,14 @@ class World(BodyControl, JointWorldMixin):
     # never (for benchmarks and tests that compare the two).
     recollide_in_pass = True
     recollide_min_manifolds = 256
+    # Candidate pairs from which a collision pass reuses part of its manifolds
+    # (engine.collision.manifold_cache); below, all or nothing (_reuse_mode). Measured in the
+    # numpy engine (partial reuse cost 27 cubes 0.5 ms per pass and saved nothing; 125 rocks
+    # late in their pile, ~240 pairs, 6.4 -> 2.9 ms of narrowphase per pass); compiled, 0
+    # against 128 changed 27 cubes, the rocks and the pyramid by less than this machine's
+    # noise (5.1 / 13.3 / 15.8 against 5.5 / 16.5 / 17.6 ms a frame, the pyramid above 128
+    # pairs in both).
+    reuse_min_pairs = 128
 
     def __init__(self, settings=None, **overrides):
         if settings is None:
@@ -1091,13 +1094,13 @@ class World(BodyControl, JointWorldMixin):
     def _reuse_mode(self, m, vel, dt):
         """How a pass of m candidate pairs may reuse the pair table's manifolds (the modes of
         engine.collision.polytope_pairs). A few candidates cost the narrowphase its fixed
-        per-call price whatever their number, so below REUSE_MIN_PAIRS a pass reuses only when
+        per-call price whatever their number, so below reuse_min_pairs a pass reuses only when
         it can reuse everything, and tries only when no awake body moves by the tolerance in
         this pass (a cheap test that fails at once in a tumbling scene)."""
         d, ang = self.settings.manifold_reuse_distance, self.settings.manifold_reuse_angle
         if d <= 0 or not m or not len(self.pairs):
             return NO_REUSE
-        if m >= REUSE_MIN_PAIRS:
+        if m >= self.reuse_min_pairs:
             return REUSE_EACH
         awake = (self._v("kind") != STATIC) & ~self._v("sleeping")
         v = vel[awake]
