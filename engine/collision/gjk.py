@@ -57,10 +57,14 @@ def closest_on_simplex(S, used):
     Returns lam (k, 4) barycentric weights (0 on slots not in the chosen face) and v (k, 3).
     """
     S = np.ascontiguousarray(S, dtype=np.float64)
+    used = np.ascontiguousarray(used, dtype=bool)
     k = S.shape[0]
     lam = np.zeros((k, 4))
     v = np.zeros((k, 3))
-    gjk_kernels.closest_rows(S, np.ascontiguousarray(used, dtype=bool), lam, v)
+    ws, cand_v, cand_lam, _, _ = gjk_kernels.gjk_scratch()
+    for i in range(k):     # (tests and debugging only: one compiled call per row)
+        gjk_kernels.closest_on_simplex(S[i], used[i], lam[i], v[i], cand_v, cand_lam,
+                                       ws[16:31], ws[32:56])
     return lam, v
 
 def _as_batch(points_a, radius_a, pos_a, rot_a, points_b, radius_b, pos_b, rot_b):

@@ -713,11 +713,3 @@ def epa_rows(pa, na, code_a, rad_a, hh_a, rot_a, off_a, pb, nb, code_b, rad_b, h
         nv[i] = r[3]
         iterations[i] = r[4]
 
-
-@kernel
-def closest_rows(S, used, lam, v):
-    """closest_on_simplex over rows (tests and callers holding simplices)."""
-    scratch = gjk_scratch()
-    for i in range(S.shape[0]):
-        closest_on_simplex(S[i], used[i], lam[i], v[i], scratch[1], scratch[2],
-                           scratch[0][16:31], scratch[0][32:56])

@@ -89,7 +89,20 @@ def _round_shapes():
     w.add_body(Cylinder(0.2, 0.3), position=(0.3, 0.0, 0.14))
     w.add_body(Cone(0.2, 0.4), position=(0.9, 0.0, 0.19))
     w.add_body(Sphere(0.2), position=(0.3, 0.0, 0.48), angular_velocity=(0.0, 2.0, 0.0))
+    w.add_body(Sphere(0.1), position=(-0.3, 0.0, 0.28))      # resting on the capsule
     _run(w)
+    _round_queries()
+
+
+def _round_queries():
+    """Distances of overlapping round cores (the viewport's query overlay and the public
+    engine.distance): the row kernels of queries' exact depths."""
+    from ..collision.queries import distance
+    from ..shapes.primitives import Box, Capsule, Sphere
+    q = (1.0, 0.0, 0.0, 0.0)
+    distance(Sphere(0.2), (0.0, 0.0, 0.0), q, Box([0.2, 0.2, 0.2]), (0.0, 0.0, 0.1), q)
+    distance(Capsule(0.1, 0.4), (0.0, 0.0, 0.0), q, Capsule(0.1, 0.4), (0.0, 0.0, 0.05),
+             (0.7071, 0.7071, 0.0, 0.0))
 
 
 def _compound_on_mesh():
