@@ -7,8 +7,8 @@ given in one common frame (A's, for precision far from the world origin) as a tu
 
 code 0: the first n rows of pts (a padded point set: padding repeats a point); code
 ShapeKind.CYLINDER / CONE: that exact shape posed by rot (local -> frame) and off, its support
-in closed form (engine.shapes.curved). Swelling radii (spheres, capsules) are not part of the
-core: callers subtract them, so a sphere costs what a point does.
+in closed form (engine.shapes.curved.local_support_row). Swelling radii (spheres, capsules)
+are not part of the core: callers subtract them, so a sphere costs what a point does.
 
 ``gjk_pair`` and ``epa_pair`` are the algorithms (engine/collision/gjk.py and epa.py explain
 them and hold the batched public entry points ``gjk``, ``gjk_intersect`` and ``epa``);
@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..shapes.curved import local_support_row
 
 # engine.core.kinds.ShapeKind.CYLINDER / CONE (the kernels compare plain ints).
 CYLINDER, CONE = 5, 6
@@ -53,30 +54,6 @@ def _cross_into(a, b, out):
 
 
 @kernel
-def local_support(code, radius, hh, d0, d1, d2, out):
-    """Farthest point of a cylinder/cone (local frame) along local direction d: the rim point
-    of the cap facing d; for a cone the apex or the base rim point, whichever reaches farther
-    (apex when 2 hh d_z >= r |d_xy|)."""
-    lxy = math.sqrt(d0 * d0 + d1 * d1)
-    if lxy > 1e-300:
-        ux = d0 / lxy
-        uy = d1 / lxy
-    else:
-        ux = 1.0
-        uy = 0.0
-    if code == CONE:
-        apex = 2.0 * hh * d2 >= radius * lxy
-        z = hh if apex else -hh
-        rr = 0.0 if apex else radius
-    else:
-        z = hh if d2 >= 0 else -hh
-        rr = radius
-    out[0] = rr * ux
-    out[1] = rr * uy
-    out[2] = z
-
-
-@kernel
 def support(core, sign, d, out):
     """Support point of core along sign * d into out; returns its point index (0 for curved)."""
     pts, n, code = core[0], core[1], core[2]
@@ -100,7 +77,7 @@ def support(core, sign, d, out):
     l0 = d0 * rot[0, 0] + d1 * rot[1, 0] + d2 * rot[2, 0]
     l1 = d0 * rot[0, 1] + d1 * rot[1, 1] + d2 * rot[2, 1]
     l2 = d0 * rot[0, 2] + d1 * rot[1, 2] + d2 * rot[2, 2]
-    local_support(code, core[3], core[4], l0, l1, l2, out)
+    local_support_row(code, core[3], core[4], l0, l1, l2, out)
     p0, p1, p2 = out[0], out[1], out[2]
     for k in range(3):
         out[k] = (rot[k, 0] * p0 + rot[k, 1] * p1 + rot[k, 2] * p2) + off[k]

@@ -14,10 +14,9 @@ group's routine and flips the normals of the swapped pairs back:
                         points when lying on it); cores overlapping: SAT of the point/segment
                         against the polytope (exact), face axes clipped, edge axes 1 point.
 
-Polytope and sphere/capsule pairs run compiled (clip_kernels, round_kernels), each group all at
-once; a batch of polytope pairs only (box and hull scenes) goes straight to collide_polytopes.
-Pairs with a cylinder or cone (numpy) are processed in chunks of CHUNK pairs (cache-sized
-temporaries).
+Every group runs compiled, all its pairs in one call (clip_kernels, round_kernels,
+curved_kernels); a batch of polytope pairs only (box and hull scenes) goes straight to
+collide_polytopes.
 
 Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 """
@@ -34,8 +33,6 @@ from .sat import ABS_TOL, KIND_NONE, REL_TOL, polytope_sat
 
 # Points per manifold: four span any contact polygon (Box2D, Bullet, Jolt keep four too).
 WIDTH = 4
-# Pairs per batch: keeps the per-pair temporaries in cache.
-CHUNK = 2048
 # Order used to normalise pairs: the rounder shape becomes A.
 _RANK = np.zeros(8, dtype=np.int64)
 _RANK[ShapeKind.SPHERE], _RANK[ShapeKind.CAPSULE], _RANK[ShapeKind.POLYTOPE] = 0, 1, 2
@@ -248,13 +245,9 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
               (curved, collide_curved))
     for mask, routine in groups:
         idx = np.nonzero(mask)[0]
-        # Chunks of CHUNK pairs keep the numpy routine's temporaries in cache (10k pairs cost
-        # 10x 1k, not more); the compiled routines take every pair at once.
-        step = CHUNK if routine is collide_curved else len(idx)
-        for start in range(0, len(idx), max(step, 1)):
-            sel = idx[start:start + step]
-            part = routine(table, ia[sel], pa[sel], ra[sel], ib[sel], pb[sel], rb[sel], margin[sel])
-            out._put(sel, part)
+        if len(idx):
+            part = routine(table, ia[idx], pa[idx], ra[idx], ib[idx], pb[idx], rb[idx], margin[idx])
+            out._put(idx, part)
     out.normal[swap] *= -1.0
     out.simplex[swap] *= -1.0  # GJK's simplex lives on B - A
     # Unused slots: +inf separation, zero id and point (routines may leave scratch there).

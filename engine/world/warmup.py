@@ -95,12 +95,19 @@ def _round_shapes():
 
 
 def _round_queries():
-    """Distances of overlapping round cores (the viewport's query overlay and the public
-    engine.distance): the row kernels of queries' exact depths."""
+    """Distances of overlapping round cores and of a cylinder (the viewport's query overlay
+    and the public engine.distance): the row kernels of queries' exact distances."""
     from ..collision.queries import distance
+    from ..shapes.curved import Cylinder
     from ..shapes.primitives import Box, Capsule, Sphere
     q = (1.0, 0.0, 0.0, 0.0)
     distance(Sphere(0.2), (0.0, 0.0, 0.0), q, Box([0.2, 0.2, 0.2]), (0.0, 0.0, 0.1), q)
+    distance(Cylinder(0.2, 0.3), (0.0, 0.0, 0.0), q, Box([0.2, 0.2, 0.2]), (0.0, 0.0, 0.3), q)
+    # The overlay's EPA polytope of an overlapping pair (engine.epa).
+    from ..collision.epa import epa
+    box = Box([0.2, 0.2, 0.2]).core_points
+    epa(box[None], 0.0, np.zeros((1, 3)), np.eye(3)[None], box[None], 0.0, [[0.0, 0.0, 0.3]],
+        np.eye(3)[None])
     distance(Capsule(0.1, 0.4), (0.0, 0.0, 0.0), q, Capsule(0.1, 0.4), (0.0, 0.0, 0.05),
              (0.7071, 0.7071, 0.0, 0.0))
 
