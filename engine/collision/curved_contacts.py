@@ -5,7 +5,7 @@ cone, or a mesh triangle. Every pair of a batch in one compiled call (curved_ker
 frame (as gjk.py does):
 
 1. Normal and signed distance: GJK on the cores through analytic support functions
-   (curved.SupportSet); where the cores overlap, EPA on the same supports. Swelling radii
+   (shapes.curved.local_support_row); where the cores overlap, EPA on the same supports. Swelling radii
    (spheres, capsules) are subtracted as usual.
 2. Supporting features along the normal (Jolt's GetSupportingFace idea): each shape gives the
    feature of its surface facing the other, within FLAT_DEG of the normal:

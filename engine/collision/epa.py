@@ -58,8 +58,8 @@ class EPAPolytope:
 
 
 def _run_epa(pa, pb, scale, S, SA, SB, size, tol, max_vertices):
-    """EPA on overlapping pairs (cores in A's frame: padded point sets or curved.SupportSets;
-    GJK's simplices with their used slots first). Returns core depth (K,), normal A -> B,
+    """EPA on overlapping pairs (cores in A's frame: padded point sets; GJK's simplices with
+    their used slots first). Returns core depth (K,), normal A -> B,
     witnesses on the cores, touch, converged (K,) and the EPAPolytope (all in A's frame)."""
     k = len(scale)
     nvc = max(int(max_vertices), 8)

@@ -120,20 +120,13 @@ def prepare_pairs(points_a, radius_a, pos_a, rot_a, points_b, radius_b, pos_b, r
 
 
 def core_arrays(core):
-    """The kernels' flat arrays of a batch of cores: (pts, n, code, radius, half_height, rot,
-    off). core: padded point sets (M, V, 3) (padding repeats a point; rot is not read), or
-    a curved.SupportSet (cylinders/cones mixed with point sets, all in one frame)."""
-    c = np.ascontiguousarray
-    if isinstance(core, np.ndarray):
-        m, v = core.shape[:2]
-        return (c(core, dtype=np.float64), np.full(m, v, dtype=np.int64),
-                np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(m), np.zeros((m, 3, 3)),
-                np.zeros((m, 3)))
-    m, v = core.pts.shape[:2]
-    return (c(core.pts, dtype=np.float64), np.full(m, v, dtype=np.int64),
-            c(core.code, dtype=np.int64), c(core.radius, dtype=np.float64),
-            c(core.hh, dtype=np.float64), c(core.rot, dtype=np.float64),
-            c(core.off, dtype=np.float64))
+    """The kernels' flat arrays of a batch of point-set cores (M, V, 3) (padding repeats a
+    point): (pts, n, code, radius, half_height, rot, off), code 0. (Cylinders and cones enter
+    the kernels through curved_kernels, which poses them pair by pair.)"""
+    m, v = core.shape[:2]
+    return (np.ascontiguousarray(core, dtype=np.float64), np.full(m, v, dtype=np.int64),
+            np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(m), np.zeros((m, 3, 3)),
+            np.zeros((m, 3)))
 
 
 class GJKState:
@@ -157,7 +150,7 @@ class GJKState:
 def run_gjk(pa, pb, scale, max_iterations=64, tol=DEFAULT_TOL, margin=None, d0=None):
     """Run GJK on cores already in one frame (A's): all pairs in one compiled call.
 
-    pa, pb: padded point sets (M, V, 3) or curved.SupportSets. margin None: distance mode, run
+    pa, pb: padded point sets (M, V, 3). margin None: distance mode, run
     to convergence. margin (M,) array: boolean mode for the swollen shapes; a pair stops as soon
     as a separating plane with clearance > margin is found (overlap False) or |v| <= margin
     (overlap True). d0 (M,3): rough direction from A to B for the first support point

@@ -1,7 +1,7 @@
 """Exact cylinders and cones: shapes, batched support functions, AABBs and mass properties.
 
 Both are curved convex shapes that no finite point core describes, so GJK/EPA read them through
-an analytic support function (``SupportSet``), the world takes their AABB in closed form and
+an analytic support function (``local_support_row``), the world takes their AABB in closed form and
 their mass properties are closed forms too. Contacts are built in ``curved_contacts.py``.
 
 Conventions (axis Z, as Blender's Cylinder and Cone primitives and rigid-body shapes):
@@ -182,36 +182,3 @@ def curved_moments(shape):
     v = np.pi * r * r * h / 3.0
     cxx = 3.0 * v * r * r / 20.0
     return v, np.array([0.0, 0.0, -0.25 * h]), np.diag([cxx, cxx, 3.0 * v * h * h / 80.0])
-
-
-class SupportSet:
-    """Batched convex cores for GJK/EPA (gjk.core_arrays reads this type): per row either
-    a padded point set already in the common frame (code 0) or a cylinder/cone posed by rot
-    (k, 3, 3, local -> frame) and off (k, 3). Indexing with a row selection gives a subset."""
-    __slots__ = ("code", "hh", "off", "pts", "radius", "rot")
-
-    def __init__(self, pts, code, radius, hh, rot, off):
-        self.pts, self.code, self.radius, self.hh, self.rot, self.off = (
-            pts, code, radius, hh, rot, off)
-
-    @property
-    def shape(self):
-        return self.pts.shape
-
-    def __len__(self):
-        return len(self.code)
-
-    def __getitem__(self, sel):
-        return SupportSet(**{f: getattr(self, f)[sel] for f in self.__slots__})
-
-    def support(self, d):
-        k = len(self.code)
-        idx = np.argmax(np.matmul(self.pts, d[:, :, None])[:, :, 0], axis=1)
-        p = self.pts[np.arange(k), idx]
-        curved = self.code != 0
-        if curved.any():
-            dl = np.matmul(d[:, None, :], self.rot)[:, 0]          # rot^T d
-            loc = local_support(self.code, self.radius, self.hh, dl)
-            pc = np.matmul(self.rot, loc[:, :, None])[:, :, 0] + self.off
-            p = np.where(curved[:, None], pc, p)
-        return p, idx
