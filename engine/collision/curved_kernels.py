@@ -28,8 +28,6 @@ from ..core.jit import kernel
 from ..shapes.curved import CAP_DIRS, local_support_row
 from .clip_kernels import SNAP, reduce4_row
 from .gjk_kernels import (
-    CONE,
-    CYLINDER,
     epa_pair,
     epa_scratch,
     gjk_pair,
@@ -38,7 +36,8 @@ from .gjk_kernels import (
 )
 from .mesh_kernels import _feature_active_row, clip_row
 
-SPHERE, CAPSULE, POLYTOPE = 1, 2, 0     # engine.core.kinds.ShapeKind
+# engine.core.kinds.ShapeKind (the kernels compare plain ints)
+POLYTOPE, SPHERE, CAPSULE, CYLINDER, CONE = 0, 1, 2, 5, 6
 TRIANGLE = 99                           # a side that is a mesh triangle (explicit points)
 ID_CURVED = 5
 # mesh_contacts.ROUTE_INC / _REF / _CROSS (the clip candidates' kinds), and the two routes of

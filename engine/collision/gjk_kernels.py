@@ -26,9 +26,6 @@ import numpy as np
 from ..core.jit import kernel
 from ..shapes.curved import local_support_row
 
-# engine.core.kinds.ShapeKind.CYLINDER / CONE (the kernels compare plain ints).
-CYLINDER, CONE = 5, 6
-
 # The 15 faces of a 4-slot simplex, smallest first (ties prefer the earlier = smaller face).
 _EI = np.array([0, 0, 0, 1, 1, 2])
 _EJ = np.array([1, 2, 3, 2, 3, 3])
