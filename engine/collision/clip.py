@@ -26,13 +26,12 @@ apart: the edge axis beats the faces by more than the face bias, yet the beams t
 area) those faces are clipped as above, with the SAT axis as the contact normal and every
 separation measured along it; otherwise one point at the closest points of the two edges.
 narrowphase.collide_polytopes runs all of it for every pair in one kernel call
-(clip_kernels.manifolds); reduce4 here is the batched entry point other modules use.
+(clip_kernels.manifolds; clip_kernels.reduce4_row picks the 4 points).
 """
 import numpy as np
 
 from ..core import detmath
 from ..core.vec import columns, cross
-from . import clip_kernels
 from .clip_kernels import (  # noqa: F401  (the ids' layout, imported by other modules from here)
     ID_EDGE,
     ID_FACE,
@@ -59,26 +58,6 @@ def _dot(a, b):
 # Edge contacts: bits 0-23 edge of B, 24-47 edge of A, 59-61 kind.
 # SNAP: distances below SNAP * shape size count as coincident features (ids) and duplicate
 # points; INSIDE_TOL: inclusion tolerance of the inside tests, relative to shape size.
-
-
-def reduce4(x, y, sep, valid, eps):
-    """Pick at most 4 of C candidate points per pair: deepest, farthest, max triangle, max quad.
-
-    x, y (M, C): coordinates in the contact plane; sep (M, C); valid (M, C); eps (M,) length
-    below which a point adds nothing (also the tie tolerance; ties go to the lower index).
-    Returns (idx (M, 4), ok (M, 4)); ok is monotone (ok[:, j] implies
-    ok[:, j-1]) so the chosen points are a prefix. (clip_kernels.reduce4_row, per row.)
-    """
-    m, c = np.shape(x)
-    idx = np.zeros((m, 4), dtype=np.int64)
-    ok = np.zeros((m, 4), dtype=bool)
-    if m == 0 or c == 0:
-        return idx, ok
-    f64 = np.ascontiguousarray
-    eps = np.ascontiguousarray(np.broadcast_to(np.asarray(eps, dtype=np.float64), (m,)))
-    clip_kernels.reduce4_rows(f64(x, dtype=np.float64), f64(y, dtype=np.float64),
-                              f64(sep, dtype=np.float64), f64(valid, dtype=bool), eps, idx, ok)
-    return idx, ok
 
 
 def tangent_basis(n):

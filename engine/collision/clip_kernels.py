@@ -97,15 +97,6 @@ def reduce4_row(x, y, sep, valid, n, eps, idx, ok, score):
     ok[3] = ok4
 
 
-@kernel
-def reduce4_rows(x, y, sep, valid, eps, idx, ok):
-    """reduce4_row over the rows of (M, C) arrays (clip.reduce4)."""
-    n = x.shape[1]
-    score = np.empty(n)
-    for i in range(x.shape[0]):
-        reduce4_row(x[i], y[i], sep[i], valid[i], n, eps[i], idx[i], ok[i], score)
-
-
 @kernel(inline="always")
 def _tangent_basis(n, basis):
     """Rows u, v, n of basis: (u, v, n) right-handed (clip.tangent_basis)."""

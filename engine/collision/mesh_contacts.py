@@ -39,8 +39,6 @@ from . import mesh_sat
 from .clip import SNAP, segment_closest
 from .curved_contacts import curved_triangles
 from .mesh_kernels import (
-    clip_candidates,
-    feature_active,
     mesh_polytope_triangles,
     polytope_row,
     reduce_contacts,
@@ -77,45 +75,6 @@ def _ids(tri_index, ref_on_a, face, route, code):
             | (np.asarray(ref_on_a, dtype=np.int64) << 27)
             | ((np.asarray(face, dtype=np.int64) & 0x7FF) << 16)
             | (np.int64(route) << 12) | (np.asarray(code, dtype=np.int64) & 0xFFF))
-
-
-def _feature_active(tri, u, active, tol):
-    """Is the triangle's supporting feature along -u (the part facing the shape) active?
-
-    tri (M, 3, 3), u (M, 3) normal from the shape to the triangle, active (M, 3) per edge
-    (edge k = vertex k -> k+1), tol (M,). Three supporting vertices mean a face: always fine;
-    a vertex is active if one of its two edges is. Compiled: mesh_kernels.feature_active."""
-    f64 = np.float64
-    return feature_active(np.ascontiguousarray(tri, f64), np.ascontiguousarray(u, f64),
-                          np.ascontiguousarray(active, bool),
-                          np.ascontiguousarray(np.broadcast_to(tol, (len(tri),)), f64))
-
-
-def _clip(ref, rmask, inc, kmask, n, inc_normal, margin, eps):
-    """Intersection of a reference and an incident polygon seen along n (all in one frame).
-
-    ref (M, R, 3), inc (M, K, 3) padded loops with masks (a prefix of each row); n (M, 3) unit
-    normal of the reference face pointing at the incident shape; inc_normal (M, 3) the
-    incident face's outward normal. Candidates: incident vertices inside the reference
-    polygon, reference vertices inside the incident one (lifted onto its plane), edge
-    crossings; valid where the incident surface is within the margin of the reference plane.
-    Returns 2D coords x, y (M, C), heights z (M, C) of the incident surface above the reference
-    plane, valid (M, C), route (M, C), code (M, C), and the frame (origin, u, v). Compiled:
-    mesh_kernels.clip_row (curved_contacts' path; the polytope path clips in clip_faces)."""
-    m, r_n = ref.shape[:2]
-    k_n = inc.shape[1]
-    # margin: a scalar, (M,) or (M, 1) (curved_contacts passes a column).
-    limit = np.ascontiguousarray(np.broadcast_to(np.reshape(margin, -1), (m,)), np.float64)
-    f64 = np.float64
-    x, y, z, valid, frame = clip_candidates(
-        np.ascontiguousarray(ref, f64), rmask.sum(axis=1), np.ascontiguousarray(inc, f64),
-        kmask.sum(axis=1), np.ascontiguousarray(n, f64), np.ascontiguousarray(inc_normal, f64),
-        limit, np.ascontiguousarray(np.broadcast_to(eps, (m,)), f64))
-    route = np.concatenate((np.full(k_n, ROUTE_INC), np.full(r_n, ROUTE_REF),
-                            np.full(r_n * k_n, ROUTE_CROSS)))
-    code = np.concatenate((np.arange(k_n), np.arange(r_n),
-                           (np.arange(r_n)[:, None] * 64 + np.arange(k_n)[None]).reshape(-1)))
-    return x, y, z, valid, route, code, (frame[:, 0], frame[:, 1], frame[:, 2])
 
 
 def _local(rot, pos, pts):

@@ -7,7 +7,7 @@ operations, each costing more in dispatch than in arithmetic at a few hundred ro
 - ``mesh_polytope_triangles``: mesh_contacts' polytope route, whole (``polytope_row``), per
   (polytope, mesh triangle) pair of the BVH query:
   the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping (``clip_row``,
-  also behind mesh_contacts._clip for curved_contacts), the exact closest points
+  also curved_kernels' face contacts), the exact closest points
   (``closest_row``: mesh_distance) and the edge pair's closest points;
 - ``reduce_contacts``: mesh_contacts.reduce_manifolds' clustering by normal and its 4-point
   pick (clip_kernels.reduce4_row: clip.reduce4's picks, one row).
@@ -503,25 +503,6 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
 
 
 @kernel
-def clip_candidates(ref, rsize, inc, ksize, n, inc_normal, margin, eps):
-    """clip_row over M pairs of padded polygons: x, y, z, valid (M, K + R + R K) and the
-    frames o, u, v (M, 3) (mesh_contacts._clip, for curved_contacts)."""
-    m, rw = ref.shape[0], ref.shape[1]
-    kw = inc.shape[1]
-    width = kw + rw + rw * kw
-    x = np.zeros((m, width))
-    y = np.zeros((m, width))
-    z = np.zeros((m, width))
-    valid = np.zeros((m, width), np.bool_)
-    frame = np.empty((m, 3, 3))
-    sc = np.empty((11, max(kw, rw)))
-    for r in range(m):
-        clip_row(ref[r], rsize[r], inc[r], ksize[r], n[r], inc_normal[r], margin[r], eps[r],
-                 kw, rw, x[r], y[r], z[r], valid[r], frame[r], sc)
-    return x, y, z, valid, frame
-
-
-@kernel
 def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, margin, eps,
                    tri, sat_face, is_t, normal, pts, sep, cid, ws):
     """Face contact of one row (shape s, triangle t facing it with normal N, its frame):
@@ -589,8 +570,8 @@ def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, mar
 # -- polytope vs triangle, whole ----------------------------------------------------------------
 @kernel(inline="always")
 def _feature_active_row(t, u, active, tol):
-    """mesh_contacts._feature_active for one row: is the triangle's feature supporting it
-    along -u (a vertex, an edge, or its face: always) active?"""
+    """Is the triangle's feature supporting it along -u (a vertex, an edge, or its face:
+    always) active? (edge k = vertex k -> k+1; a vertex is active if one of its edges is)"""
     p0 = t[0, 0] * u[0] + t[0, 1] * u[1] + t[0, 2] * u[2]
     p1 = t[1, 0] * u[0] + t[1, 1] * u[1] + t[1, 2] * u[2]
     p2 = t[2, 0] * u[0] + t[2, 1] * u[1] + t[2, 2] * u[2]
@@ -606,15 +587,6 @@ def _feature_active_row(t, u, active, tol):
         elif low[k] and (active[k] or active[(k + 2) % 3]):
             return True
     return False
-
-
-@kernel
-def feature_active(t, u, active, tol):
-    """_feature_active_row over M rows (mesh_contacts._feature_active)."""
-    out = np.empty(t.shape[0], np.bool_)
-    for r in range(t.shape[0]):
-        out[r] = _feature_active_row(t[r], u[r], active[r], tol[r])
-    return out
 
 
 @kernel

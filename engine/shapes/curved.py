@@ -1,7 +1,7 @@
 """Exact cylinders and cones: shapes, batched support functions, AABBs and mass properties.
 
 Both are curved convex shapes that no finite point core describes, so GJK/EPA read them through
-an analytic support function (``SupportSet``), the world takes their AABB in closed form and
+an analytic support function (``local_support_row``), the world takes their AABB in closed form and
 their mass properties are closed forms too. Contacts are built in ``curved_contacts.py``.
 
 Conventions (axis Z, as Blender's Cylinder and Cone primitives and rigid-body shapes):
@@ -17,15 +17,19 @@ Conventions (axis Z, as Blender's Cylinder and Cone primitives and rigid-body sh
 ``radius`` on these shapes is the cylinder/cone radius; they are not swollen shapes, so their
 ``swell_radius`` (what the ShapeTable's ``radius`` column holds for every shape) is 0.
 """
+import math
+
 import numpy as np
 
 from ..core import detmath
 from ..core.errors import DegenerateShapeError
+from ..core.jit import kernel
 from ..core.kinds import ShapeKind
 from .primitives import Shape
 
 CYLINDER, CONE = ShapeKind.CYLINDER, ShapeKind.CONE
 CURVED_KINDS = (CYLINDER, CONE)
+_CONE = int(CONE)     # (the kernels compare plain ints)
 # The core points of a curved shape in the ShapeTable are a circumscribed prism/pyramid of this
 # many sides. Only bounding uses read them (a compound's or mesh query's candidate box, the
 # triangle side test): 8 sides make those boxes at most 1/cos(pi/8) - 1 = 8 % too wide, and
@@ -112,28 +116,40 @@ def is_curved(kind):
     return (kind == CYLINDER) | (kind == CONE)
 
 
-def _unit_xy(d):
-    """Unit horizontal part of local directions (k, 3) and its length; +x where it is zero."""
-    l = np.sqrt(d[:, 0] ** 2 + d[:, 1] ** 2)
-    ok = l > 1e-300
-    safe = np.where(ok, l, 1.0)
-    ux = np.where(ok, d[:, 0] / safe, 1.0)
-    uy = np.where(ok, d[:, 1] / safe, 0.0)
-    return ux, uy, l
+@kernel
+def local_support_row(code, radius, hh, d0, d1, d2, out):
+    """Farthest point (into out) of a cylinder/cone (code: its kind) along the local direction
+    (d0, d1, d2): the rim point of the cap facing it; for a cone the apex or the base rim point,
+    whichever reaches farther (apex when 2 hh d_z >= r |d_xy|). The compiled GJK/EPA read the
+    shapes through this (engine.collision.gjk_kernels.support)."""
+    lxy = math.sqrt(d0 * d0 + d1 * d1)
+    if lxy > 1e-300:
+        ux = d0 / lxy
+        uy = d1 / lxy
+    else:
+        ux = 1.0
+        uy = 0.0
+    if code == _CONE:
+        apex = 2.0 * hh * d2 >= radius * lxy
+        z = hh if apex else -hh
+        rr = 0.0 if apex else radius
+    else:
+        z = hh if d2 >= 0 else -hh
+        rr = radius
+    out[0] = rr * ux
+    out[1] = rr * uy
+    out[2] = z
 
 
 def local_support(kind, radius, hh, d):
-    """Farthest points (k, 3) of cylinders/cones (kind per row) along local directions d (k, 3).
-
-    Cylinder: the rim point of the cap facing d. Cone: the apex or the base rim point facing d,
-    whichever reaches farther (apex when 2 hh d_z >= r |d_xy|)."""
-    ux, uy, lxy = _unit_xy(d)
-    up = d[:, 2] >= 0
-    cyl_z = np.where(up, hh, -hh)
-    apex = (2.0 * hh * d[:, 2] >= radius * lxy) & (kind == CONE)
-    z = np.where(kind == CONE, np.where(apex, hh, -hh), cyl_z)
-    rr = np.where(apex, 0.0, radius)
-    return np.stack((rr * ux, rr * uy, z), axis=1)
+    """Farthest points (k, 3) of cylinders/cones (kind per row) along local directions d (k, 3)
+    (local_support_row per row: for single shapes and tests, not a hot path)."""
+    d = np.asarray(d, dtype=np.float64)
+    out = np.zeros((len(d), 3))
+    for i in range(len(d)):
+        local_support_row(int(kind[i]), float(radius[i]), float(hh[i]), float(d[i, 0]),
+                          float(d[i, 1]), float(d[i, 2]), out[i])
+    return out
 
 
 def curved_aabb(kind, radius, hh, rot, pos):
@@ -166,36 +182,3 @@ def curved_moments(shape):
     v = np.pi * r * r * h / 3.0
     cxx = 3.0 * v * r * r / 20.0
     return v, np.array([0.0, 0.0, -0.25 * h]), np.diag([cxx, cxx, 3.0 * v * h * h / 80.0])
-
-
-class SupportSet:
-    """Batched convex cores for GJK/EPA (gjk.support dispatches on this type): per row either
-    a padded point set already in the common frame (code 0) or a cylinder/cone posed by rot
-    (k, 3, 3, local -> frame) and off (k, 3). Indexing with a row selection gives a subset."""
-    __slots__ = ("code", "hh", "off", "pts", "radius", "rot")
-
-    def __init__(self, pts, code, radius, hh, rot, off):
-        self.pts, self.code, self.radius, self.hh, self.rot, self.off = (
-            pts, code, radius, hh, rot, off)
-
-    @property
-    def shape(self):
-        return self.pts.shape
-
-    def __len__(self):
-        return len(self.code)
-
-    def __getitem__(self, sel):
-        return SupportSet(**{f: getattr(self, f)[sel] for f in self.__slots__})
-
-    def support(self, d):
-        k = len(self.code)
-        idx = np.argmax(np.matmul(self.pts, d[:, :, None])[:, :, 0], axis=1)
-        p = self.pts[np.arange(k), idx]
-        curved = self.code != 0
-        if curved.any():
-            dl = np.matmul(d[:, None, :], self.rot)[:, 0]          # rot^T d
-            loc = local_support(self.code, self.radius, self.hh, dl)
-            pc = np.matmul(self.rot, loc[:, :, None])[:, :, 0] + self.off
-            p = np.where(curved[:, None], pc, p)
-        return p, idx

@@ -98,7 +98,27 @@ def _round_shapes():
     w.add_body(Cylinder(0.2, 0.3), position=(0.3, 0.0, 0.14))
     w.add_body(Cone(0.2, 0.4), position=(0.9, 0.0, 0.19))
     w.add_body(Sphere(0.2), position=(0.3, 0.0, 0.48), angular_velocity=(0.0, 2.0, 0.0))
+    w.add_body(Sphere(0.1), position=(-0.3, 0.0, 0.28))      # resting on the capsule
     _run(w)
+    _round_queries()
+
+
+def _round_queries():
+    """Distances of overlapping round cores and of a cylinder (the viewport's query overlay
+    and the public engine.distance): the row kernels of queries' exact distances."""
+    from ..collision.queries import distance
+    from ..shapes.curved import Cylinder
+    from ..shapes.primitives import Box, Capsule, Sphere
+    q = (1.0, 0.0, 0.0, 0.0)
+    distance(Sphere(0.2), (0.0, 0.0, 0.0), q, Box([0.2, 0.2, 0.2]), (0.0, 0.0, 0.1), q)
+    distance(Cylinder(0.2, 0.3), (0.0, 0.0, 0.0), q, Box([0.2, 0.2, 0.2]), (0.0, 0.0, 0.3), q)
+    # The overlay's EPA polytope of an overlapping pair (engine.epa).
+    from ..collision.epa import epa
+    box = Box([0.2, 0.2, 0.2]).core_points
+    epa(box[None], 0.0, np.zeros((1, 3)), np.eye(3)[None], box[None], 0.0, [[0.0, 0.0, 0.3]],
+        np.eye(3)[None])
+    distance(Capsule(0.1, 0.4), (0.0, 0.0, 0.0), q, Capsule(0.1, 0.4), (0.0, 0.0, 0.05),
+             (0.7071, 0.7071, 0.0, 0.0))
 
 
 def _compound_on_mesh():
