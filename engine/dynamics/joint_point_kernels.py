@@ -274,3 +274,44 @@ def point_breaks(imp, h, break_force, broken):
                 imp[j, c] = 0.0
             n += 1
     return n
+
+
+# -- one substep's work on the packed rows (PointLocks.pack; engine.dynamics.substeps) --------
+# PointLocks' arrays in this order; par: reach, err_scale (mscale bias_rate), mscale, iscale, h;
+# flags: breakable, stale (the poses moved since the last prepare).
+POINT_PACK = ("a", "b", "world", "broken", "ima", "imb", "s", "rb", "kinv", "err", "ang", "imp",
+              "terms", "vel0", "anchor_a", "anchor_b", "msum", "inertia", "aniso", "inv_body",
+              "qa", "work", "break_force", "par", "flags")
+BREAKABLE, STALE = 0, 1
+
+
+@kernel
+def points_prepare(x, q, p):
+    """PointLocks.prepare: the rows' geometry at the poses x, q."""
+    (a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, terms, vel0, anchor_a,
+     anchor_b, msum, inertia, aniso, inv_body, qa, work, break_force, par, flags) = p
+    point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, inv_body,
+                   broken, par[0], par[1], s, rb, kinv, err, ang, qa, work)
+    flags[STALE] = 0
+
+
+@kernel
+def points_warm(vel, p):
+    """PointLocks.warm_start (the rows prepared)."""
+    point_warm_start(vel, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[10], p[11], p[12],
+                     p[13])
+
+
+@kernel
+def points_solve(vel, p, use_bias):
+    """PointLocks.solve (the rows prepared); the poses move after a biased sweep."""
+    point_sweep(vel, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11],
+                use_bias, p[23][2], p[23][3])
+    p[24][STALE] = 1 if use_bias else 0
+
+
+@kernel
+def points_end_substep(p):
+    """PointLocks.end_substep: breaking, where a joint can break."""
+    if p[24][BREAKABLE]:
+        point_breaks(p[11], p[23][4], p[22], p[3])

@@ -68,10 +68,25 @@ from .graph import colour_constraints, islands
 from .joint_chain import ChainSystem, chain_order, spd_inverse
 from .joint_inertia import CurrentInertia
 from .joint_points import PointLocks, point_lock_only
-from .joint_row_kernels import angular_rows, direct_solve, geometry, lock_blocks, row_coefficients, sweep
-from .joint_springs import limit_as_spring, spring_blocks
-from .joint_warm import impact_scale
-from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
+from .joint_row_kernels import (
+    FLAG_BREAKABLE,
+    FLAG_CHAIN,
+    FLAG_DIRECT,
+    FLAG_REFACTOR,
+    FLAG_STALE,
+    PACK,
+    STIFF_HOMEGA,
+    STIFF_SWEEPS,
+    angular_rows,
+    geometry,
+    lock_blocks,
+    reaction,
+    rows_biased_sweeps,
+    rows_end_substep,
+    rows_solve,
+    rows_warm,
+)
+from .joints import LOCK, LOWER, MOTOR, UPPER
 from .solver import soft_params
 
 # Joint systems with at most this many lock rows solve their locks together, exactly (see
@@ -99,8 +114,8 @@ CHAIN_MAX_ROWS = 1200
 # left two of them). Joint-only sweeps cured them too but let the joints overrule contacts: a
 # body pulled by a stiff spring ended 11 cm inside a static box (seed 43). Springs an artist
 # sets (a few Hz) never pay for it.
-STIFF_SPRING_HOMEGA = 4.0
-STIFF_SPRING_SWEEPS = 16
+STIFF_SPRING_HOMEGA = STIFF_HOMEGA     # (the kernels' copy: joint_row_kernels)
+STIFF_SPRING_SWEEPS = STIFF_SWEEPS
 # Locks and limits are soft (Box2D v3's soft step), their hertz capped against the substep
 # rate 1 / h. Solved exactly (the direct and chain paths) the soft step is stable at any
 # h omega, and half the substep rate (h omega = pi) is the cap. Solved by Gauss-Seidel (joint
@@ -154,6 +169,13 @@ def joint_coordinates(joints, x, q):
              np.empty((n, 3, 12)), out, rel)
     out[:, 3:] = continuous_euler(rel, joints.v("angles"))[0]
     return out
+
+
+def _contiguous(name, a):
+    """a itself, checked C-contiguous: the kernels write into it, and a copy would lose that."""
+    if not a.flags.c_contiguous:
+        raise ValueError(f"the joint rows' {name} is not C-contiguous")
+    return a
 
 
 def _flat(*arrays):
@@ -335,8 +357,8 @@ class JointSolver:
         self.no_flip = np.zeros(m, dtype=bool)
         # Geometry is measured whenever the positions moved: in relax (right after the
         # position update) and reused by the next substep's warm start and biased pass, which
-        # see the same positions; the first substep of the pass measures in warm_start.
-        self._stale = True
+        # see the same positions; the first substep of the pass measures in warm_start
+        # (flags[FLAG_STALE], set by _kernel_arrays).
         # Direct mode: every lock row of the pass in one system K dl = -(u + bias), solved
         # exactly; Gauss-Seidel between joints converges like (M / (M + m))^k on a light link
         # holding a heavy mass (0.99 per sweep at 100:1), which lets such chains stretch and
@@ -359,7 +381,7 @@ class JointSolver:
         self.max_push = max_push
         self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
         if self.direct:
-            self.rj, self.rk = np.nonzero(lock)
+            self.rj, self.rk = (np.ascontiguousarray(v, dtype=np.int64) for v in np.nonzero(lock))
             self.d_a, self.d_b = self.a[self.rj], self.b[self.rj]
             self.d_rhs, self.d_x = np.empty(rows), np.empty(rows)
             self.d_blk = np.empty((m if self.chain is not None else 0, self.nr))
@@ -376,6 +398,57 @@ class JointSolver:
             if self.chain is not None:
                 self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
                 self.chain_pos[self.chain[0]] = np.arange(m)
+        self._kernel_arrays(len(inv_mass), h, max_push)
+
+    def _kernel_arrays(self, n, h, max_push):
+        """The per-substep kernels' own arrays (engine.dynamics.joint_row_kernels.PACK; n the
+        world's bodies), and the direct solve's as empty ones where the locks are swept."""
+        m = self.m
+        self.fold = np.zeros((m, 6), dtype=bool)
+        self.lock = np.zeros((m, 6), dtype=bool)
+        self.add = np.zeros((n, 6))
+        self.wterms = np.zeros((m, 3))
+        self.scale = np.ones(m)
+        self.par = np.array([h, *self.soft, max_push, self.limit_omega, self.limit_zeta],
+                            dtype=np.float64)
+        self.flags = np.zeros(5, dtype=np.int64)
+        self.flags[FLAG_DIRECT] = self.direct
+        self.flags[FLAG_CHAIN] = self.chain is not None
+        self.flags[FLAG_BREAKABLE] = self.breakable
+        self.flags[FLAG_STALE] = 1
+        if not self.direct:
+            self.rj = self.rk = self.d_a = self.d_b = self.chain_pos = np.zeros(0, np.int64)
+            self.d_jac, self.d_mj = np.zeros((0, 12)), np.zeros((0, 12))
+            self.d_off, self.d_live, self.d_rhs, self.d_x = (np.zeros(0) for _ in range(4))
+            self.d_blk = np.zeros((0, self.nr))
+            self.no_kinv = np.zeros((0, 0))
+            self.no_blocks3 = np.zeros((0, 1, 1))
+        self.packed = None
+
+    def pack(self):
+        """The arrays the per-substep kernels take, in joint_row_kernels.PACK's order (taken
+        again after every prepare: the direct solve's arrays are new ones then)."""
+        if self.packed is None:
+            g = self.g
+            if self.direct and self.chain is not None:
+                cs = self.chain_sys
+                assert cs is not None
+                kinv, sinv, soff, slower = self.no_kinv, cs.sinv, cs.off, cs.lower
+            elif self.direct:
+                assert self.kinv_direct is not None
+                kinv, sinv, soff, slower = (self.kinv_direct, self.no_blocks3, self.no_blocks3,
+                                            self.no_blocks3)
+            else:
+                kinv, sinv, soff, slower = (self.no_kinv, self.no_blocks3, self.no_blocks3,
+                                            self.no_blocks3)
+            gain, bias, leak, lo, hi = self.rc
+            sgain, sbias, sleak = self.sc
+            named = dict(g, a=self.a, b=self.b, world=self.world, gain=gain, bias=bias,
+                         leak=leak, lo=lo, hi=hi, sgain=sgain, sbias=sbias, sleak=sleak,
+                         kinv=kinv, sinv=sinv, soff=soff, slower=slower)
+            self.packed = tuple(_contiguous(k, named[k] if k in named else getattr(self, k))
+                                for k in PACK)
+        return self.packed
 
     def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
                      inv_body, max_push):
@@ -396,7 +469,6 @@ class JointSolver:
             joints.v("break_force")[sel],
             inv_body=inv_body, max_push=max_push)
         self.relax_every = True    # Gauss-Seidel: relax in every sweep (SWEPT_HERTZ_RATE)
-        self._stale = True
         return True
 
     # -- geometry -----------------------------------------------------------------------------
@@ -424,16 +496,32 @@ class JointSolver:
             self.angles = coord[:, 3:].copy()
         angular_rows(jac, flip, self.ima, self.imb, self.iia, self.iib, mj, self.kdiag,
                      self.eff)
-        lock = g["lock"] & ~self.broken[:, None]
-        self.lock = lock
+        np.logical_and(g["lock"], ~self.broken[:, None], out=self.lock)
+        self.flags[FLAG_STALE] = 0
         if self.direct:
-            self._factor_direct()
-            self._gather_direct()
+            self._refactor()
             return
         # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
         # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
-        lock_blocks(self.jac, self.mj, lock, self.coord, g["target"], self.reach, self.lock_on,
-                    self.w_op, self.err, self.k33, self.kinv33)
+        lock_blocks(self.jac, self.mj, self.lock, self.coord, g["target"], self.reach,
+                    self.lock_on, self.w_op, self.err, self.k33, self.kinv33)
+
+    def _refactor(self):
+        """The direct solve's factor and rows for the present rows and lock mask."""
+        self._factor_direct()
+        self._gather_direct()
+        self.flags[FLAG_REFACTOR] = 0
+        self.packed = None
+
+    def sync(self, x, q):
+        """Bring the rows up to the poses x, q where they moved since the last prepare (and
+        a direct solve's factor up to the joints broken since): what the compiled substeps
+        (engine.dynamics.substeps) leave to Python. Returns the packed rows."""
+        if self.flags[FLAG_STALE]:
+            self._prepare(x, q)
+        elif self.flags[FLAG_REFACTOR]:
+            self._refactor()
+        return self.pack()
 
     def _factor_direct(self):
         """Factor K = J M^-1 J^T of all lock rows: the chain factor for chains, else a
@@ -503,131 +591,38 @@ class JointSolver:
         self.d_off = np.clip(self.coord[rj, rk] - self.g["target"][rj, rk], -self.reach,
                              self.reach)
 
-    def _direct_solve(self, vel, use_bias):
-        """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
-        block row, with the whole system as the block; engine.dynamics.joint_row_kernels.
-        direct_solve, K^-1 the factor of the last _prepare)."""
-        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        if self.chain is not None:
-            cs = self.chain_sys
-            assert cs is not None   # factored by the first _prepare
-            factor = (self.no_kinv, cs.sinv, cs.off, cs.lower)
-        else:
-            assert self.kinv_direct is not None
-            factor = (self.kinv_direct, self.no_blocks3, self.no_blocks3, self.no_blocks3)
-        direct_solve(vel, self.rj, self.rk, self.d_a, self.d_b, self.d_jac, self.d_mj,
-                     self.d_off, self.d_live, self.imp, use_bias, bias_rate, mscale, iscale,
-                     self.chain is not None, *factor, self.chain_pos, self.d_rhs, self.d_x,
-                     self.d_blk)
+    # -- passes (the kernels of engine.dynamics.joint_row_kernels, over pack()) ---------------
+    def begin(self, x, q):
+        """The rows at the pass's start (x, q: the poses; the first warm start would take
+        them): what the compiled substeps expect. Returns the packed rows (None for the
+        point-lock path: points.pack)."""
+        if self.m == 0:
+            return None
+        if self.points is not None:
+            self.points.load(x, q)
+            return None
+        return self.sync(x, q)
 
-    def _row_coefficients(self, use_bias, fold=None):
-        """The scalar rows' coefficients over all joints into self.rc (engine.dynamics.
-        joint_row_kernels.row_coefficients). Limits in fold (m, 6) are off (solved in their
-        spring block)."""
-        g = self.g
-        bias_rate, mscale, iscale = self.soft
-        row_coefficients(self.eff, self.coord, g["limited"], g["lower"], g["upper"], g["motor"],
-                         g["motor_speed"], g["motor_max"], self.broken,
-                         self.no_fold if fold is None else fold, self.present, use_bias, self.h,
-                         bias_rate, mscale, iscale, self.max_push, *self.rc)
-
-    def _limit_folds(self, vel):
-        """(m, 6) bool: the limit rows the biased pass folds into their joint's spring block.
-
-        A spring and a limit on one axis (a generic_spring pulled past its limit) are two
-        rows with one Jacobian; Gauss-Seidel between a stiff spring and the limit holding it
-        converges like hsK / (1 + hsK) per sweep, near 1, and the unconverged pair, pushing
-        opposite ways at the anchor, left torques of 1e5 N at a 5 m arm on a 2 kg box (the
-        jointed fuzzer's spring class, issue 11: 1e5 J became 1.6e6). A violated limit is a
-        soft-step row, i.e. an implicit spring pulling to its bound (limit_as_spring), so it
-        joins the block's exact coupled solve. Only violated limits fold (a limit still
-        ahead stays a speculative row), and only on joints with a spring in that block."""
-        g = self.g
-        fold = np.zeros((self.m, 6), dtype=bool)
-        c = self.coord
-        v = np.concatenate((vel[self.a], vel[self.b]), axis=1)
-        for blk in self.spring_blocks:
-            has = g["spring"][:, blk].any(axis=1, keepdims=True) & ~self.broken[:, None]
-            lo, hi, cb = g["lower"][:, blk], g["upper"][:, blk], c[:, blk]
-            # The limit's own impulse -h (kl (C - bound) + sl u) at the present velocity must
-            # push (a limit never pulls): a joint leaving its violation faster than the limit's
-            # recovery speed kl |C - bound| / sl is left to the scalar row (clamped at zero).
-            u = np.einsum("mrc,mc->mr", self.jac[:, blk], v)
-            kl, sl = limit_as_spring(1.0, self.limit_omega, self.limit_zeta, self.h)
-            push = np.where(cb < lo, kl * (cb - lo) + sl * u < 0.0, kl * (cb - hi) + sl * u > 0.0)
-            fold[:, blk] = (g["limited"][:, blk] & has & (self.eff[:, blk] > 0.0)
-                            & ((cb < lo) | (cb > hi)) & push)
-        return fold
-
-    def _spring_coefficients(self, fold):
-        """The spring blocks' coefficients over all joints into self.sc (gain, bias, leak;
-        (m, 2, 3, 3), (m, 2, 3), (m, 2, 3, 3): engine.dynamics.joint_springs.spring_blocks)
-        (biased pass only: a spring is a force applied once per substep), with the limits
-        fold (m, 6) inside. The folded limits' carried impulses move to the spring slot,
-        which then holds their sum."""
-        g = self.g
-        spring_blocks(self.jac, self.mj, self.eff, self.kdiag, self.coord, g["spring"],
-                      g["stiffness"], g["damping"], g["lower"], g["upper"], self.broken, fold,
-                      self.imp, self.spring_on, self.h, self.limit_omega, self.limit_zeta,
-                      self.max_push, *self.sc, self.k33)
-
-    def _axis_impulse(self):
-        """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
-        i = self.imp
-        return i[:, LOCK] + i[:, LOWER] - i[:, UPPER] + i[:, SPRING] + i[:, MOTOR]
-
-    # -- passes ---------------------------------------------------------------------------------
     def warm_start(self, vel, x, q):
         """Geometry at the substep's start, then the carried impulses applied to the bodies."""
         if self.m == 0:
             return
         if self.points is not None:
-            if self._stale:
-                self.points.prepare(x, q)
-                self._stale = False
-            self.points.warm_start(vel)
+            self.points.warm_start(vel, x, q)
             return
-        if self._stale:
-            self._prepare(x, q)
-            self._stale = False
-        idx = np.stack((self.a, self.b), axis=1)
-        lam = self._axis_impulse()[:, :self.nr]
-        dv = np.einsum("mk,mkc->mc", lam, self.mj)
-        n = vel.shape[0]
-        flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
-        add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
-        s = impact_scale(np.einsum("mk,mkc->mc", lam, self.jac), dv,
-                         vel[idx].reshape(self.m, 12), (vel + add)[idx].reshape(self.m, 12))
-        if s is not None:
-            self.imp *= s[:, None, None]
-            dv *= s[:, None]
-            add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
-        vel += add
+        rows_warm(vel, self.sync(x, q))
 
     def solve(self, vel, x, q, use_bias):
-        """One Gauss-Seidel sweep over the colours (scalar rows, spring blocks, lock blocks),
+        """One Gauss-Seidel sweep over the joints (scalar rows, spring blocks, lock blocks),
         then the direct locks."""
         if self.m == 0:
             return
         if self.points is not None:
-            if self._stale:
-                self.points.prepare(x, q)
-                self._stale = False
-            self.points.solve(vel, use_bias)
-            self._stale = use_bias   # the world integrates the positions after the biased pass
+            self.points.solve(vel, x, q, use_bias)
             return
-        if self._stale:
-            self._prepare(x, q)   # the positions moved since the biased pass
-            self._stale = False
-        fold = self._limit_folds(vel) if use_bias and self.spring_blocks else None
-        self._row_coefficients(use_bias, fold)
-        if fold is not None:
-            self._spring_coefficients(fold)
-        self._sweep(vel, use_bias)
-        if self.direct:
-            self._direct_solve(vel, use_bias)
+        rows_solve(vel, self.sync(x, q), use_bias)
         if use_bias:
-            self._stale = True   # the world integrates the positions next
+            self.flags[FLAG_STALE] = 1   # the world integrates the positions next
 
     def biased_sweeps(self):
         """Biased sweeps the world should make this substep (contacts and joints together):
@@ -635,28 +630,7 @@ class JointSolver:
         measures the geometry)."""
         if self.m == 0 or self.points is not None or not self.spring_blocks:
             return 1
-        return STIFF_SPRING_SWEEPS if self._stiff_springs() else 1
-
-    def _stiff_springs(self):
-        """Whether a live spring row is stiffer than STIFF_SPRING_HOMEGA (h omega, omega^2 =
-        k K on the row's own inverse effective mass K)."""
-        g, live = self.g, ~self.broken[:, None]
-        for blk in self.spring_blocks:
-            on = g["spring"][:, blk] & live
-            k = np.maximum(g["stiffness"][:, blk] * self.kdiag[:, blk], 0.0)
-            if (on & (self.h * np.sqrt(k) > STIFF_SPRING_HOMEGA)).any():
-                return True
-        return False
-
-    def _sweep(self, vel, use_bias):
-        """One Gauss-Seidel sweep over the joints in colour order (engine.dynamics.
-        joint_row_kernels.sweep): motors, spring blocks, limits, lock blocks."""
-        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        springs = self.spring_on if use_bias else self.no_blocks
-        locks = self.no_blocks if self.direct else self.lock_on
-        sweep(vel, self.a, self.b, self.world, self.jac, self.mj, self.imp, self.present,
-              *self.rc, springs, *self.sc, locks, self.w_op, self.err, use_bias, bias_rate,
-              mscale, iscale, self.v12)
+        return rows_biased_sweeps(self.pack())
 
     def end_substep(self):
         """Reaction on B (force and torque of the last substep) and breaking."""
@@ -666,29 +640,7 @@ class JointSolver:
             self.points.end_substep()
             return
         self.substeps += 1
-        if not self.breakable:
-            return   # nothing can snap: finish measures the last substep's reaction
-        self._reaction()
-        g = self.g
-        snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
-                | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
-        if snap.any():
-            self.broken |= snap
-            self.imp[snap] = 0.0
-            self.lock = self.lock & ~snap[:, None]
-            # Drop the broken joints' lock rows from the Gauss-Seidel blocks too.
-            self.w_op[snap] = 0.0
-            self.err[snap] = 0.0
-            if self.direct:
-                self._factor_direct()
-                self._gather_direct()
-
-    def _reaction(self):
-        """Force and torque on B of the last substep (from its impulses and Jacobians)."""
-        lam = self._axis_impulse() / self.h
-        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
-        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
-            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
+        rows_end_substep(self.pack())   # (a direct solve refactors at its next sync)
 
     def finish(self):
         """Write impulses, reactions and broken flags back to the JointSet."""
@@ -705,10 +657,38 @@ class JointSolver:
             js.v("broken")[self.sel] |= pts.broken
             return
         if not self.breakable and self.substeps:
-            self._reaction()
+            # (breakable joints measured it at every substep: rows_end_substep)
+            reaction(self.imp, self.jac, self.h, self.force, self.torque)
         js.v("impulse")[self.sel] = self.imp
         if self.nr == 6:
             js.v("angles")[self.sel] = self.angles
         js.v("force")[self.sel] = self.force
         js.v("torque")[self.sel] = self.torque
         js.v("broken")[self.sel] |= self.broken
+
+
+# What each packed array is (dtype, dimensions), for the empty pack of a pass without
+# six-axis joints (the compiled substeps take one either way: numba types every argument).
+_PACK_TYPES = {
+    **dict.fromkeys(("a", "b", "rj", "rk", "d_a", "d_b", "chain_pos", "flags"), (np.int64, 1)),
+    **dict.fromkeys(("world", "broken", "spring_on", "no_blocks", "lock_on"), (bool, 1)),
+    **dict.fromkeys(("limited", "motor", "spring", "fold", "no_fold", "present", "lock"),
+                    (bool, 2)),
+    **dict.fromkeys(("v12", "d_off", "d_live", "d_rhs", "d_x", "break_force", "break_torque",
+                     "scale", "par"), (np.float64, 1)),
+    **dict.fromkeys(("coord", "eff", "kdiag", "lower", "upper", "motor_speed", "motor_max",
+                     "stiffness", "damping", "k33", "d_jac", "d_mj", "kinv", "d_blk", "force",
+                     "torque", "add", "wterms"), (np.float64, 2)),
+    **dict.fromkeys(("jac", "mj", "imp", "gain", "bias", "leak", "lo", "hi", "sbias", "err",
+                     "sinv", "soff", "slower"), (np.float64, 3)),
+    **dict.fromkeys(("sgain", "sleak", "w_op"), (np.float64, 4))}
+
+
+def no_rows():
+    """JointSolver.pack() of a pass without six-axis joints."""
+    out = []
+    for k in PACK:
+        dtype, ndim = _PACK_TYPES[k]
+        out.append(np.zeros((5,) if k == "flags" else (7,) if k == "par" else (0,) * ndim,
+                            dtype=dtype))
+    return tuple(out)
