@@ -1,56 +1,19 @@
 """engine/dynamics/substeps.py: a pass runs its substeps in one compiled call, contacts, joints
 of every kind and force fields, stopping where the pass's Python machinery has work (fields'
 kick, joint rows measured again, refreshed rows, a struck body, manifolds taken again). It must
-give the numbers of the loop of calls it replaced (python_loop below, the solvers' own methods
-called one by one) bit for bit, with each of those events happening in the scenes below
-(counted, so the test cannot pass by not reaching them)."""
+give the numbers of the loop of calls it replaced (the solvers' own methods called one by one:
+tests/substep_reference.py) bit for bit, with each of those events happening in the scenes
+below (counted, so the test cannot pass by not reaching them)."""
 import numpy as np
 import pytest
+from substep_reference import reference_substeps
 
 from engine import Box, Capsule, ConvexHull, Sphere, World
 from engine.dynamics import substeps
-from engine.dynamics.integrate import integrate_positions, integrate_velocities
 from engine.features.fields import FieldTable, ForceField
 from engine.world import world as world_module
 
 EVENTS = ("DONE", "REFRESH", "STRUCK", "RECOLLIDE", "FIELDS", "PREPARE")
-
-
-def reference_substeps(self, solver, joints, refresh, struck, again, man, nsub, h, act,
-                       movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i):
-    """The substeps of a pass as a loop of calls (what World._solve ran before the compiled
-    loop took every pass): the reference. Returns the substeps run."""
-    x, q, vel = self._v("x"), self._v("q"), self._v("vel")
-    done = nsub
-    for s in range(nsub):
-        self._field_kick(vel, act, h)
-        integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
-                             gyro_index=gyro, q=q, inertia_body=inertia_g)
-        solver.warm_start(vel)
-        if joints:
-            joints.warm_start(vel, x, q)
-        for _ in range(self.settings.iterations * (joints.biased_sweeps() if joints else 1)):
-            solver.solve(vel, dpose, True)
-            if joints:
-                joints.solve(vel, x, q, True)
-        integrate_positions(x, q, vel, movers, h)
-        dpose[movers] += h * vel[movers]
-        refresh.update(solver, q, dpose, vel)
-        if joints and len(joints.shared_bodies):
-            refresh.follow(solver, joints.shared_bodies, q, dpose)
-        relax = self.settings.relax_iterations
-        for r in range(relax):
-            solver.solve(vel, dpose, False)
-            if joints and (joints.relax_every or r == relax - 1):
-                joints.solve(vel, x, q, False)
-        if joints:
-            joints.end_substep()
-        if s < nsub - 1 and struck is not None and struck.struck(vel, (nsub - 1 - s) * h):
-            done = s + 1
-            break
-        if again is not None and s < nsub - 1:
-            again.update(solver, refresh, man, vel, dpose, h, (nsub - 1 - s) * h, inv_i)
-    return done
 
 
 def python_loop(monkeypatch):
@@ -211,7 +174,7 @@ def test_jointed_passes_equal_the_python_loop(variant, monkeypatch):
         assert seen["REFRESH"], seen
     for k in ("joint_forces", "joint_torques", "joint_broken", "joint_coordinates"):
         np.testing.assert_array_equal(getattr(w, k), getattr(w_ref, k), err_msg=k)
-    if variant != "points":   # six-axis rows: measured again after every pose update
+    if variant in ("direct", "chain"):   # a direct solve: factored again after every pose update
         assert seen["PREPARE"], seen
     if variant != "direct":   # the breakable joint broke (the direct scene's too, below)
         assert w.joint_broken.any()
@@ -224,7 +187,7 @@ def test_jointed_passes_equal_the_python_loop(variant, monkeypatch):
 def test_without_relax_sweeps_the_rows_are_measured_at_the_warm_start(monkeypatch):
     """relax_iterations 0: the joint rows are measured again at the next substep's start."""
     def make():
-        w = jointed("swept")
+        w = jointed("direct")
         w.settings = w.settings.replace(relax_iterations=0)
         return w
     seen, _, _ = both(make, monkeypatch, 6)

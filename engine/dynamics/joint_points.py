@@ -112,9 +112,13 @@ class PointLocks:
         """The arrays the kernels take (engine.dynamics.joint_point_kernels.POINT_PACK)."""
         return tuple(getattr(self, k) for k in POINT_PACK)
 
+    def prepare(self, x, q):
+        """The rows' geometry at the poses x (N, 3), q (N, 4)."""
+        points_prepare(_f64(x), _f64(q), self.pack())
+
     def load(self, x, q):
-        """The rows at the pass's start (the poses x, q) and the carried impulses as world
-        vectors: what the first warm start does first, for the compiled substeps."""
+        """The rows at the poses x, q if they moved, and at the first call the carried
+        impulses as world vectors: what a warm start needs first."""
         if self.flags[STALE]:
             points_prepare(_f64(x), _f64(q), self.pack())
         if not self.loaded:
@@ -123,23 +127,27 @@ class PointLocks:
             # last prepare read: this one).
             fa = _frame_a(self.qa, self.frame_a)
             self.imp[:] = np.einsum("mij,mj->mi", fa, self.lam0) * ~self.broken[:, None]
-        n = len(x)
+        self._scratch(len(x))
+
+    def _scratch(self, n):
+        """The warm start's copy of the velocities, for n bodies."""
         if self.vel0.shape[0] != n:
             self.vel0 = np.zeros((n, 6))
 
-    def warm_start(self, vel, x, q):
-        """The carried impulses applied to the bodies (the rows first taken at x, q if the
-        poses moved)."""
-        self.load(x, q)
+    def warm_start(self, vel):
+        """The carried impulses applied to the bodies (after load)."""
+        self._scratch(len(vel))
         points_warm(vel, self.pack())
 
-    def solve(self, vel, x, q, use_bias):
+    def solve(self, vel, use_bias):
         """One Gauss-Seidel sweep: dl = -ms K^-1 (G v + br C) - is lam (biased), -K^-1 G v
-        (relax); the rows first taken at x, q if the poses moved."""
-        p = self.pack()
-        if self.flags[STALE]:
-            points_prepare(_f64(x), _f64(q), p)
-        points_solve(vel, p, bool(use_bias))
+        (relax) (after prepare: stale says when the poses moved since)."""
+        points_solve(vel, self.pack(), bool(use_bias))
+
+    @property
+    def stale(self):
+        """Have the poses moved since the last prepare?"""
+        return bool(self.flags[STALE])
 
     def end_substep(self):
         """Breaking: the substep's reaction |lam| / h against break_force."""

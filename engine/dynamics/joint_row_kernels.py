@@ -13,10 +13,13 @@ As in engine.dynamics.joint_point_kernels, the small products are spelled out in
 loop: helpers taking several arrays, called per joint, cost more than the arithmetic.
 """
 
+import math
+
 import numpy as np
 
 from ..core.jit import kernel
 from .joint_chain import chain_solve
+from .joint_inertia import rotated_inverse_inertia
 from .joint_springs import limit_as_spring, spring_blocks
 from .joint_warm import kept_fraction
 
@@ -382,7 +385,8 @@ def row_coefficients(eff, coord, limited, lower, upper, motor, motor_speed, moto
 # The six-axis joints' per-substep calls are kernels over one tuple of the JointSolver's
 # arrays, in the order JointSolver.pack gives them (PACK below names them), so that the
 # compiled substep loop (engine.dynamics.substeps) and JointSolver's own methods run the same
-# code. par: h, bias_rate, mscale, iscale, max_push, limit_omega, limit_zeta; flags: direct,
+# code. par: h, bias_rate, mscale, iscale, max_push, limit_omega, limit_zeta, reach (the
+# locks' error cap); flags: direct,
 # chain, breakable, stale (the poses moved since the rows were measured), refactor (a direct
 # solve lost rows to breaking) (FLAG_* below).
 PACK = ("a", "b", "world", "jac", "mj", "imp", "coord", "eff", "kdiag", "limited", "lower",
@@ -614,3 +618,62 @@ def rows_end_substep(p):
     if n and flags[FLAG_DIRECT]:
         flags[FLAG_REFACTOR] = 1
     return n
+
+
+@kernel
+def _wrap(a):
+    """The angle a wrapped to (-pi, pi] (Python's float modulo, numpy's np.mod: the result
+    takes the divisor's sign)."""
+    return np.pi - (np.pi - a) % (2.0 * np.pi)
+
+
+@kernel
+def euler_angles(rel, prev, out, flip):
+    """XYZ Euler angles (m, 3) of the relative rotations rel (m, 3, 3) into out, the triple
+    nearest prev (m, 3) of the two (joint_solver.continuous_euler says why), and which used
+    the second triple into flip (m,). out may be prev."""
+    for j in range(rel.shape[0]):
+        x = math.atan2(-rel[j, 1, 2], rel[j, 2, 2])
+        y = math.asin(min(max(rel[j, 0, 2], -1.0), 1.0))
+        z = math.atan2(-rel[j, 0, 1], rel[j, 0, 0])
+        x2, y2, z2 = _wrap(x + np.pi), math.copysign(np.pi, y) - y, _wrap(z + np.pi)
+        far1 = (abs(_wrap(x - prev[j, 0])) + abs(_wrap(y - prev[j, 1]))) \
+            + abs(_wrap(z - prev[j, 2]))
+        far2 = (abs(_wrap(x2 - prev[j, 0])) + abs(_wrap(y2 - prev[j, 1]))) \
+            + abs(_wrap(z2 - prev[j, 2]))
+        flip[j] = far2 < far1
+        if flip[j]:
+            out[j, 0], out[j, 1], out[j, 2] = x2, y2, z2
+        else:
+            out[j, 0], out[j, 1], out[j, 2] = x, y, z
+
+
+@kernel
+def rows_prepare(x, q, p, geo):
+    """JointSolver._prepare's measuring on the packed rows p at the poses x, q: the ends'
+    present tensors (joint_inertia), frames, rows and coordinates (geometry), the Euler
+    angles (euler_angles, nr == 6), the rows' effective masses (angular_rows), the live locks
+    and, where the locks are swept, their blocks (lock_blocks; a direct solve's factor is
+    Python's: JointSolver._refactor). geo: JointSolver.geometry_pack()."""
+    (frame_a, frame_b, la_f, lb_f, fa, fb, rel, angles, flip, ima, imb, cur, in_idx, in_aniso,
+     in_body, g_lock, target, kinv33) = geo
+    a, b, world, jac, mj, coord, eff, kdiag = p[0], p[1], p[2], p[3], p[4], p[6], p[7], p[8]
+    broken, lock, lock_on, w_op, err, k33, par, flags = (p[18], p[53], p[29], p[33], p[34],
+                                                         p[36], p[61], p[62])
+    m, nr = jac.shape[0], jac.shape[1]
+    for k in range(in_aniso.shape[0]):
+        e = in_aniso[k]
+        rotated_inverse_inertia(q[in_idx[e]], in_body[k], cur[e])
+    geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, coord, rel)
+    if nr == 6:
+        euler_angles(rel, angles, angles, flip)
+        for j in range(m):
+            for c in range(3):
+                coord[j, 3 + c] = angles[j, c]
+    angular_rows(jac, flip, ima, imb, cur[:m], cur[m:], mj, kdiag, eff)
+    for j in range(m):
+        for k in range(6):
+            lock[j, k] = g_lock[j, k] and not broken[j]
+    flags[FLAG_STALE] = 0
+    if not flags[FLAG_DIRECT]:
+        lock_blocks(jac, mj, lock, coord, target, par[7], lock_on, w_op, err, k33, kinv33)

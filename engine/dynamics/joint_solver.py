@@ -31,7 +31,7 @@ Euler triples each joint measures the one continuous with its last angles (conti
 through y = +-90 degrees, where the other jumps x and z by pi).
 
 Warm start: each joint's carried impulse is applied at the start of a substep, except the part
-of an impact that would add energy (engine.dynamics.joint_warm.impact_scale).
+of an impact that would add energy (engine.dynamics.joint_warm.kept_fraction).
 
 Geometry (anchors, axes, coordinates, Jacobians, effective masses) is recomputed from the
 current poses at every solve call, so the position error is exact (no linearisation over the
@@ -63,7 +63,7 @@ block (_limit_folds), the dense direct system's assembly and the warm start.
 """
 import numpy as np
 
-from ..core import detmath, quat
+from ..core import quat
 from .graph import colour_constraints, islands
 from .joint_chain import ChainSystem, chain_order, spd_inverse
 from .joint_inertia import CurrentInertia
@@ -77,12 +77,12 @@ from .joint_row_kernels import (
     PACK,
     STIFF_HOMEGA,
     STIFF_SWEEPS,
-    angular_rows,
+    euler_angles,
     geometry,
-    lock_blocks,
     reaction,
     rows_biased_sweeps,
     rows_end_substep,
+    rows_prepare,
     rows_solve,
     rows_warm,
 )
@@ -178,6 +178,11 @@ def _contiguous(name, a):
     return a
 
 
+def _f64(a):
+    """a as the kernels read it: float64, C-contiguous (no copy where it is)."""
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 def _flat(*arrays):
     """The arrays as the kernels take them: C-contiguous (no copy where they are)."""
     return tuple(np.ascontiguousarray(v) for v in arrays)
@@ -195,20 +200,10 @@ def continuous_euler(rel, prev):
     triple nearest its last angles (prev, engine.dynamics.joints "angles"): continuous through the
     singularity, and the first triple wherever y stays inside +-pi/2 (every joint whose y is
     locked or limited there, as Blender's generic constraint asks)."""
-    x = detmath.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
-    y = detmath.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
-    z = detmath.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
-    first = np.stack((x, y, z), axis=1)
-    second = np.stack((_wrap(x + np.pi), np.copysign(np.pi, y) - y, _wrap(z + np.pi)), axis=1)
-    far1 = np.abs(_wrap(first - prev)).sum(axis=1)
-    far2 = np.abs(_wrap(second - prev)).sum(axis=1)
-    flip = far2 < far1
-    return np.where(flip[:, None], second, first), flip
-
-
-def _wrap(a):
-    """Angles wrapped to (-pi, pi]."""
-    return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
+    out = np.empty((len(rel), 3))
+    flip = np.empty(len(rel), dtype=bool)
+    euler_angles(_f64(rel), _f64(prev), out, flip)
+    return out, flip
 
 
 def _has_cycle(a, b, world, awake):
@@ -354,7 +349,7 @@ class JointSolver:
         self.jac, self.mj = np.zeros((m, self.nr, 12)), np.zeros((m, self.nr, 12))
         self.coord = np.zeros((m, 6))
         self.kdiag, self.eff = np.zeros((m, self.nr)), np.zeros((m, self.nr))
-        self.no_flip = np.zeros(m, dtype=bool)
+        self.flip = np.zeros(m, dtype=bool)   # which joints measure the second Euler triple
         # Geometry is measured whenever the positions moved: in relax (right after the
         # position update) and reused by the next substep's warm start and biased pass, which
         # see the same positions; the first substep of the pass measures in warm_start
@@ -384,6 +379,9 @@ class JointSolver:
             self.rj, self.rk = (np.ascontiguousarray(v, dtype=np.int64) for v in np.nonzero(lock))
             self.d_a, self.d_b = self.a[self.rj], self.b[self.rj]
             self.d_rhs, self.d_x = np.empty(rows), np.empty(rows)
+            # (taken by every factor: _gather_direct)
+            self.d_jac, self.d_mj = np.zeros((rows, 12)), np.zeros((rows, 12))
+            self.d_off, self.d_live = np.zeros(rows), np.zeros(rows)
             self.d_blk = np.empty((m if self.chain is not None else 0, self.nr))
             self.no_kinv = np.zeros((0, 0))
             self.no_blocks3 = np.zeros((0, 1, 1))
@@ -409,8 +407,8 @@ class JointSolver:
         self.add = np.zeros((n, 6))
         self.wterms = np.zeros((m, 3))
         self.scale = np.ones(m)
-        self.par = np.array([h, *self.soft, max_push, self.limit_omega, self.limit_zeta],
-                            dtype=np.float64)
+        self.par = np.array([h, *self.soft, max_push, self.limit_omega, self.limit_zeta,
+                             self.reach], dtype=np.float64)
         self.flags = np.zeros(5, dtype=np.int64)
         self.flags[FLAG_DIRECT] = self.direct
         self.flags[FLAG_CHAIN] = self.chain is not None
@@ -423,27 +421,30 @@ class JointSolver:
             self.d_blk = np.zeros((0, self.nr))
             self.no_kinv = np.zeros((0, 0))
             self.no_blocks3 = np.zeros((0, 1, 1))
+            self.chain_sys = None
         self.packed = None
+        self.geo = None
 
     def pack(self):
         """The arrays the per-substep kernels take, in joint_row_kernels.PACK's order (taken
         again after every prepare: the direct solve's arrays are new ones then)."""
         if self.packed is None:
             g = self.g
-            if self.direct and self.chain is not None:
+            if self.chain_sys is not None:
                 cs = self.chain_sys
-                assert cs is not None
                 kinv, sinv, soff, slower = self.no_kinv, cs.sinv, cs.off, cs.lower
-            elif self.direct:
-                assert self.kinv_direct is not None
+            elif self.direct and self.kinv_direct is not None:
                 kinv, sinv, soff, slower = (self.kinv_direct, self.no_blocks3, self.no_blocks3,
                                             self.no_blocks3)
-            else:
+            else:   # swept, or not factored yet
                 kinv, sinv, soff, slower = (self.no_kinv, self.no_blocks3, self.no_blocks3,
                                             self.no_blocks3)
             gain, bias, leak, lo, hi = self.rc
             sgain, sbias, sleak = self.sc
-            named = dict(g, a=self.a, b=self.b, world=self.world, gain=gain, bias=bias,
+            named = {k: g[k] for k in ("limited", "lower", "upper", "motor", "motor_speed",
+                                       "motor_max", "spring", "stiffness", "damping",
+                                       "break_force", "break_torque")}
+            named.update(a=self.a, b=self.b, world=self.world, gain=gain, bias=bias,
                          leak=leak, lo=lo, hi=hi, sgain=sgain, sbias=sbias, sleak=sleak,
                          kinv=kinv, sinv=sinv, soff=soff, slower=slower)
             self.packed = tuple(_contiguous(k, named[k] if k in named else getattr(self, k))
@@ -472,39 +473,31 @@ class JointSolver:
         return True
 
     # -- geometry -----------------------------------------------------------------------------
-    def _measure(self, x, q):
-        """Frames, linear rows, coordinates and the first Euler triple's angular rows at the
-        poses x, q (engine.dynamics.joint_row_kernels.geometry); returns FA^T FB (m, 3, 3)."""
-        g = self.g
-        geometry(*_flat(x, q), self.a, self.b, self.world, g["frame_a"], g["frame_b"],
-                 self.la_f, self.lb_f, self.nr, self.fa, self.fb, self.jac, self.coord,
-                 self.rel)
-        return self.rel
-
     def _prepare(self, x, q):
-        """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
-        g, m = self.g, self.m
-        if self.inertia is not None:
-            cur = self.inertia.update(q)
-            self.iia, self.iib = cur[:m], cur[m:]
-        nr = self.nr
-        jac, mj, coord = self.jac, self.mj, self.coord
-        rel = self._measure(x, q)
-        flip = self.no_flip
-        if nr == 6:
-            coord[:, 3:], flip = continuous_euler(rel, self.angles)
-            self.angles = coord[:, 3:].copy()
-        angular_rows(jac, flip, self.ima, self.imb, self.iia, self.iib, mj, self.kdiag,
-                     self.eff)
-        np.logical_and(g["lock"], ~self.broken[:, None], out=self.lock)
-        self.flags[FLAG_STALE] = 0
+        """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks or the
+        direct solve's factor at the poses x, q (joint_row_kernels.rows_prepare)."""
+        rows_prepare(_f64(x), _f64(q), self.pack(), self.geometry_pack())
         if self.direct:
             self._refactor()
-            return
-        # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
-        # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
-        lock_blocks(self.jac, self.mj, self.lock, self.coord, g["target"], self.reach,
-                    self.lock_on, self.w_op, self.err, self.k33, self.kinv33)
+
+    def geometry_pack(self):
+        """What rows_prepare takes besides the packed rows."""
+        if self.geo is None:
+            g = self.g
+            ci = self.inertia
+            if ci is None:
+                idx, aniso, body = self.a, np.zeros(0, np.int64), np.zeros((0, 3, 3))
+                cur = np.concatenate((self.iia, self.iib))
+            else:
+                idx, aniso, body, cur = ci.idx, ci.aniso, ci.inv_body, ci.current
+            self.geo = tuple(_contiguous(k, v) for k, v in (
+                ("frame_a", g["frame_a"]), ("frame_b", g["frame_b"]), ("la_f", self.la_f),
+                ("lb_f", self.lb_f), ("fa", self.fa), ("fb", self.fb), ("rel", self.rel),
+                ("angles", self.angles), ("flip", self.flip), ("ima", self.ima),
+                ("imb", self.imb), ("current", cur), ("idx", idx), ("aniso", aniso),
+                ("inv_body", body), ("lock", g["lock"]), ("target", g["target"]),
+                ("kinv33", self.kinv33)))
+        return self.geo
 
     def _refactor(self):
         """The direct solve's factor and rows for the present rows and lock mask."""
@@ -608,7 +601,8 @@ class JointSolver:
         if self.m == 0:
             return
         if self.points is not None:
-            self.points.warm_start(vel, x, q)
+            self.points.load(x, q)
+            self.points.warm_start(vel)
             return
         rows_warm(vel, self.sync(x, q))
 
@@ -618,7 +612,9 @@ class JointSolver:
         if self.m == 0:
             return
         if self.points is not None:
-            self.points.solve(vel, x, q, use_bias)
+            if self.points.stale:
+                self.points.prepare(x, q)
+            self.points.solve(vel, use_bias)
             return
         rows_solve(vel, self.sync(x, q), use_bias)
         if use_bias:
@@ -692,3 +688,11 @@ def no_rows():
         out.append(np.zeros((5,) if k == "flags" else (7,) if k == "par" else (0,) * ndim,
                             dtype=dtype))
     return tuple(out)
+
+
+def no_geometry():
+    """JointSolver.geometry_pack() of a pass without six-axis joints."""
+    f, i, b = np.float64, np.int64, bool
+    kinds = ((f, 2), (f, 2), (f, 2), (f, 2), (f, 3), (f, 3), (f, 3), (f, 2), (b, 1), (f, 1),
+             (f, 1), (f, 3), (i, 1), (i, 1), (f, 3), (b, 2), (f, 2), (f, 2))
+    return tuple(np.zeros((0,) * ndim, dtype=dtype) for dtype, ndim in kinds)

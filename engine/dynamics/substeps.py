@@ -38,14 +38,16 @@ from .integrate import _advance, _kick, gyro_kick
 from .joint_point_kernels import STALE, points_end_substep, points_prepare, points_solve, points_warm
 from .joint_points import no_points
 from .joint_row_kernels import (
+    FLAG_DIRECT,
     FLAG_REFACTOR,
     FLAG_STALE,
     rows_biased_sweeps,
     rows_end_substep,
+    rows_prepare,
     rows_solve,
     rows_warm,
 )
-from .joint_solver import no_rows
+from .joint_solver import no_geometry, no_rows
 
 # Why run_substeps returned.
 DONE, REFRESH, STRUCK, RECOLLIDE, FIELDS, PREPARE = 0, 1, 2, 3, 4, 5
@@ -83,7 +85,7 @@ def _struck(vel, bodies, arm, start, allow, t_left):
 @kernel
 def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, movers, gravity,
                  lin_f, ang_f, gyro, inertia_g, contacts, refresh, struck, recollide_every,
-                 fields, joint_kind, relax_every, points, rows):
+                 fields, joint_kind, relax_every, points, rows, geo):
     """Run substeps s .. nsub - 1 from phase (PHASE_*). Returns (the substep to go on from,
     the event that stopped it, the phase to resume at).
 
@@ -94,17 +96,20 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
     after every pose update (round bodies); struck: (bodies, arm, start, allow) of
     StruckBodies (empty: no check); recollide_every 0: no check; fields: whether there are
     force fields; joint_kind (NO_JOINTS, POINT_JOINTS, ROW_JOINTS) with relax_every (the
-    joints relax in every relax sweep, not only the last), points (PointLocks.pack()) and
-    rows (JointSolver.pack()); the kind not used gets empty ones."""
+    joints relax in every relax sweep, not only the last), points (PointLocks.pack()), rows
+    and geo (JointSolver.pack(), geometry_pack()); the kind not used gets empty ones."""
     (idx, count, dirs, ima, imb, jang, mang, kmat, eff, k_pinv, sep0, imp, max_normal,
      friction, soft) = contacts
     ref_bodies, q_ref, cos_half, all_bodies, shared, cos_shared = refresh
     struck_bodies, arm, start, allow = struck
     pflags, rflags = points[24], rows[62]
+    direct = rflags[FLAG_DIRECT] != 0
     while s < nsub:
         if phase == PHASE_START:
+            if joint_kind == ROW_JOINTS and rflags[FLAG_STALE] and not direct:
+                rows_prepare(x, q, rows, geo)
             if joint_kind == ROW_JOINTS and (rflags[FLAG_STALE] or rflags[FLAG_REFACTOR]):
-                return s, PREPARE, PHASE_START
+                return s, PREPARE, PHASE_START   # a direct solve's factor
             phase = PHASE_KICKED
             if fields:
                 return s, FIELDS, PHASE_KICKED
@@ -139,12 +144,14 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
             # use them (without relax sweeps, at the next warm start).
             if joint_kind == POINT_JOINTS and relax > 0:
                 points_prepare(x, q, points)
+            elif joint_kind == ROW_JOINTS and relax > 0 and not direct:
+                rows_prepare(x, q, rows, geo)
             event = DONE
             if cos_half < -1.0 or _turned(q, ref_bodies, q_ref, all_bodies, cos_half) \
                     or _turned(q, ref_bodies, q_ref, shared, cos_shared):
                 event = REFRESH
-            elif joint_kind == ROW_JOINTS and relax > 0:
-                event = PREPARE
+            elif joint_kind == ROW_JOINTS and relax > 0 and direct:
+                event = PREPARE   # a direct solve's factor
             if event != DONE:
                 return s, event, PHASE_RELAX
         # PHASE_RELAX
@@ -180,7 +187,7 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
     fields' kick (None: no fields); recollide(s): take the turning pairs' manifolds again
     after substep s (None: not this pass) every EVERY-th substep. Returns the substeps run."""
     contacts = _contact_rows(solver)
-    points, rows = _empty_packs()
+    points, rows, geo = _empty_packs()
     kind, relax_every = NO_JOINTS, False
     if joints is not None and joints.m:
         relax_every = bool(joints.relax_every)
@@ -188,7 +195,7 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
         if joints.points is not None:
             kind, points = POINT_JOINTS, joints.points.pack()
         else:
-            kind, rows = ROW_JOINTS, packed
+            kind, rows, geo = ROW_JOINTS, packed, joints.geometry_pack()
     shared = joints is not None and kind != NO_JOINTS and len(joints.shared_bodies)
     checks = _refresh_checks(refresh, joints.shared_bodies if shared else None)
     if struck is None:
@@ -201,7 +208,7 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
         s, event, phase = run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose,
                                        act, movers, gravity, lin_f, ang_f, gyro, inertia_g,
                                        contacts, checks, hits, every, kick is not None, kind,
-                                       relax_every, points, rows)
+                                       relax_every, points, rows, geo)
         if event == FIELDS:
             kick()
         elif event == PREPARE and phase == PHASE_START:
@@ -259,5 +266,5 @@ def _empty_packs():
     """The packs of a pass without point locks / six-axis rows (run_substeps takes both
     either way: numba types every argument), made once."""
     if not _EMPTY:
-        _EMPTY["points"], _EMPTY["rows"] = no_points(), no_rows()
-    return _EMPTY["points"], _EMPTY["rows"]
+        _EMPTY["packs"] = no_points(), no_rows(), no_geometry()
+    return _EMPTY["packs"]
