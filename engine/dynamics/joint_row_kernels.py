@@ -18,7 +18,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
-from .joint_chain import chain_solve
+from .joint_chain import chain_factor, chain_solve, spd_inverse
 from .joint_inertia import rotated_inverse_inertia
 from .joint_springs import limit_as_spring, spring_blocks
 from .joint_warm import kept_fraction
@@ -387,8 +387,7 @@ def row_coefficients(eff, coord, limited, lower, upper, motor, motor_speed, moto
 # compiled substep loop (engine.dynamics.substeps) and JointSolver's own methods run the same
 # code. par: h, bias_rate, mscale, iscale, max_push, limit_omega, limit_zeta, reach (the
 # locks' error cap); flags: direct,
-# chain, breakable, stale (the poses moved since the rows were measured), refactor (a direct
-# solve lost rows to breaking) (FLAG_* below).
+# chain, breakable, stale (the poses moved since the rows were measured) (FLAG_* below).
 PACK = ("a", "b", "world", "jac", "mj", "imp", "coord", "eff", "kdiag", "limited", "lower",
         "upper", "motor", "motor_speed", "motor_max", "spring", "stiffness", "damping",
         "broken", "fold", "no_fold", "present", "gain", "bias", "leak", "lo", "hi",
@@ -396,7 +395,7 @@ PACK = ("a", "b", "world", "jac", "mj", "imp", "coord", "eff", "kdiag", "limited
         "k33", "rj", "rk", "d_a", "d_b", "d_jac", "d_mj", "d_off", "d_live", "kinv", "sinv",
         "soff", "slower", "chain_pos", "d_rhs", "d_x", "d_blk", "lock", "force", "torque",
         "break_force", "break_torque", "add", "wterms", "scale", "par", "flags")
-FLAG_DIRECT, FLAG_CHAIN, FLAG_BREAKABLE, FLAG_STALE, FLAG_REFACTOR = range(5)
+FLAG_DIRECT, FLAG_CHAIN, FLAG_BREAKABLE, FLAG_STALE = range(4)
 # Biased sweeps per substep while a spring is stiff (joint_solver.STIFF_SPRING_SWEEPS, whose
 # reasons are given there).
 STIFF_HOMEGA, STIFF_SWEEPS = 4.0, 16
@@ -606,17 +605,17 @@ def rows_solve(vel, p, use_bias):
 
 
 @kernel
-def rows_end_substep(p):
-    """JointSolver.end_substep on the packed rows p: the reaction and breaking where a joint
-    can break; a direct solve that lost rows is marked for refactoring (flags). Returns how
-    many broke."""
+def rows_end_substep(p, geo):
+    """JointSolver.end_substep on the packed rows p (geo: JointSolver.geometry_pack()): the
+    reaction and breaking where a joint can break; a direct solve that lost rows is factored
+    again without them. Returns how many broke."""
     flags = p[62]
     if not flags[FLAG_BREAKABLE]:
         return 0
     n = rows_breaks(p[5], p[3], p[61][0], p[56], p[57], p[18], p[53], p[33], p[34], p[54],
                     p[55])
     if n and flags[FLAG_DIRECT]:
-        flags[FLAG_REFACTOR] = 1
+        rows_refactor(p, geo)
     return n
 
 
@@ -653,10 +652,11 @@ def rows_prepare(x, q, p, geo):
     """JointSolver._prepare's measuring on the packed rows p at the poses x, q: the ends'
     present tensors (joint_inertia), frames, rows and coordinates (geometry), the Euler
     angles (euler_angles, nr == 6), the rows' effective masses (angular_rows), the live locks
-    and, where the locks are swept, their blocks (lock_blocks; a direct solve's factor is
-    Python's: JointSolver._refactor). geo: JointSolver.geometry_pack()."""
+    and their blocks (lock_blocks) or the direct solve's factor (rows_refactor).
+    geo: JointSolver.geometry_pack()."""
     (frame_a, frame_b, la_f, lb_f, fa, fb, rel, angles, flip, ima, imb, cur, in_idx, in_aniso,
-     in_body, g_lock, target, kinv33) = geo
+     in_body, g_lock, target, kinv33, la, lb, kdense, order, side_prev, side_next, link, dblk,
+     work) = geo
     a, b, world, jac, mj, coord, eff, kdiag = p[0], p[1], p[2], p[3], p[4], p[6], p[7], p[8]
     broken, lock, lock_on, w_op, err, k33, par, flags = (p[18], p[53], p[29], p[33], p[34],
                                                          p[36], p[61], p[62])
@@ -675,5 +675,102 @@ def rows_prepare(x, q, p, geo):
         for k in range(6):
             lock[j, k] = g_lock[j, k] and not broken[j]
     flags[FLAG_STALE] = 0
-    if not flags[FLAG_DIRECT]:
+    if flags[FLAG_DIRECT]:
+        rows_refactor(p, geo)
+    else:
         lock_blocks(jac, mj, lock, coord, target, par[7], lock_on, w_op, err, k33, kinv33)
+
+
+@kernel
+def factor_dense(jac, mj, lock, rj, rk, la, lb, world, k, kinv):
+    """The direct solve's dense factor: kinv = K^-1 (spd_inverse; k (r, r) scratch) with
+    K = J M^-1 J^T over the lock rows (rj, rk): rows meet where they share a body (la, lb:
+    each joint's bodies, side A none for a joint to the world). Rows that are not live locks
+    (lock) are decoupled with a unit diagonal (plus one: an identity row), live ones get a
+    relative 1e-9 on theirs (JointSolver._refactor says why)."""
+    r = rj.shape[0]
+    for u in range(r):
+        ju, ku = rj[u], rk[u]
+        live = lock[ju, ku]
+        for v in range(r):
+            jv, kv = rj[v], rk[v]
+            t = 0.0
+            if live and lock[jv, kv]:
+                for su in range(2):
+                    if su == 0 and world[ju]:
+                        continue
+                    bu = la[ju] if su == 0 else lb[ju]
+                    for sv in range(2):
+                        if sv == 0 and world[jv]:
+                            continue
+                        if bu != (la[jv] if sv == 0 else lb[jv]):
+                            continue
+                        for c in range(6):
+                            t += jac[ju, ku, 6 * su + c] * mj[jv, kv, 6 * sv + c]
+            k[u, v] = t
+        if live:
+            k[u, u] = k[u, u] * (1.0 + 1e-9)
+        else:
+            k[u, u] = 1.0 * (1.0 + 1e-9) + 1.0
+    spd_inverse(k, kinv)
+
+
+@kernel
+def factor_chain(jac, mj, lock, order, side_prev, side_next, link, dblk, off, sinv, lower,
+                 work):
+    """The direct solve's chain factor (joint_chain.chain_factor) of K's blocks along the
+    chains: D_i = J_i M^-1 J_i^T over both ends, E_i = J_i M^-1 J_(i+1)^T over their shared
+    body (order, side_prev, side_next, link: joint_chain.chain_order); rows that are not live
+    locks are zero with a unit diagonal, live ones get a relative 1e-9 on theirs."""
+    n, nr = order.shape[0], jac.shape[1]
+    for i in range(n):
+        j = order[i]
+        for r in range(nr):
+            for s in range(nr):
+                t = 0.0
+                if lock[j, r] and lock[j, s]:
+                    for c in range(12):
+                        t += jac[j, r, c] * mj[j, s, c]
+                dblk[i, r, s] = t
+            dblk[i, r, r] = dblk[i, r, r] * (1.0 + 1e-9) if lock[j, r] else 1.0
+    for i in range(n - 1):
+        j0, j1 = order[i], order[i + 1]
+        c0, c1 = 6 * side_prev[i], 6 * side_next[i]
+        for r in range(nr):
+            for s in range(nr):
+                t = 0.0
+                if link[i] and lock[j0, r] and lock[j1, s]:
+                    for c in range(6):
+                        t += jac[j0, r, c0 + c] * mj[j1, s, c1 + c]
+                off[i, r, s] = t
+    chain_factor(dblk, off, sinv, lower, work)
+
+
+@kernel
+def gather_direct(jac, mj, lock, coord, target, rj, rk, reach, d_jac, d_mj, d_off, d_live):
+    """The lock rows' Jacobians, M^-1 J^T, clipped position errors and liveness for
+    direct_solve."""
+    for r in range(rj.shape[0]):
+        j, k = rj[r], rk[r]
+        d_live[r] = 1.0 if lock[j, k] else 0.0
+        for c in range(12):
+            d_jac[r, c] = jac[j, k, c]
+            d_mj[r, c] = mj[j, k, c]
+        d_off[r] = min(max(coord[j, k] - target[j, k], -reach), reach)
+
+
+@kernel
+def rows_refactor(p, geo):
+    """The direct solve's factor and rows for the present rows and lock mask (after every
+    prepare, and when joints broke)."""
+    (frame_a, frame_b, la_f, lb_f, fa, fb, rel, angles, flip, ima, imb, cur, in_idx, in_aniso,
+     in_body, g_lock, target, kinv33, la, lb, kdense, order, side_prev, side_next, link, dblk,
+     work) = geo
+    jac, mj, coord, lock, par, flags = p[3], p[4], p[6], p[53], p[61], p[62]
+    rj, rk = p[37], p[38]
+    if flags[FLAG_CHAIN]:
+        factor_chain(jac, mj, lock, order, side_prev, side_next, link, dblk, p[47], p[46],
+                     p[48], work)
+    else:
+        factor_dense(jac, mj, lock, rj, rk, la, lb, p[2], kdense, p[45])
+    gather_direct(jac, mj, lock, coord, target, rj, rk, par[7], p[41], p[42], p[43], p[44])

@@ -65,14 +65,13 @@ import numpy as np
 
 from ..core import quat
 from .graph import colour_constraints, islands
-from .joint_chain import ChainSystem, chain_order, spd_inverse
+from .joint_chain import chain_order
 from .joint_inertia import CurrentInertia
 from .joint_points import PointLocks, point_lock_only
 from .joint_row_kernels import (
     FLAG_BREAKABLE,
     FLAG_CHAIN,
     FLAG_DIRECT,
-    FLAG_REFACTOR,
     FLAG_STALE,
     PACK,
     STIFF_HOMEGA,
@@ -378,30 +377,13 @@ class JointSolver:
         if self.direct:
             self.rj, self.rk = (np.ascontiguousarray(v, dtype=np.int64) for v in np.nonzero(lock))
             self.d_a, self.d_b = self.a[self.rj], self.b[self.rj]
-            self.d_rhs, self.d_x = np.empty(rows), np.empty(rows)
-            # (taken by every factor: _gather_direct)
-            self.d_jac, self.d_mj = np.zeros((rows, 12)), np.zeros((rows, 12))
-            self.d_off, self.d_live = np.zeros(rows), np.zeros(rows)
-            self.d_blk = np.empty((m if self.chain is not None else 0, self.nr))
-            self.no_kinv = np.zeros((0, 0))
-            self.no_blocks3 = np.zeros((0, 1, 1))
-            self.chain_pos = np.zeros(0, dtype=np.int64)
-            ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
-            self.la_loc, self.lb_loc = inv[:m], inv[m:]
-            self.n_loc = len(ub)
-            self.kinv_direct = None
-            # Chains (every moving body in at most two joints): block elimination along the
-            # chain (engine.dynamics.joint_chain) instead of the dense inverse, same answer.
-            self.chain_sys = None
-            if self.chain is not None:
-                self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
-                self.chain_pos[self.chain[0]] = np.arange(m)
-        self._kernel_arrays(len(inv_mass), h, max_push)
+        self._kernel_arrays(len(inv_mass), h, max_push, rows)
 
-    def _kernel_arrays(self, n, h, max_push):
+    def _kernel_arrays(self, n, h, max_push, rows):
         """The per-substep kernels' own arrays (engine.dynamics.joint_row_kernels.PACK; n the
-        world's bodies), and the direct solve's as empty ones where the locks are swept."""
-        m = self.m
+        world's bodies, rows the lock rows), the direct solve's empty where the locks are
+        swept."""
+        m, nr = self.m, self.nr
         self.fold = np.zeros((m, 6), dtype=bool)
         self.lock = np.zeros((m, 6), dtype=bool)
         self.add = np.zeros((n, 6))
@@ -414,14 +396,34 @@ class JointSolver:
         self.flags[FLAG_CHAIN] = self.chain is not None
         self.flags[FLAG_BREAKABLE] = self.breakable
         self.flags[FLAG_STALE] = 1
+        # The direct solve (joint_row_kernels.rows_refactor, direct_solve): its lock rows'
+        # Jacobians, errors and liveness, and the factor: the dense K^-1 (kinv, with kdense
+        # its scratch) or, along chains (every moving body in at most two joints), the block
+        # elimination of engine.dynamics.joint_chain (sinv, soff, slower over the blocks dblk
+        # of the joints in chain order), the same answer.
         if not self.direct:
-            self.rj = self.rk = self.d_a = self.d_b = self.chain_pos = np.zeros(0, np.int64)
-            self.d_jac, self.d_mj = np.zeros((0, 12)), np.zeros((0, 12))
-            self.d_off, self.d_live, self.d_rhs, self.d_x = (np.zeros(0) for _ in range(4))
-            self.d_blk = np.zeros((0, self.nr))
-            self.no_kinv = np.zeros((0, 0))
-            self.no_blocks3 = np.zeros((0, 1, 1))
-            self.chain_sys = None
+            rows = 0
+            self.rj = self.rk = self.d_a = self.d_b = np.zeros(0, np.int64)
+        chain = self.chain is not None
+        nc = m if chain else 0
+        nd = 0 if chain else rows
+        self.d_jac, self.d_mj = np.zeros((rows, 12)), np.zeros((rows, 12))
+        self.d_off, self.d_live, self.d_rhs, self.d_x = (np.zeros(rows) for _ in range(4))
+        self.kinv, self.kdense = np.zeros((nd, nd)), np.zeros((nd, nd))
+        self.d_blk = np.zeros((nc, nr))
+        self.dblk, self.sinv = np.zeros((nc, nr, nr)), np.zeros((nc, nr, nr))
+        self.soff, self.slower = (np.zeros((max(nc - 1, 0), nr, nr)) for _ in range(2))
+        self.work = np.zeros((nr, nr))
+        self.chain_pos = np.zeros(nc, dtype=np.int64)   # joint -> place in the chains
+        if chain:
+            order, side_prev, side_next, link = self.chain
+            self.chain_pos[order] = np.arange(m)
+        else:
+            order = side_prev = side_next = np.zeros(0, np.int64)
+            link = np.zeros(0, dtype=bool)
+        self.order, self.side_prev, self.side_next = (np.ascontiguousarray(v, dtype=np.int64)
+                                                      for v in (order, side_prev, side_next))
+        self.link = np.ascontiguousarray(link, dtype=bool)
         self.packed = None
         self.geo = None
 
@@ -430,23 +432,13 @@ class JointSolver:
         again after every prepare: the direct solve's arrays are new ones then)."""
         if self.packed is None:
             g = self.g
-            if self.chain_sys is not None:
-                cs = self.chain_sys
-                kinv, sinv, soff, slower = self.no_kinv, cs.sinv, cs.off, cs.lower
-            elif self.direct and self.kinv_direct is not None:
-                kinv, sinv, soff, slower = (self.kinv_direct, self.no_blocks3, self.no_blocks3,
-                                            self.no_blocks3)
-            else:   # swept, or not factored yet
-                kinv, sinv, soff, slower = (self.no_kinv, self.no_blocks3, self.no_blocks3,
-                                            self.no_blocks3)
             gain, bias, leak, lo, hi = self.rc
             sgain, sbias, sleak = self.sc
             named = {k: g[k] for k in ("limited", "lower", "upper", "motor", "motor_speed",
                                        "motor_max", "spring", "stiffness", "damping",
                                        "break_force", "break_torque")}
             named.update(a=self.a, b=self.b, world=self.world, gain=gain, bias=bias,
-                         leak=leak, lo=lo, hi=hi, sgain=sgain, sbias=sbias, sleak=sleak,
-                         kinv=kinv, sinv=sinv, soff=soff, slower=slower)
+                         leak=leak, lo=lo, hi=hi, sgain=sgain, sbias=sbias, sleak=sleak)
             self.packed = tuple(_contiguous(k, named[k] if k in named else getattr(self, k))
                                 for k in PACK)
         return self.packed
@@ -475,10 +467,16 @@ class JointSolver:
     # -- geometry -----------------------------------------------------------------------------
     def _prepare(self, x, q):
         """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks or the
-        direct solve's factor at the poses x, q (joint_row_kernels.rows_prepare)."""
+        direct solve's factor at the poses x, q (joint_row_kernels.rows_prepare).
+
+        The direct factor: K = J M^-1 J^T of all lock rows, taken at every prepare. A chain
+        pinned at both ends, a closed loop or a fixed joint doubled by a hinge has redundant
+        rows: K is singular. A relative 1e-9 on the diagonal keeps the inverse finite; the
+        velocity rows' right-hand sides lie in J's range, so the exact answer stays the
+        bounded one. (Scaling the diagonal more, as a softness, let a 100:1 chain stretch 10x
+        more: the heavy load path is K's weak mode.) Broken joints' rows are decoupled
+        (identity) so the others stay exact."""
         rows_prepare(_f64(x), _f64(q), self.pack(), self.geometry_pack())
-        if self.direct:
-            self._refactor()
 
     def geometry_pack(self):
         """What rows_prepare takes besides the packed rows."""
@@ -496,93 +494,11 @@ class JointSolver:
                 ("angles", self.angles), ("flip", self.flip), ("ima", self.ima),
                 ("imb", self.imb), ("current", cur), ("idx", idx), ("aniso", aniso),
                 ("inv_body", body), ("lock", g["lock"]), ("target", g["target"]),
-                ("kinv33", self.kinv33)))
+                ("kinv33", self.kinv33), ("la", self.a), ("lb", self.b),
+                ("kdense", self.kdense), ("order", self.order), ("side_prev", self.side_prev),
+                ("side_next", self.side_next), ("link", self.link), ("dblk", self.dblk),
+                ("work", self.work)))
         return self.geo
-
-    def _refactor(self):
-        """The direct solve's factor and rows for the present rows and lock mask."""
-        self._factor_direct()
-        self._gather_direct()
-        self.flags[FLAG_REFACTOR] = 0
-        self.packed = None
-
-    def sync(self, x, q):
-        """Bring the rows up to the poses x, q where they moved since the last prepare (and
-        a direct solve's factor up to the joints broken since): what the compiled substeps
-        (engine.dynamics.substeps) leave to Python. Returns the packed rows."""
-        if self.flags[FLAG_STALE]:
-            self._prepare(x, q)
-        elif self.flags[FLAG_REFACTOR]:
-            self._refactor()
-        return self.pack()
-
-    def _factor_direct(self):
-        """Factor K = J M^-1 J^T of all lock rows: the chain factor for chains, else a
-        dense inverse over the pass's bodies. Broken joints' rows are decoupled (identity) so
-        the others stay exact."""
-        if self.chain is not None:
-            self._factor_chain()
-            return
-        rj, rk = self.rj, self.rk
-        r = len(rj)
-        live = self.lock[rj, rk]
-        jr = self.jac[rj, rk] * live[:, None]
-        mr = self.mj[rj, rk] * live[:, None]
-        cols = np.arange(6)
-        jf = np.zeros((r, self.n_loc * 6))
-        mf = np.zeros((r, self.n_loc * 6))
-        rows = np.arange(r)[:, None]
-        ext = ~self.world[rj]
-        ca = self.la_loc[rj][:, None] * 6 + cols
-        cb = self.lb_loc[rj][:, None] * 6 + cols
-        jf[rows, cb] = jr[:, 6:]
-        mf[rows, cb] = mr[:, 6:]
-        jf[rows[ext], ca[ext]] += jr[ext, :6]   # a world joint's A part is zero anyway
-        mf[rows[ext], ca[ext]] += mr[ext, :6]
-        k = np.einsum("rc,sc->rs", jf, mf)
-        diag = np.einsum("rr->r", k)
-        # A chain pinned at both ends, a closed loop or a fixed joint doubled by a hinge has
-        # redundant rows: K is singular. A relative 1e-9 on the diagonal keeps the inverse
-        # finite; the velocity rows' right-hand sides lie in J's range, so the exact answer
-        # stays the bounded one. (Scaling the diagonal more, as a softness, let a 100:1 chain
-        # stretch 10x more: the heavy load path is K's weak mode.)
-        d = np.where(live, diag, 1.0)
-        off = np.where(live, 0.0, 1.0)
-        idx = rows[:, 0]
-        k[idx, idx] = d * (1.0 + 1e-9) + off
-        self.kinv_direct = np.empty_like(k)
-        spd_inverse(k, self.kinv_direct)
-
-    def _factor_chain(self):
-        """K's blocks along the chains (engine.dynamics.joint_chain): D_i = J_i M^-1 J_i^T over both
-        ends, E_i = J_i M^-1 J_(i+1)^T over their shared body; rows that are not live locks
-        are zero with a unit diagonal (as in the dense factor), the same 1e-9 on the rest."""
-        assert self.chain is not None
-        order, side_prev, side_next, link = self.chain
-        nr = self.nr
-        live = self.lock[order, :nr]
-        jac = self.jac[order] * live[:, :, None]
-        mj = self.mj[order] * live[:, :, None]
-        dblk = np.einsum("mrc,msc->mrs", jac, mj)
-        n = len(order)
-        eye = np.arange(nr)
-        diag = dblk[:, eye, eye]
-        dblk[:, eye, eye] = np.where(live, diag * (1.0 + 1e-9), 1.0)
-        half_j = jac.reshape(n, nr, 2, 6)
-        half_m = mj.reshape(n, nr, 2, 6)
-        i = np.arange(n - 1)
-        e = np.einsum("erc,esc->ers", half_j[i, :, side_prev], half_m[i + 1, :, side_next])
-        e *= link[:, None, None]
-        self.chain_sys = ChainSystem(dblk, e)
-
-    def _gather_direct(self):
-        """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
-        rj, rk = self.rj, self.rk
-        self.d_live = self.lock[rj, rk].astype(float)
-        self.d_jac = self.jac[rj, rk]
-        self.d_mj = self.mj[rj, rk]
-        self.d_off = np.clip(self.coord[rj, rk] - self.g["target"][rj, rk], -self.reach,
-                             self.reach)
 
     # -- passes (the kernels of engine.dynamics.joint_row_kernels, over pack()) ---------------
     def begin(self, x, q):
@@ -594,7 +510,9 @@ class JointSolver:
         if self.points is not None:
             self.points.load(x, q)
             return None
-        return self.sync(x, q)
+        if self.flags[FLAG_STALE]:
+            self._prepare(x, q)
+        return self.pack()
 
     def warm_start(self, vel, x, q):
         """Geometry at the substep's start, then the carried impulses applied to the bodies."""
@@ -604,7 +522,7 @@ class JointSolver:
             self.points.load(x, q)
             self.points.warm_start(vel)
             return
-        rows_warm(vel, self.sync(x, q))
+        rows_warm(vel, self.begin(x, q))
 
     def solve(self, vel, x, q, use_bias):
         """One Gauss-Seidel sweep over the joints (scalar rows, spring blocks, lock blocks),
@@ -616,7 +534,7 @@ class JointSolver:
                 self.points.prepare(x, q)
             self.points.solve(vel, use_bias)
             return
-        rows_solve(vel, self.sync(x, q), use_bias)
+        rows_solve(vel, self.begin(x, q), use_bias)
         if use_bias:
             self.flags[FLAG_STALE] = 1   # the world integrates the positions next
 
@@ -636,7 +554,7 @@ class JointSolver:
             self.points.end_substep()
             return
         self.substeps += 1
-        rows_end_substep(self.pack())   # (a direct solve refactors at its next sync)
+        rows_end_substep(self.pack(), self.geometry_pack())
 
     def finish(self):
         """Write impulses, reactions and broken flags back to the JointSet."""
@@ -694,5 +612,6 @@ def no_geometry():
     """JointSolver.geometry_pack() of a pass without six-axis joints."""
     f, i, b = np.float64, np.int64, bool
     kinds = ((f, 2), (f, 2), (f, 2), (f, 2), (f, 3), (f, 3), (f, 3), (f, 2), (b, 1), (f, 1),
-             (f, 1), (f, 3), (i, 1), (i, 1), (f, 3), (b, 2), (f, 2), (f, 2))
+             (f, 1), (f, 3), (i, 1), (i, 1), (f, 3), (b, 2), (f, 2), (f, 2), (i, 1), (i, 1),
+             (f, 2), (i, 1), (i, 1), (i, 1), (b, 1), (f, 3), (f, 2))
     return tuple(np.zeros((0,) * ndim, dtype=dtype) for dtype, ndim in kinds)

@@ -15,9 +15,6 @@ The kernel stops where Python has work to do, and says why; the call after resum
 phase it returned (PHASE_*), so the order stays that of the loop of calls:
 
 - FIELDS, at a substep's start: the force fields' kick (engine.features.fields, numpy);
-- PREPARE: the six-axis joint rows are measured again (JointSolver.sync: the continuous
-  Euler angles, the direct solve's factor), at the pass's start, after every pose update,
-  and before the substep after a direct solve lost rows to breaking;
 - REFRESH, after the pose update (before the relax sweeps): an anisotropic body turned past
   inertia_refresh.REFRESH_ANGLE since its rows were taken, or a body the joints share with a
   contact past SHARED_ANGLE (InertiaRefresh.update and follow retake them), or there are
@@ -38,8 +35,6 @@ from .integrate import _advance, _kick, gyro_kick
 from .joint_point_kernels import STALE, points_end_substep, points_prepare, points_solve, points_warm
 from .joint_points import no_points
 from .joint_row_kernels import (
-    FLAG_DIRECT,
-    FLAG_REFACTOR,
     FLAG_STALE,
     rows_biased_sweeps,
     rows_end_substep,
@@ -50,7 +45,7 @@ from .joint_row_kernels import (
 from .joint_solver import no_geometry, no_rows
 
 # Why run_substeps returned.
-DONE, REFRESH, STRUCK, RECOLLIDE, FIELDS, PREPARE = 0, 1, 2, 3, 4, 5
+DONE, REFRESH, STRUCK, RECOLLIDE, FIELDS = 0, 1, 2, 3, 4
 # Where in a substep it returned (and the next call resumes): at its start, after the fields'
 # kick, before the relax sweeps.
 PHASE_START, PHASE_KICKED, PHASE_RELAX = 0, 1, 2
@@ -103,13 +98,10 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
     ref_bodies, q_ref, cos_half, all_bodies, shared, cos_shared = refresh
     struck_bodies, arm, start, allow = struck
     pflags, rflags = points[24], rows[62]
-    direct = rflags[FLAG_DIRECT] != 0
     while s < nsub:
         if phase == PHASE_START:
-            if joint_kind == ROW_JOINTS and rflags[FLAG_STALE] and not direct:
+            if joint_kind == ROW_JOINTS and rflags[FLAG_STALE]:   # (no relax sweeps)
                 rows_prepare(x, q, rows, geo)
-            if joint_kind == ROW_JOINTS and (rflags[FLAG_STALE] or rflags[FLAG_REFACTOR]):
-                return s, PREPARE, PHASE_START   # a direct solve's factor
             phase = PHASE_KICKED
             if fields:
                 return s, FIELDS, PHASE_KICKED
@@ -144,16 +136,11 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
             # use them (without relax sweeps, at the next warm start).
             if joint_kind == POINT_JOINTS and relax > 0:
                 points_prepare(x, q, points)
-            elif joint_kind == ROW_JOINTS and relax > 0 and not direct:
+            elif joint_kind == ROW_JOINTS and relax > 0:
                 rows_prepare(x, q, rows, geo)
-            event = DONE
             if cos_half < -1.0 or _turned(q, ref_bodies, q_ref, all_bodies, cos_half) \
                     or _turned(q, ref_bodies, q_ref, shared, cos_shared):
-                event = REFRESH
-            elif joint_kind == ROW_JOINTS and relax > 0 and direct:
-                event = PREPARE   # a direct solve's factor
-            if event != DONE:
-                return s, event, PHASE_RELAX
+                return s, REFRESH, PHASE_RELAX
         # PHASE_RELAX
         for r in range(relax):
             solve_pass(vel, dpose, False, idx, count, dirs, ima, imb, jang, mang, kmat, eff,
@@ -166,7 +153,7 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
         if joint_kind == POINT_JOINTS:
             points_end_substep(points)
         elif joint_kind == ROW_JOINTS:
-            rows_end_substep(rows)
+            rows_end_substep(rows, geo)
         s += 1
         phase = PHASE_START
         if s >= nsub:
@@ -211,17 +198,11 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
                                        relax_every, points, rows, geo)
         if event == FIELDS:
             kick()
-        elif event == PREPARE and phase == PHASE_START:
-            rows = joints.sync(x, q)
-        elif event in (REFRESH, PREPARE):
-            # After the pose update: InertiaRefresh as the loop of calls has it, then the
-            # joint rows for the new poses.
+        elif event == REFRESH:   # after the pose update, as the loop of calls has it
             refresh.update(solver, q, dpose, vel)
             if shared:
                 refresh.follow(solver, joints.shared_bodies, q, dpose)
             contacts = _contact_rows(solver)
-            if kind == ROW_JOINTS and relax > 0:   # (without relax sweeps: at the warm start)
-                rows = joints.sync(x, q)
         elif event == RECOLLIDE:
             recollide(s)
             contacts = _contact_rows(solver)
