@@ -50,7 +50,10 @@ def rotated_inverse_inertia(q, inv_body, out):
 
 
 @kernel
-def _retake(q, idx, aniso, inv_body, current):
+def retake(q, idx, aniso, inv_body, current):
+    """current[e] = the world inverse inertia of joint end e at orientations q (N, 4), for the
+    anisotropic ends e in aniso (idx: each end's body; inv_body: the aniso ends' body-frame
+    inverse inertias, in aniso's order)."""
     for k in range(len(aniso)):
         e = aniso[k]
         rotated_inverse_inertia(q[idx[e]], inv_body[k], current[e])
@@ -70,6 +73,6 @@ class CurrentInertia:
     def update(self, q):
         """The tensors at orientations q (N, 4) (the anisotropic ends retaken)."""
         if len(self.aniso):
-            _retake(np.ascontiguousarray(q, dtype=np.float64), self.idx, self.aniso,
+            retake(np.ascontiguousarray(q, dtype=np.float64), self.idx, self.aniso,
                     self.inv_body, self.current)
         return self.current

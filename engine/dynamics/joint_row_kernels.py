@@ -19,7 +19,7 @@ import numpy as np
 
 from ..core.jit import kernel
 from .joint_chain import chain_factor, chain_solve, spd_inverse
-from .joint_inertia import rotated_inverse_inertia
+from .joint_inertia import retake
 from .joint_springs import limit_as_spring, spring_blocks
 from .joint_warm import kept_fraction
 
@@ -661,9 +661,7 @@ def rows_prepare(x, q, p, geo):
     broken, lock, lock_on, w_op, err, k33, par, flags = (p[18], p[53], p[29], p[33], p[34],
                                                          p[36], p[61], p[62])
     m, nr = jac.shape[0], jac.shape[1]
-    for k in range(in_aniso.shape[0]):
-        e = in_aniso[k]
-        rotated_inverse_inertia(q[in_idx[e]], in_body[k], cur[e])
+    retake(q, in_idx, in_aniso, in_body, cur)
     geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, coord, rel)
     if nr == 6:
         euler_angles(rel, angles, angles, flip)
