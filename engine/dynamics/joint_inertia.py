@@ -17,9 +17,22 @@ from ..core.jit import kernel
 
 def isotropic(inv_body):
     """(k,) bool: body-frame inverse inertias (k, 3, 3) that are a multiple of the identity."""
-    d = np.einsum("kii->ki", inv_body)
-    off = inv_body - d[:, :, None] * np.eye(3)
-    return (d[:, 0] == d[:, 1]) & (d[:, 1] == d[:, 2]) & ~off.any(axis=(1, 2))
+    out = np.empty(len(inv_body), dtype=bool)
+    _isotropic(np.ascontiguousarray(inv_body, dtype=np.float64), out)
+    return out
+
+
+@kernel
+def _isotropic(inv_body, out):
+    for k in range(inv_body.shape[0]):
+        d = inv_body[k, 0, 0]
+        ok = inv_body[k, 1, 1] == d and inv_body[k, 2, 2] == d
+        for r in range(3):
+            for c in range(3):
+                # (a diagonal that is not finite is no multiple of the identity)
+                if inv_body[k, r, c] - inv_body[k, r, r] * (1.0 if r == c else 0.0) != 0.0:
+                    ok = False
+        out[k] = ok
 
 
 @kernel

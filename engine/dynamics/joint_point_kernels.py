@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.jit import kernel
 from .joint_inertia import rotated_inverse_inertia
+from .joint_row_kernels import _quat_mul
 from .joint_warm import kept_fraction
 
 
@@ -315,3 +316,16 @@ def points_end_substep(p):
     """PointLocks.end_substep: breaking, where a joint can break."""
     if p[24][BREAKABLE]:
         point_breaks(p[11], p[23][4], p[22], p[3])
+
+
+@kernel
+def frame_impulses(qa, frame_a, v, to_world, out):
+    """Impulses between frame A's axes and the world: out[j] = F_j v[j] (to_world) or
+    F_j^T v[j], F_j the rotation of qa[j] frame_a[j] (frame A's axes in the world: body A's
+    orientation, the identity for the world, times the joint frame in A)."""
+    for j in range(v.shape[0]):
+        w, x, y, z = _quat_mul(qa[j, 0], qa[j, 1], qa[j, 2], qa[j, 3], frame_a[j, 0],
+                               frame_a[j, 1], frame_a[j, 2], frame_a[j, 3])
+        if not to_world:
+            x, y, z = -x, -y, -z
+        out[j, 0], out[j, 1], out[j, 2] = rotate(w, x, y, z, v[j, 0], v[j, 1], v[j, 2])

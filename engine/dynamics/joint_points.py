@@ -23,10 +23,10 @@ written back by finish, so either path can pick up the other's.
 import numpy as np
 
 from .joint_inertia import isotropic
-from .joint_math import quat_matrix, quat_mul
 from .joint_point_kernels import (
     POINT_PACK,
     STALE,
+    frame_impulses,
     points_end_substep,
     points_prepare,
     points_solve,
@@ -39,12 +39,6 @@ def point_lock_only(g):
     """Is every joint (engine.dynamics.joints fields gathered in g) a pure point lock: the three linear
     axes locked at zero, nothing else locked, limited, sprung or driven?"""
     return bool(pure_point_locks(g).all())
-
-
-def _frame_a(qa, frame_a):
-    """Frame A's axes as matrix columns (m, 3, 3): body A's rotation qa (the identity for the
-    world) times the joint frame in A."""
-    return quat_matrix(quat_mul(qa, frame_a))
 
 
 def _f64(a):
@@ -125,8 +119,8 @@ class PointLocks:
             self.loaded = True
             # The carried A-frame impulses as world vectors (frame A's axes at the pose the
             # last prepare read: this one).
-            fa = _frame_a(self.qa, self.frame_a)
-            self.imp[:] = np.einsum("mij,mj->mi", fa, self.lam0) * ~self.broken[:, None]
+            frame_impulses(self.qa, _f64(self.frame_a), _f64(self.lam0), True, self.imp)
+            self.imp[self.broken] = 0.0
         self._scratch(len(x))
 
     def _scratch(self, n):
@@ -162,7 +156,9 @@ class PointLocks:
         storage)."""
         if not self.loaded:
             return self.lam0
-        return np.einsum("mji,mj->mi", _frame_a(self.qa, self.frame_a), self.imp)
+        out = np.empty((self.m, 3))
+        frame_impulses(self.qa, _f64(self.frame_a), self.imp, False, out)
+        return out
 
 
 def no_points():
