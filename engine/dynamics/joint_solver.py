@@ -1,7 +1,7 @@
 """Batched joint rows for the soft-step solver (Box2D v3's soft joints, Jolt's row maths).
 
 The world builds one JointSolver per collision pass for the live joints with an awake dynamic
-end and calls it inside the same substep loop as the contact solver::
+end, and its rows run inside the same substep loop as the contact solver's::
 
     for each substep h:
         integrate velocities
@@ -11,6 +11,10 @@ end and calls it inside the same substep loop as the contact solver::
         for each relax sweep:       # joints in each when they share a body with a contact
             contacts.solve(relax); joints.solve(vel, x, q, False)
         joints.end_substep()        # breaking, reaction forces
+
+That loop is compiled (engine.dynamics.substeps.run_substeps, over the kernels these methods
+call: JointSolver.pack() and geometry_pack() hand it the rows); the methods remain the same
+loop as calls (tests/substep_reference.py holds the compiled one to it, bit for bit).
 
 Joints that share a body with a contact relax in every sweep (engine.world.world_joints: contacts
 relaxed against the joints' bias velocity kept it as motion). Box2D v3 relaxes joints before
@@ -53,13 +57,14 @@ an edge with one end) orders the joints; the sweep visits them one after the oth
 order (within a colour no dynamic body appears twice, so the order inside a colour does not
 matter), as does engine.dynamics.joint_points.
 
-Compiled: the per-substep geometry (geometry, angular_rows, lock_blocks), the scalar rows'
-and spring blocks' coefficients (row_coefficients, joint_springs.spring_blocks), the sweep and
-the direct solve are kernels over all joints (engine.dynamics.joint_row_kernels; the chain
-factor in engine.dynamics.joint_chain), called a handful of times per substep. What stays
-numpy is per call and vectorised over the joints: the Euler angles (continuous_euler, on
-detmath's address-independent transcendental functions), which limits fold into a spring
-block (_limit_folds), the dense direct system's assembly and the warm start.
+Compiled: everything per substep is a kernel over all joints (engine.dynamics.
+joint_row_kernels, over the packed rows): the measuring (rows_prepare: the ends' present
+tensors, geometry, euler_angles, angular_rows, lock_blocks or the direct factor,
+factor_dense / factor_chain with engine.dynamics.joint_chain's elimination), the warm start
+(rows_warm_start), a sweep (rows_solve: limit_folds, row_coefficients, joint_springs.
+spring_blocks, sweep, direct_solve) and the end of a substep (rows_end_substep: reaction,
+breaking, the factor taken again without the broken rows). What stays numpy is per pass:
+building the rows, writing them back (finish).
 """
 import numpy as np
 
@@ -89,7 +94,7 @@ from .joints import LOCK, LOWER, MOTOR, UPPER
 from .solver import soft_params
 
 # Joint systems with at most this many lock rows solve their locks together, exactly (see
-# JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
+# JointSolver._prepare); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
 # The system is refactored at every substep (an inverse kept over a whole collision pass went
 # stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse cost about
 # 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240 in numpy, hence the cap (a
@@ -369,7 +374,7 @@ class JointSolver:
         hz = lock_hertz(hertz, h, swept)
         self.soft = soft_params(hz, damping_ratio, h)
         self.limit_omega = 2.0 * np.pi * hz     # the limits' soft step, as a
-        self.limit_zeta = damping_ratio         # spring (_limit_folds)
+        self.limit_zeta = damping_ratio         # spring (joint_row_kernels.limit_folds)
         # Cap of the position bias velocity of locks and violated limits; locks take it as
         # a cap on the error each row corrects (reach: the error whose correction reaches it).
         self.max_push = max_push
