@@ -8,7 +8,7 @@ end of substep (breaking). That whole loop is this kernel, over the kernels the 
 own methods call (integrate._kick, integrate.gyro_kick, contact_kernels.warm_start /
 solve_pass, integrate._advance, joint_point_kernels.points_*, joint_row_kernels.rows_*), in
 the same order: a pass gives the same numbers as those methods called one by one
-(tests/test_substeps.py holds the loop of calls as the reference), and Python runs a few
+(tests/substep_reference.py is that loop of calls, the reference), and Python runs a few
 times per pass instead of a dozen calls a substep.
 
 The kernel stops where Python has work to do, and says why; the call after resumes at the
