@@ -117,6 +117,8 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
                 points_warm(vel, points)
             elif joint_kind == ROW_JOINTS:
                 rows_warm(vel, rows)
+                # A stiff spring is nearly a constraint: the substep sweeps it together with
+                # its neighbours until they agree (joint_solver.STIFF_SPRING_SWEEPS).
                 sweeps = iterations * rows_biased_sweeps(rows)
             for _ in range(sweeps):
                 solve_pass(vel, dpose, True, idx, count, dirs, ima, imb, jang, mang, kmat, eff,
@@ -138,6 +140,12 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
                 points_prepare(x, q, points)
             elif joint_kind == ROW_JOINTS and relax > 0:
                 rows_prepare(x, q, rows, geo)
+            # A body in both solvers is weighted by one tensor in both: the joint rows take
+            # the present one at every substep (engine.dynamics.joint_inertia), so its contact
+            # rows are retaken once it turns (InertiaRefresh.follow). Two tensors of a
+            # spinning needle (inertias 1.3e-4 and 2.9) 0.2 rad apart made the contact and
+            # stiff-spring sweeps answer each other 1.6x harder each time: 180 -> 6e5 m/s in
+            # one substep (tests/test_fuzz_world.py, seed 320).
             if cos_half < -1.0 or _turned(q, ref_bodies, q_ref, all_bodies, cos_half) \
                     or _turned(q, ref_bodies, q_ref, shared, cos_shared):
                 return s, REFRESH, PHASE_RELAX
@@ -145,6 +153,9 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
         for r in range(relax):
             solve_pass(vel, dpose, False, idx, count, dirs, ima, imb, jang, mang, kmat, eff,
                        k_pinv, sep0, imp, max_normal, friction, soft)
+            # The joints in every sweep when they share a body with a contact (their bias
+            # velocity must leave with the contacts': world_joints._joint_solver) or are
+            # swept, else in the last.
             if relax_every or r == relax - 1:
                 if joint_kind == POINT_JOINTS:
                     points_solve(vel, points, False)

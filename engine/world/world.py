@@ -701,9 +701,8 @@ class World(BodyControl, JointWorldMixin):
     def _substeps_compiled(self, solver, joints, refresh, struck, again, man, nsub, h, act,
                            movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i):
         """The substeps of a pass, contacts, joints and fields, compiled
-        (engine.dynamics.substeps.run_pass), stopping only where the fields, the joints'
-        Euler angles and direct factors, refresh, struck or again have work in Python.
-        Returns the substeps run."""
+        (engine.dynamics.substeps.run_pass), stopping only where the fields, refresh, struck
+        or again have work in Python. Returns the substeps run."""
         x, q, vel = self._v("x"), self._v("q"), self._v("vel")
 
         def recollide(s):
