@@ -1,8 +1,18 @@
 """Warm starting joints without carrying impacts over (engine.dynamics.joint_warm; issue 11)."""
 import numpy as np
+from substep_reference import reference_substeps
 
 from engine import Box, Sphere, World
-from engine.dynamics.joint_warm import impact_scale
+from engine.dynamics.joint_warm import kept_fraction
+from engine.world import world as world_module
+
+
+def impact_scale(p, dv, v0, v1):
+    """kept_fraction of each joint, p = lam J and dv = lam M^-1 J^T (m, 12), v0 and v1 its
+    bodies' velocities (m, 12) before and after all warm starts; None when all stay whole."""
+    s = np.array([kept_fraction(float(pj @ dj), float(pj @ a), float(pj @ b))
+                  for pj, dj, a, b in zip(p, dv, v0, v1)])
+    return None if np.all(s == 1.0) else s
 
 
 def _rows(rng, m):
@@ -50,23 +60,23 @@ def test_an_impact_is_cut_to_what_adds_no_energy():
     assert np.all(at_rest == 0.0)
 
 
-def _scales(build, steps=48, dt=1.0 / 24.0):
-    """The scales impact_scale returned while the world build() made was stepped."""
+def _scales(build, monkeypatch, steps=48, dt=1.0 / 24.0):
+    """The kept fractions of every warm start (joint_row_kernels.rows_warm_start's scale)
+    while the world build() made was stepped, its substeps as the loop of calls
+    (tests/substep_reference.py) so that each warm start can be watched."""
     import engine.dynamics.joint_solver as js
     calls = []
-    orig = js.impact_scale
+    orig = js.rows_warm
 
-    def spy(*args):
-        out = orig(*args)
-        calls.append(np.ones(len(args[0])) if out is None else out)
-        return out
-    js.impact_scale = spy
-    try:
+    def spy(vel, packed):
+        orig(vel, packed)
+        calls.append(packed[js.PACK.index("scale")].copy())
+    with monkeypatch.context() as m:
+        m.setattr(js, "rows_warm", spy)
+        m.setattr(world_module.World, "_substeps_compiled", reference_substeps)
         w = build()
         for _ in range(steps):
             w.step(dt)
-    finally:
-        js.impact_scale = orig
     return np.concatenate(calls)
 
 
@@ -88,12 +98,12 @@ def _pendulum():
     return w
 
 
-def test_steady_loads_keep_their_warm_starts_and_impacts_do_not():
+def test_steady_loads_keep_their_warm_starts_and_impacts_do_not(monkeypatch):
     """A chain hanging at rest keeps every warm start whole; a pendulum swinging from the
     horizontal keeps at least 60 % (the part that is last substep's position correction
     goes); a chain whose links start with different speeds (an impact in each joint at the
     first substep) has those impulses cut."""
-    assert np.all(_scales(_chain) == 1.0)
-    pend = _scales(_pendulum)
+    assert np.all(_scales(_chain, monkeypatch) == 1.0)
+    pend = _scales(_pendulum, monkeypatch)
     assert pend.min() >= 0.6
-    assert _scales(lambda: _chain(1.0), steps=1).min() < 0.5
+    assert _scales(lambda: _chain(1.0), monkeypatch, steps=1).min() < 0.5

@@ -1,34 +1,36 @@
-"""engine/dynamics/substeps.py: a pass of contacts alone runs its substeps in one compiled call,
-stopping where the pass's Python machinery has work (refreshed rows, a struck body, manifolds
-taken again). It must give the Python loop's numbers bit for bit, with each of those events
-happening in the scenes below (counted, so the test cannot pass by not reaching them)."""
+"""engine/dynamics/substeps.py: a pass runs its substeps in one compiled call, contacts, joints
+of every kind and force fields, stopping where the pass's Python machinery has work (fields'
+kick, joint rows measured again, refreshed rows, a struck body, manifolds taken again). It must
+give the numbers of the loop of calls it replaced (the solvers' own methods called one by one:
+tests/substep_reference.py) bit for bit, with each of those events happening in the scenes
+below (counted, so the test cannot pass by not reaching them)."""
 import numpy as np
 import pytest
+from substep_reference import reference_substeps
 
-from engine import Box, ConvexHull, Sphere, World
+from engine import Box, Capsule, ConvexHull, Sphere, World
 from engine.dynamics import substeps
+from engine.features.fields import FieldTable, ForceField
 from engine.world import world as world_module
+
+EVENTS = ("DONE", "REFRESH", "STRUCK", "RECOLLIDE", "FIELDS")
 
 
 def python_loop(monkeypatch):
-    """Route every pass to World._substeps_python (the reference)."""
-    def run(self, solver, refresh, struck, again, man, nsub, h, act, movers, lin_f, ang_f,
-            gyro, inertia_g, dpose, inv_i):
-        return self._substeps_python(solver, None, refresh, struck, again, man, nsub, h, act,
-                                     movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i)
-    monkeypatch.setattr(world_module.World, "_substeps_compiled", run)
+    """Route every pass to reference_substeps."""
+    monkeypatch.setattr(world_module.World, "_substeps_compiled", reference_substeps)
 
 
 def count_events(monkeypatch):
     """Count why the compiled substeps stopped."""
-    seen = {substeps.REFRESH: 0, substeps.STRUCK: 0, substeps.RECOLLIDE: 0, substeps.DONE: 0}
-    real = world_module.run_substeps
+    seen = dict.fromkeys(EVENTS, 0)
+    real = substeps.run_substeps
 
     def counting(*args):
         out = real(*args)
-        seen[out[1]] += 1
+        seen[EVENTS[out[1]]] += 1
         return out
-    monkeypatch.setattr(world_module, "run_substeps", counting)
+    monkeypatch.setattr(substeps, "run_substeps", counting)
     return seen
 
 
@@ -52,25 +54,103 @@ def tumbling(seed):
     return w
 
 
+def jointed(variant):
+    """Joints of every kind on one ground: a hinge door with limits and a motor, a slider
+    with limits, a generic spring (stiff: the joints' 16 biased sweeps; pulled past its limit:
+    folded into the spring block), a fixed joint that breaks, a point pendulum, a spinning
+    plate fixed to a box resting on the ground (a body the joints share with contacts, turned
+    far: InertiaRefresh.follow) and a wind. variant "direct": the joints form no loop (the
+    exact dense solve); "swept": a loop of three boxes makes them Gauss-Seidel; "chain": a
+    long hinge chain with a breakable link (the chain factor, refactored when it breaks);
+    "points": a net of point joints (the point-lock kernels) that tears, and a rolling
+    capsule (round: a refresh every substep)."""
+    w = World()
+    w.add_body(Box([6.0, 6.0, 0.5]), position=(0, 0, -0.5), kind="static")
+    w.set_fields(FieldTable([ForceField("WIND", strength=3.0, shape="PLANE",
+                                        axis=(1.0, 0.0, 0.0))], rate=24.0))
+    if variant == "points":
+        w.add_body(Capsule(0.1, 0.3), position=(2.0, 2.0, 0.1),
+                   orientation=(0.7071068, 0.7071068, 0.0, 0.0),
+                   angular_velocity=(0.0, 0.0, 8.0), linear_velocity=(0.0, -1.0, 0.0))
+        n = 7
+        ids = np.array([[w.add_body(Sphere(0.04), position=(0.1 * i, 0.1 * j, 1.0), mass=1.0)
+                         for j in range(n)] for i in range(n)])
+        for i in range(n):
+            for j in range(n):
+                for di, dj in ((1, 0), (0, 1)):
+                    if i + di < n and j + dj < n:
+                        a, b = ids[i, j], ids[i + di, j + dj]
+                        w.add_joint("point", a, b,
+                                    position=(0.1 * i + 0.05 * di, 0.1 * j + 0.05 * dj, 1.0),
+                                    break_force=60.0 if (i, j) == (3, 3) else None)
+        w.add_joint("point", ids[0, 0], None, position=(0.0, 0.0, 1.0))
+        w.add_joint("point", ids[n - 1, 0], None, position=(0.1 * (n - 1), 0.0, 1.0))
+        w.add_body(Box([0.3, 0.3, 0.3]), position=(0.3, 0.3, 0.3), kind="static")
+        return w
+    if variant == "chain":
+        prev = None
+        for k in range(16):
+            b = w.add_body(Box([0.1, 0.03, 0.03]), position=(0.2 * k + 0.1, 0.0, 2.0),
+                           mass=0.3 if k != 15 else 8.0)
+            w.add_joint("hinge", b, prev, position=(0.2 * k, 0.0, 2.0),
+                        break_force=60.0 if k == 8 else None)
+            prev = b
+        return w
+    door = w.add_body(Box([0.4, 0.05, 0.5]), position=(-1.0, 0.0, 0.6))
+    w.add_joint("hinge", door, None, position=(-1.4, 0.0, 0.6), limits={"ang_z": (-0.5, 0.5)},
+                motor={"ang": (4.0, 30.0)})
+    slide = w.add_body(Box([0.1, 0.1, 0.1]), position=(1.0, -1.0, 1.0))
+    w.add_joint("slider", slide, None, position=(1.0, -1.0, 1.0), limits={"lin_x": (-0.2, 0.3)},
+                orientation=(0.9238795, 0.0, 0.3826834, 0.0))
+    spring = w.add_body(Box([0.1, 0.1, 0.1]), position=(-1.0, -1.5, 1.5), mass=0.2)
+    w.add_joint("generic_spring", spring, None, position=(-1.0, -1.5, 1.8),
+                limits={"lin_z": (-0.05, 0.05)}, springs={"lin_z": (4.0e4, 2.0),
+                                                          "ang_x": (2.0, 0.1)})
+    hang = w.add_body(Box([0.1, 0.1, 0.1]), position=(1.5, 1.0, 1.0), mass=5.0)
+    w.add_joint("fixed", hang, None, position=(1.5, 1.0, 1.2), break_force=40.0)
+    bob = w.add_body(Sphere(0.1), position=(0.0, 1.5, 1.0), linear_velocity=(2.0, 0.0, 0.0))
+    w.add_joint("point", bob, None, position=(0.0, 1.5, 1.6))
+    base = w.add_body(Box([0.2, 0.2, 0.2]), position=(0.0, -0.5, 0.2))
+    plate = w.add_body(Box([0.3, 0.1, 0.01]), position=(0.0, -0.5, 0.45),
+                       angular_velocity=(0.0, 0.0, 25.0))
+    w.add_joint("point", plate, base, position=(0.0, -0.5, 0.42))
+    if variant == "swept":
+        c = w.add_body(Box([0.1, 0.1, 0.1]), position=(0.0, -0.1, 0.1))
+        w.add_joint("fixed", c, base, position=(0.0, -0.3, 0.1))
+        w.add_joint("point", c, plate, position=(0.0, -0.3, 0.45))
+    return w
+
+
 def run(w, frames=30):
     for _ in range(frames):
         w.step(1.0 / 24.0)
     return w.get_state()
 
 
-@pytest.mark.parametrize("seed", range(3))
-def test_compiled_substeps_equal_the_python_loop(seed, monkeypatch):
-    with monkeypatch.context() as m:
-        seen = count_events(m)
-        compiled = run(tumbling(seed))
-    with monkeypatch.context() as m:
-        python_loop(m)
-        reference = run(tumbling(seed))
-    assert seen[substeps.REFRESH] and seen[substeps.RECOLLIDE], seen
+def assert_same(compiled, reference):
     for key in compiled:
         a, b = np.asarray(compiled[key]), np.asarray(reference[key])
         if a.dtype.kind in "fiub" and a.shape == b.shape:
             np.testing.assert_array_equal(a, b, err_msg=key)
+
+
+def both(make, monkeypatch, frames):
+    with monkeypatch.context() as m:
+        seen = count_events(m)
+        w = make()
+        compiled = run(w, frames)
+    with monkeypatch.context() as m:
+        python_loop(m)
+        w_ref = make()
+        reference = run(w_ref, frames)
+    assert_same(compiled, reference)
+    return seen, w, w_ref
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_substeps_equal_the_python_loop(seed, monkeypatch):
+    seen, _, _ = both(lambda: tumbling(seed), monkeypatch, 30)
+    assert seen["REFRESH"] and seen["RECOLLIDE"], seen
 
 
 def test_a_struck_body_ends_the_compiled_pass(monkeypatch):
@@ -79,16 +159,30 @@ def test_a_struck_body_ends_the_compiled_pass(monkeypatch):
     hits = 0
     for seed in range(3):
         run(tumbling(seed), frames=24)
-        hits += seen[substeps.STRUCK]
+        hits += seen["STRUCK"]
     assert hits > 0, seen
 
 
-def test_joints_and_fields_take_the_python_loop(monkeypatch):
-    seen = count_events(monkeypatch)
-    w = World()
-    w.add_body(Box([3.0, 3.0, 0.5]), position=(0, 0, -0.5), kind="static")
-    a = w.add_body(Box([0.2, 0.2, 0.2]), position=(0, 0, 0.2))
-    b = w.add_body(Box([0.2, 0.2, 0.2]), position=(0, 0, 0.6))
-    w.add_joint("fixed", a, b, position=(0, 0, 0.4))
-    run(w, frames=4)
-    assert sum(seen.values()) == 0
+@pytest.mark.parametrize("variant", ["direct", "swept", "chain", "points"])
+def test_jointed_passes_equal_the_python_loop(variant, monkeypatch):
+    seen, w, w_ref = both(lambda: jointed(variant), monkeypatch, 24)
+    assert seen["FIELDS"], seen
+    if variant in ("direct", "points"):   # the spinning plate, the capsule
+        assert seen["REFRESH"], seen
+    for k in ("joint_forces", "joint_torques", "joint_broken", "joint_coordinates"):
+        np.testing.assert_array_equal(getattr(w, k), getattr(w_ref, k), err_msg=k)
+    if variant != "direct":   # the breakable joint broke (the direct scene's too, below)
+        assert w.joint_broken.any()
+    if variant == "chain":    # the chain factor was taken again without the broken link
+        assert w.joint_broken.sum() == 1
+    if variant == "direct":
+        assert w.joint_broken.sum() == 1
+
+
+def test_without_relax_sweeps_the_rows_are_measured_at_the_warm_start(monkeypatch):
+    """relax_iterations 0: the joint rows are measured again at the next substep's start."""
+    def make():
+        w = jointed("direct")
+        w.settings = w.settings.replace(relax_iterations=0)
+        return w
+    both(make, monkeypatch, 6)

@@ -41,6 +41,7 @@ REFRESH_COS_HALF = _COS_HALF   # what the compiled substeps compare with (dynami
 # at 1e4 m/s either way, cross the fuzzer's speed bound by 2-6 %.)
 SHARED_ANGLE = 0.05
 _COS_HALF_SHARED = math.cos(0.5 * SHARED_ANGLE)
+SHARED_COS_HALF = _COS_HALF_SHARED   # (dynamics/substeps)
 # Normal velocity (m/s) a round body's roll may read through its rows' stale axis (see above).
 ROLL_LEAK = 1e-6
 

@@ -17,9 +17,22 @@ from ..core.jit import kernel
 
 def isotropic(inv_body):
     """(k,) bool: body-frame inverse inertias (k, 3, 3) that are a multiple of the identity."""
-    d = np.einsum("kii->ki", inv_body)
-    off = inv_body - d[:, :, None] * np.eye(3)
-    return (d[:, 0] == d[:, 1]) & (d[:, 1] == d[:, 2]) & ~off.any(axis=(1, 2))
+    out = np.empty(len(inv_body), dtype=bool)
+    _isotropic(np.ascontiguousarray(inv_body, dtype=np.float64), out)
+    return out
+
+
+@kernel
+def _isotropic(inv_body, out):
+    for k in range(inv_body.shape[0]):
+        d = inv_body[k, 0, 0]
+        ok = inv_body[k, 1, 1] == d and inv_body[k, 2, 2] == d
+        for r in range(3):
+            for c in range(3):
+                # (a diagonal that is not finite is no multiple of the identity)
+                if inv_body[k, r, c] - inv_body[k, r, r] * (1.0 if r == c else 0.0) != 0.0:
+                    ok = False
+        out[k] = ok
 
 
 @kernel
@@ -50,7 +63,10 @@ def rotated_inverse_inertia(q, inv_body, out):
 
 
 @kernel
-def _retake(q, idx, aniso, inv_body, current):
+def retake(q, idx, aniso, inv_body, current):
+    """current[e] = the world inverse inertia of joint end e at orientations q (N, 4), for the
+    anisotropic ends e in aniso (idx: each end's body; inv_body: the aniso ends' body-frame
+    inverse inertias, in aniso's order)."""
     for k in range(len(aniso)):
         e = aniso[k]
         rotated_inverse_inertia(q[idx[e]], inv_body[k], current[e])
@@ -70,6 +86,6 @@ class CurrentInertia:
     def update(self, q):
         """The tensors at orientations q (N, 4) (the anisotropic ends retaken)."""
         if len(self.aniso):
-            _retake(np.ascontiguousarray(q, dtype=np.float64), self.idx, self.aniso,
+            retake(np.ascontiguousarray(q, dtype=np.float64), self.idx, self.aniso,
                     self.inv_body, self.current)
         return self.current

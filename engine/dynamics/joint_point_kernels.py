@@ -19,6 +19,7 @@ import numpy as np
 
 from ..core.jit import kernel
 from .joint_inertia import rotated_inverse_inertia
+from .joint_row_kernels import _quat_mul
 from .joint_warm import kept_fraction
 
 
@@ -274,3 +275,57 @@ def point_breaks(imp, h, break_force, broken):
                 imp[j, c] = 0.0
             n += 1
     return n
+
+
+# -- one substep's work on the packed rows (PointLocks.pack; engine.dynamics.substeps) --------
+# PointLocks' arrays in this order; par: reach, err_scale (mscale bias_rate), mscale, iscale, h;
+# flags: breakable, stale (the poses moved since the last prepare).
+POINT_PACK = ("a", "b", "world", "broken", "ima", "imb", "s", "rb", "kinv", "err", "ang", "imp",
+              "terms", "vel0", "anchor_a", "anchor_b", "msum", "inertia", "aniso", "inv_body",
+              "qa", "work", "break_force", "par", "flags")
+BREAKABLE, STALE = 0, 1
+
+
+@kernel
+def points_prepare(x, q, p):
+    """PointLocks.prepare: the rows' geometry at the poses x, q."""
+    (a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, terms, vel0, anchor_a,
+     anchor_b, msum, inertia, aniso, inv_body, qa, work, break_force, par, flags) = p
+    point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, inv_body,
+                   broken, par[0], par[1], s, rb, kinv, err, ang, qa, work)
+    flags[STALE] = 0
+
+
+@kernel
+def points_warm(vel, p):
+    """PointLocks.warm_start (the rows prepared)."""
+    point_warm_start(vel, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[10], p[11], p[12],
+                     p[13])
+
+
+@kernel
+def points_solve(vel, p, use_bias):
+    """PointLocks.solve (the rows prepared); the poses move after a biased sweep."""
+    point_sweep(vel, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11],
+                use_bias, p[23][2], p[23][3])
+    p[24][STALE] = 1 if use_bias else 0
+
+
+@kernel
+def points_end_substep(p):
+    """PointLocks.end_substep: breaking, where a joint can break."""
+    if p[24][BREAKABLE]:
+        point_breaks(p[11], p[23][4], p[22], p[3])
+
+
+@kernel
+def frame_impulses(qa, frame_a, v, to_world, out):
+    """Impulses between frame A's axes and the world: out[j] = F_j v[j] (to_world) or
+    F_j^T v[j], F_j the rotation of qa[j] frame_a[j] (frame A's axes in the world: body A's
+    orientation, the identity for the world, times the joint frame in A)."""
+    for j in range(v.shape[0]):
+        w, x, y, z = _quat_mul(qa[j, 0], qa[j, 1], qa[j, 2], qa[j, 3], frame_a[j, 0],
+                               frame_a[j, 1], frame_a[j, 2], frame_a[j, 3])
+        if not to_world:
+            x, y, z = -x, -y, -z
+        out[j, 0], out[j, 1], out[j, 2] = rotate(w, x, y, z, v[j, 0], v[j, 1], v[j, 2])

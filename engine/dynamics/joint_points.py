@@ -23,8 +23,15 @@ written back by finish, so either path can pick up the other's.
 import numpy as np
 
 from .joint_inertia import isotropic
-from .joint_math import quat_matrix, quat_mul
-from .joint_point_kernels import point_breaks, point_geometry, point_sweep, point_warm_start
+from .joint_point_kernels import (
+    POINT_PACK,
+    STALE,
+    frame_impulses,
+    points_end_substep,
+    points_prepare,
+    points_solve,
+    points_warm,
+)
 from .joints import pure_point_locks
 
 
@@ -32,12 +39,6 @@ def point_lock_only(g):
     """Is every joint (engine.dynamics.joints fields gathered in g) a pure point lock: the three linear
     axes locked at zero, nothing else locked, limited, sprung or driven?"""
     return bool(pure_point_locks(g).all())
-
-
-def _frame_a(qa, frame_a):
-    """Frame A's axes as matrix columns (m, 3, 3): body A's rotation qa (the identity for the
-    world) times the joint frame in A."""
-    return quat_matrix(quat_mul(qa, frame_a))
 
 
 def _f64(a):
@@ -93,41 +94,58 @@ class PointLocks:
         self.qa = np.zeros((m, 4))
         self.work = np.zeros((1, 3, 3))
         self.terms = np.zeros((m, 2))
-        self.vel0 = None
         self.imp = np.zeros((m, 3))         # world impulses, read at the first warm start
         self.loaded = False
+        self.vel0 = np.zeros((0, 6))
+        self.par = np.array([self.reach, self.mscale * self.bias_rate, self.mscale,
+                             self.iscale, h], dtype=np.float64)
+        # breakable, stale (the poses moved since the last prepare: STALE)
+        self.flags = np.array([self.breakable, 1], dtype=np.int64)
+
+    def pack(self):
+        """The arrays the kernels take (engine.dynamics.joint_point_kernels.POINT_PACK)."""
+        return tuple(getattr(self, k) for k in POINT_PACK)
 
     def prepare(self, x, q):
         """The rows' geometry at the poses x (N, 3), q (N, 4)."""
-        point_geometry(_f64(x), _f64(q), self.a, self.b, self.world, self.anchor_a,
-                       self.anchor_b, self.msum, self.inertia, self.aniso, self.inv_body,
-                       self.broken, float(self.reach), float(self.mscale * self.bias_rate),
-                       self.s, self.rb, self.kinv, self.err, self.ang, self.qa, self.work)
+        points_prepare(_f64(x), _f64(q), self.pack())
 
-    def warm_start(self, vel):
-        """The carried impulses applied to the bodies (after prepare)."""
+    def load(self, x, q):
+        """The rows at the poses x, q if they moved, and at the first call the carried
+        impulses as world vectors: what a warm start needs first."""
+        if self.flags[STALE]:
+            points_prepare(_f64(x), _f64(q), self.pack())
         if not self.loaded:
             self.loaded = True
             # The carried A-frame impulses as world vectors (frame A's axes at the pose the
             # last prepare read: this one).
-            fa = _frame_a(self.qa, self.frame_a)
-            self.imp = np.einsum("mij,mj->mi", fa, self.lam0) * ~self.broken[:, None]
-        if self.vel0 is None or self.vel0.shape != vel.shape:
-            self.vel0 = np.empty_like(vel)
-        point_warm_start(vel, self.a, self.b, self.world, self.broken, self.ima, self.imb,
-                         self.s, self.rb, self.ang, self.imp, self.terms, self.vel0)
+            frame_impulses(self.qa, _f64(self.frame_a), _f64(self.lam0), True, self.imp)
+            self.imp[self.broken] = 0.0
+        self._scratch(len(x))
+
+    def _scratch(self, n):
+        """The warm start's copy of the velocities, for n bodies."""
+        if self.vel0.shape[0] != n:
+            self.vel0 = np.zeros((n, 6))
+
+    def warm_start(self, vel):
+        """The carried impulses applied to the bodies (after load)."""
+        self._scratch(len(vel))
+        points_warm(vel, self.pack())
 
     def solve(self, vel, use_bias):
         """One Gauss-Seidel sweep: dl = -ms K^-1 (G v + br C) - is lam (biased), -K^-1 G v
-        (relax)."""
-        point_sweep(vel, self.a, self.b, self.world, self.broken, self.ima, self.imb, self.s,
-                    self.rb, self.kinv, self.err, self.ang, self.imp, bool(use_bias),
-                    float(self.mscale), float(self.iscale))
+        (relax) (after prepare: stale says when the poses moved since)."""
+        points_solve(vel, self.pack(), bool(use_bias))
+
+    @property
+    def stale(self):
+        """Have the poses moved since the last prepare?"""
+        return bool(self.flags[STALE])
 
     def end_substep(self):
         """Breaking: the substep's reaction |lam| / h against break_force."""
-        if self.breakable:
-            point_breaks(self.imp, float(self.h), self.break_force, self.broken)
+        points_end_substep(self.pack())
 
     def force(self):
         """(m, 3) the last substep's force on B (world)."""
@@ -138,4 +156,16 @@ class PointLocks:
         storage)."""
         if not self.loaded:
             return self.lam0
-        return np.einsum("mji,mj->mi", _frame_a(self.qa, self.frame_a), self.imp)
+        out = np.empty((self.m, 3))
+        frame_impulses(self.qa, _f64(self.frame_a), self.imp, False, out)
+        return out
+
+
+def no_points():
+    """PointLocks.pack() of a pass without point locks (the compiled substeps take one either
+    way: numba types every argument)."""
+    none = np.zeros(0, dtype=np.int64)
+    p = PointLocks(none, none, np.zeros(0, dtype=bool), np.zeros((0, 3)), np.zeros((0, 3)),
+                   np.zeros((0, 4)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3, 3)), 1.0,
+                   (0.0, 1.0, 0.0), np.zeros(0))
+    return p.pack()

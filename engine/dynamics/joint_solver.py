@@ -1,7 +1,7 @@
 """Batched joint rows for the soft-step solver (Box2D v3's soft joints, Jolt's row maths).
 
 The world builds one JointSolver per collision pass for the live joints with an awake dynamic
-end and calls it inside the same substep loop as the contact solver::
+end, and its rows run inside the same substep loop as the contact solver's::
 
     for each substep h:
         integrate velocities
@@ -11,6 +11,10 @@ end and calls it inside the same substep loop as the contact solver::
         for each relax sweep:       # joints in each when they share a body with a contact
             contacts.solve(relax); joints.solve(vel, x, q, False)
         joints.end_substep()        # breaking, reaction forces
+
+That loop is compiled (engine.dynamics.substeps.run_substeps, over the kernels these methods
+call: JointSolver.pack() and geometry_pack() hand it the rows); the methods remain the same
+loop as calls (tests/substep_reference.py holds the compiled one to it, bit for bit).
 
 Joints that share a body with a contact relax in every sweep (engine.world.world_joints: contacts
 relaxed against the joints' bias velocity kept it as motion). Box2D v3 relaxes joints before
@@ -31,7 +35,7 @@ Euler triples each joint measures the one continuous with its last angles (conti
 through y = +-90 degrees, where the other jumps x and z by pi).
 
 Warm start: each joint's carried impulse is applied at the start of a substep, except the part
-of an impact that would add energy (engine.dynamics.joint_warm.impact_scale).
+of an impact that would add energy (engine.dynamics.joint_warm.kept_fraction).
 
 Geometry (anchors, axes, coordinates, Jacobians, effective masses) is recomputed from the
 current poses at every solve call, so the position error is exact (no linearisation over the
@@ -53,29 +57,44 @@ an edge with one end) orders the joints; the sweep visits them one after the oth
 order (within a colour no dynamic body appears twice, so the order inside a colour does not
 matter), as does engine.dynamics.joint_points.
 
-Compiled: the per-substep geometry (geometry, angular_rows, lock_blocks), the scalar rows'
-and spring blocks' coefficients (row_coefficients, joint_springs.spring_blocks), the sweep and
-the direct solve are kernels over all joints (engine.dynamics.joint_row_kernels; the chain
-factor in engine.dynamics.joint_chain), called a handful of times per substep. What stays
-numpy is per call and vectorised over the joints: the Euler angles (continuous_euler, on
-detmath's address-independent transcendental functions), which limits fold into a spring
-block (_limit_folds), the dense direct system's assembly and the warm start.
+Compiled: everything per substep is a kernel over all joints (engine.dynamics.
+joint_row_kernels, over the packed rows): the measuring (rows_prepare: the ends' present
+tensors, geometry, euler_angles, angular_rows, lock_blocks or the direct factor,
+factor_dense / factor_chain with engine.dynamics.joint_chain's elimination), the warm start
+(rows_warm_start), a sweep (rows_solve: limit_folds, row_coefficients, joint_springs.
+spring_blocks, sweep, direct_solve) and the end of a substep (rows_end_substep: reaction,
+breaking, the factor taken again without the broken rows). What stays numpy is per pass:
+building the rows, writing them back (finish).
 """
 import numpy as np
 
-from ..core import detmath, quat
+from ..core import quat
 from .graph import colour_constraints, islands
-from .joint_chain import ChainSystem, chain_order, spd_inverse
+from .joint_chain import chain_order
 from .joint_inertia import CurrentInertia
 from .joint_points import PointLocks, point_lock_only
-from .joint_row_kernels import angular_rows, direct_solve, geometry, lock_blocks, row_coefficients, sweep
-from .joint_springs import limit_as_spring, spring_blocks
-from .joint_warm import impact_scale
-from .joints import LOCK, LOWER, MOTOR, SPRING, UPPER
+from .joint_row_kernels import (
+    FLAG_BREAKABLE,
+    FLAG_CHAIN,
+    FLAG_DIRECT,
+    FLAG_STALE,
+    PACK,
+    STIFF_HOMEGA,
+    STIFF_SWEEPS,
+    euler_angles,
+    geometry,
+    reaction,
+    rows_biased_sweeps,
+    rows_end_substep,
+    rows_prepare,
+    rows_solve,
+    rows_warm,
+)
+from .joints import LOCK, LOWER, MOTOR, UPPER
 from .solver import soft_params
 
 # Joint systems with at most this many lock rows solve their locks together, exactly (see
-# JointSolver._direct_solve); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
+# JointSolver._prepare); larger ones (a 20 x 20 grid has 2286) by block Gauss-Seidel.
 # The system is refactored at every substep (an inverse kept over a whole collision pass went
 # stale while a 50-link rope whipped, and blew up): the Gauss-Jordan inverse cost about
 # 0.1 ms at 30 rows, 1.2 ms at 90, 4.8 ms at 150 and 18 ms at 240 in numpy, hence the cap (a
@@ -99,8 +118,8 @@ CHAIN_MAX_ROWS = 1200
 # left two of them). Joint-only sweeps cured them too but let the joints overrule contacts: a
 # body pulled by a stiff spring ended 11 cm inside a static box (seed 43). Springs an artist
 # sets (a few Hz) never pay for it.
-STIFF_SPRING_HOMEGA = 4.0
-STIFF_SPRING_SWEEPS = 16
+STIFF_SPRING_HOMEGA = STIFF_HOMEGA     # (the kernels' copy: joint_row_kernels)
+STIFF_SPRING_SWEEPS = STIFF_SWEEPS
 # Locks and limits are soft (Box2D v3's soft step), their hertz capped against the substep
 # rate 1 / h. Solved exactly (the direct and chain paths) the soft step is stable at any
 # h omega, and half the substep rate (h omega = pi) is the cap. Solved by Gauss-Seidel (joint
@@ -156,6 +175,18 @@ def joint_coordinates(joints, x, q):
     return out
 
 
+def _contiguous(name, a):
+    """a itself, checked C-contiguous: the kernels write into it, and a copy would lose that."""
+    if not a.flags.c_contiguous:
+        raise ValueError(f"the joint rows' {name} is not C-contiguous")
+    return a
+
+
+def _f64(a):
+    """a as the kernels read it: float64, C-contiguous (no copy where it is)."""
+    return np.ascontiguousarray(a, dtype=np.float64)
+
+
 def _flat(*arrays):
     """The arrays as the kernels take them: C-contiguous (no copy where they are)."""
     return tuple(np.ascontiguousarray(v) for v in arrays)
@@ -173,20 +204,10 @@ def continuous_euler(rel, prev):
     triple nearest its last angles (prev, engine.dynamics.joints "angles"): continuous through the
     singularity, and the first triple wherever y stays inside +-pi/2 (every joint whose y is
     locked or limited there, as Blender's generic constraint asks)."""
-    x = detmath.arctan2(-rel[:, 1, 2], rel[:, 2, 2])
-    y = detmath.arcsin(np.clip(rel[:, 0, 2], -1.0, 1.0))
-    z = detmath.arctan2(-rel[:, 0, 1], rel[:, 0, 0])
-    first = np.stack((x, y, z), axis=1)
-    second = np.stack((_wrap(x + np.pi), np.copysign(np.pi, y) - y, _wrap(z + np.pi)), axis=1)
-    far1 = np.abs(_wrap(first - prev)).sum(axis=1)
-    far2 = np.abs(_wrap(second - prev)).sum(axis=1)
-    flip = far2 < far1
-    return np.where(flip[:, None], second, first), flip
-
-
-def _wrap(a):
-    """Angles wrapped to (-pi, pi]."""
-    return np.pi - np.mod(np.pi - a, 2.0 * np.pi)
+    out = np.empty((len(rel), 3))
+    flip = np.empty(len(rel), dtype=bool)
+    euler_angles(_f64(rel), _f64(prev), out, flip)
+    return out, flip
 
 
 def _has_cycle(a, b, world, awake):
@@ -332,11 +353,11 @@ class JointSolver:
         self.jac, self.mj = np.zeros((m, self.nr, 12)), np.zeros((m, self.nr, 12))
         self.coord = np.zeros((m, 6))
         self.kdiag, self.eff = np.zeros((m, self.nr)), np.zeros((m, self.nr))
-        self.no_flip = np.zeros(m, dtype=bool)
+        self.flip = np.zeros(m, dtype=bool)   # which joints measure the second Euler triple
         # Geometry is measured whenever the positions moved: in relax (right after the
         # position update) and reused by the next substep's warm start and biased pass, which
-        # see the same positions; the first substep of the pass measures in warm_start.
-        self._stale = True
+        # see the same positions; the first substep of the pass measures in warm_start
+        # (flags[FLAG_STALE], set by _kernel_arrays).
         # Direct mode: every lock row of the pass in one system K dl = -(u + bias), solved
         # exactly; Gauss-Seidel between joints converges like (M / (M + m))^k on a light link
         # holding a heavy mass (0.99 per sweep at 100:1), which lets such chains stretch and
@@ -353,29 +374,79 @@ class JointSolver:
         hz = lock_hertz(hertz, h, swept)
         self.soft = soft_params(hz, damping_ratio, h)
         self.limit_omega = 2.0 * np.pi * hz     # the limits' soft step, as a
-        self.limit_zeta = damping_ratio         # spring (_limit_folds)
+        self.limit_zeta = damping_ratio         # spring (joint_row_kernels.limit_folds)
         # Cap of the position bias velocity of locks and violated limits; locks take it as
         # a cap on the error each row corrects (reach: the error whose correction reaches it).
         self.max_push = max_push
         self.reach = max_push / self.soft[0] if self.soft[0] > 0.0 else np.inf
         if self.direct:
-            self.rj, self.rk = np.nonzero(lock)
+            self.rj, self.rk = (np.ascontiguousarray(v, dtype=np.int64) for v in np.nonzero(lock))
             self.d_a, self.d_b = self.a[self.rj], self.b[self.rj]
-            self.d_rhs, self.d_x = np.empty(rows), np.empty(rows)
-            self.d_blk = np.empty((m if self.chain is not None else 0, self.nr))
-            self.no_kinv = np.zeros((0, 0))
-            self.no_blocks3 = np.zeros((0, 1, 1))
-            self.chain_pos = np.zeros(0, dtype=np.int64)
-            ub, inv = np.unique(np.concatenate((self.a, self.b)), return_inverse=True)
-            self.la_loc, self.lb_loc = inv[:m], inv[m:]
-            self.n_loc = len(ub)
-            self.kinv_direct = None
-            # Chains (every moving body in at most two joints): block elimination along the
-            # chain (engine.dynamics.joint_chain) instead of the dense inverse, same answer.
-            self.chain_sys = None
-            if self.chain is not None:
-                self.chain_pos = np.empty(m, dtype=np.int64)   # joint -> place in the chains
-                self.chain_pos[self.chain[0]] = np.arange(m)
+        self._kernel_arrays(len(inv_mass), h, max_push, rows)
+
+    def _kernel_arrays(self, n, h, max_push, rows):
+        """The per-substep kernels' own arrays (engine.dynamics.joint_row_kernels.PACK; n the
+        world's bodies, rows the lock rows), the direct solve's empty where the locks are
+        swept."""
+        m, nr = self.m, self.nr
+        self.fold = np.zeros((m, 6), dtype=bool)
+        self.lock = np.zeros((m, 6), dtype=bool)
+        self.add = np.zeros((n, 6))
+        self.wterms = np.zeros((m, 3))
+        self.scale = np.ones(m)
+        self.par = np.array([h, *self.soft, max_push, self.limit_omega, self.limit_zeta,
+                             self.reach], dtype=np.float64)
+        self.flags = np.zeros(5, dtype=np.int64)
+        self.flags[FLAG_DIRECT] = self.direct
+        self.flags[FLAG_CHAIN] = self.chain is not None
+        self.flags[FLAG_BREAKABLE] = self.breakable
+        self.flags[FLAG_STALE] = 1
+        # The direct solve (joint_row_kernels.rows_refactor, direct_solve): its lock rows'
+        # Jacobians, errors and liveness, and the factor: the dense K^-1 (kinv, with kdense
+        # its scratch) or, along chains (every moving body in at most two joints), the block
+        # elimination of engine.dynamics.joint_chain (sinv, soff, slower over the blocks dblk
+        # of the joints in chain order), the same answer.
+        if not self.direct:
+            rows = 0
+            self.rj = self.rk = self.d_a = self.d_b = np.zeros(0, np.int64)
+        chain = self.chain is not None
+        nc = m if chain else 0
+        nd = 0 if chain else rows
+        self.d_jac, self.d_mj = np.zeros((rows, 12)), np.zeros((rows, 12))
+        self.d_off, self.d_live, self.d_rhs, self.d_x = (np.zeros(rows) for _ in range(4))
+        self.kinv, self.kdense = np.zeros((nd, nd)), np.zeros((nd, nd))
+        self.d_blk = np.zeros((nc, nr))
+        self.dblk, self.sinv = np.zeros((nc, nr, nr)), np.zeros((nc, nr, nr))
+        self.soff, self.slower = (np.zeros((max(nc - 1, 0), nr, nr)) for _ in range(2))
+        self.work = np.zeros((nr, nr))
+        self.chain_pos = np.zeros(nc, dtype=np.int64)   # joint -> place in the chains
+        if chain:
+            order, side_prev, side_next, link = self.chain
+            self.chain_pos[order] = np.arange(m)
+        else:
+            order = side_prev = side_next = np.zeros(0, np.int64)
+            link = np.zeros(0, dtype=bool)
+        self.order, self.side_prev, self.side_next = (np.ascontiguousarray(v, dtype=np.int64)
+                                                      for v in (order, side_prev, side_next))
+        self.link = np.ascontiguousarray(link, dtype=bool)
+        self.packed = None
+        self.geo = None
+
+    def pack(self):
+        """The arrays the per-substep kernels take, in joint_row_kernels.PACK's order (taken
+        again after every prepare: the direct solve's arrays are new ones then)."""
+        if self.packed is None:
+            g = self.g
+            gain, bias, leak, lo, hi = self.rc
+            sgain, sbias, sleak = self.sc
+            named = {k: g[k] for k in ("limited", "lower", "upper", "motor", "motor_speed",
+                                       "motor_max", "spring", "stiffness", "damping",
+                                       "break_force", "break_torque")}
+            named.update(a=self.a, b=self.b, world=self.world, gain=gain, bias=bias,
+                         leak=leak, lo=lo, hi=hi, sgain=sgain, sbias=sbias, sleak=sleak)
+            self.packed = tuple(_contiguous(k, named[k] if k in named else getattr(self, k))
+                                for k in PACK)
+        return self.packed
 
     def _init_points(self, joints, sel, awake, inv_mass, inv_inertia, h, hertz, damping_ratio,
                      inv_body, max_push):
@@ -396,238 +467,81 @@ class JointSolver:
             joints.v("break_force")[sel],
             inv_body=inv_body, max_push=max_push)
         self.relax_every = True    # Gauss-Seidel: relax in every sweep (SWEPT_HERTZ_RATE)
-        self._stale = True
         return True
 
     # -- geometry -----------------------------------------------------------------------------
-    def _measure(self, x, q):
-        """Frames, linear rows, coordinates and the first Euler triple's angular rows at the
-        poses x, q (engine.dynamics.joint_row_kernels.geometry); returns FA^T FB (m, 3, 3)."""
-        g = self.g
-        geometry(*_flat(x, q), self.a, self.b, self.world, g["frame_a"], g["frame_b"],
-                 self.la_f, self.lb_f, self.nr, self.fa, self.fb, self.jac, self.coord,
-                 self.rel)
-        return self.rel
-
     def _prepare(self, x, q):
-        """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks."""
-        g, m = self.g, self.m
-        if self.inertia is not None:
-            cur = self.inertia.update(q)
-            self.iia, self.iib = cur[:m], cur[m:]
-        nr = self.nr
-        jac, mj, coord = self.jac, self.mj, self.coord
-        rel = self._measure(x, q)
-        flip = self.no_flip
-        if nr == 6:
-            coord[:, 3:], flip = continuous_euler(rel, self.angles)
-            self.angles = coord[:, 3:].copy()
-        angular_rows(jac, flip, self.ima, self.imb, self.iia, self.iib, mj, self.kdiag,
-                     self.eff)
-        lock = g["lock"] & ~self.broken[:, None]
-        self.lock = lock
-        if self.direct:
-            self._factor_direct()
-            self._gather_direct()
-            return
-        # Lock blocks: dl = -ms (W v + bias_rate e) - is lam with W = K^-1 J and
-        # e = K^-1 (C - target), the unlocked rows zeroed (their impulse stays 0).
-        lock_blocks(self.jac, self.mj, lock, self.coord, g["target"], self.reach, self.lock_on,
-                    self.w_op, self.err, self.k33, self.kinv33)
+        """Jacobians (m, 6, 12), MJ, coordinates (m, 6), effective masses, lock blocks or the
+        direct solve's factor at the poses x, q (joint_row_kernels.rows_prepare).
 
-    def _factor_direct(self):
-        """Factor K = J M^-1 J^T of all lock rows: the chain factor for chains, else a
-        dense inverse over the pass's bodies. Broken joints' rows are decoupled (identity) so
-        the others stay exact."""
-        if self.chain is not None:
-            self._factor_chain()
-            return
-        rj, rk = self.rj, self.rk
-        r = len(rj)
-        live = self.lock[rj, rk]
-        jr = self.jac[rj, rk] * live[:, None]
-        mr = self.mj[rj, rk] * live[:, None]
-        cols = np.arange(6)
-        jf = np.zeros((r, self.n_loc * 6))
-        mf = np.zeros((r, self.n_loc * 6))
-        rows = np.arange(r)[:, None]
-        ext = ~self.world[rj]
-        ca = self.la_loc[rj][:, None] * 6 + cols
-        cb = self.lb_loc[rj][:, None] * 6 + cols
-        jf[rows, cb] = jr[:, 6:]
-        mf[rows, cb] = mr[:, 6:]
-        jf[rows[ext], ca[ext]] += jr[ext, :6]   # a world joint's A part is zero anyway
-        mf[rows[ext], ca[ext]] += mr[ext, :6]
-        k = np.einsum("rc,sc->rs", jf, mf)
-        diag = np.einsum("rr->r", k)
-        # A chain pinned at both ends, a closed loop or a fixed joint doubled by a hinge has
-        # redundant rows: K is singular. A relative 1e-9 on the diagonal keeps the inverse
-        # finite; the velocity rows' right-hand sides lie in J's range, so the exact answer
-        # stays the bounded one. (Scaling the diagonal more, as a softness, let a 100:1 chain
-        # stretch 10x more: the heavy load path is K's weak mode.)
-        d = np.where(live, diag, 1.0)
-        off = np.where(live, 0.0, 1.0)
-        idx = rows[:, 0]
-        k[idx, idx] = d * (1.0 + 1e-9) + off
-        self.kinv_direct = np.empty_like(k)
-        spd_inverse(k, self.kinv_direct)
+        The direct factor: K = J M^-1 J^T of all lock rows, taken at every prepare. A chain
+        pinned at both ends, a closed loop or a fixed joint doubled by a hinge has redundant
+        rows: K is singular. A relative 1e-9 on the diagonal keeps the inverse finite; the
+        velocity rows' right-hand sides lie in J's range, so the exact answer stays the
+        bounded one. (Scaling the diagonal more, as a softness, let a 100:1 chain stretch 10x
+        more: the heavy load path is K's weak mode.) Broken joints' rows are decoupled
+        (identity) so the others stay exact."""
+        rows_prepare(_f64(x), _f64(q), self.pack(), self.geometry_pack())
 
-    def _factor_chain(self):
-        """K's blocks along the chains (engine.dynamics.joint_chain): D_i = J_i M^-1 J_i^T over both
-        ends, E_i = J_i M^-1 J_(i+1)^T over their shared body; rows that are not live locks
-        are zero with a unit diagonal (as in the dense factor), the same 1e-9 on the rest."""
-        assert self.chain is not None
-        order, side_prev, side_next, link = self.chain
-        nr = self.nr
-        live = self.lock[order, :nr]
-        jac = self.jac[order] * live[:, :, None]
-        mj = self.mj[order] * live[:, :, None]
-        dblk = np.einsum("mrc,msc->mrs", jac, mj)
-        n = len(order)
-        eye = np.arange(nr)
-        diag = dblk[:, eye, eye]
-        dblk[:, eye, eye] = np.where(live, diag * (1.0 + 1e-9), 1.0)
-        half_j = jac.reshape(n, nr, 2, 6)
-        half_m = mj.reshape(n, nr, 2, 6)
-        i = np.arange(n - 1)
-        e = np.einsum("erc,esc->ers", half_j[i, :, side_prev], half_m[i + 1, :, side_next])
-        e *= link[:, None, None]
-        self.chain_sys = ChainSystem(dblk, e)
+    def geometry_pack(self):
+        """What rows_prepare takes besides the packed rows."""
+        if self.geo is None:
+            g = self.g
+            ci = self.inertia
+            if ci is None:
+                idx, aniso, body = self.a, np.zeros(0, np.int64), np.zeros((0, 3, 3))
+                cur = np.concatenate((self.iia, self.iib))
+            else:
+                idx, aniso, body, cur = ci.idx, ci.aniso, ci.inv_body, ci.current
+            self.geo = tuple(_contiguous(k, v) for k, v in (
+                ("frame_a", g["frame_a"]), ("frame_b", g["frame_b"]), ("la_f", self.la_f),
+                ("lb_f", self.lb_f), ("fa", self.fa), ("fb", self.fb), ("rel", self.rel),
+                ("angles", self.angles), ("flip", self.flip), ("ima", self.ima),
+                ("imb", self.imb), ("current", cur), ("idx", idx), ("aniso", aniso),
+                ("inv_body", body), ("lock", g["lock"]), ("target", g["target"]),
+                ("kinv33", self.kinv33), ("la", self.a), ("lb", self.b),
+                ("kdense", self.kdense), ("order", self.order), ("side_prev", self.side_prev),
+                ("side_next", self.side_next), ("link", self.link), ("dblk", self.dblk),
+                ("work", self.work)))
+        return self.geo
 
-    def _gather_direct(self):
-        """The lock rows' Jacobians and position errors for the solve passes (per prepare)."""
-        rj, rk = self.rj, self.rk
-        self.d_live = self.lock[rj, rk].astype(float)
-        self.d_jac = self.jac[rj, rk]
-        self.d_mj = self.mj[rj, rk]
-        self.d_off = np.clip(self.coord[rj, rk] - self.g["target"][rj, rk], -self.reach,
-                             self.reach)
+    # -- passes (the kernels of engine.dynamics.joint_row_kernels, over pack()) ---------------
+    def begin(self, x, q):
+        """The rows at the pass's start (x, q: the poses; the first warm start would take
+        them): what the compiled substeps expect. Returns the packed rows (None for the
+        point-lock path: points.pack)."""
+        if self.m == 0:
+            return None
+        if self.points is not None:
+            self.points.load(x, q)
+            return None
+        if self.flags[FLAG_STALE]:
+            self._prepare(x, q)
+        return self.pack()
 
-    def _direct_solve(self, vel, use_bias):
-        """All lock rows at once: dl = -ms K^-1 (u + bias) - is lam (the soft update of a
-        block row, with the whole system as the block; engine.dynamics.joint_row_kernels.
-        direct_solve, K^-1 the factor of the last _prepare)."""
-        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        if self.chain is not None:
-            cs = self.chain_sys
-            assert cs is not None   # factored by the first _prepare
-            factor = (self.no_kinv, cs.sinv, cs.off, cs.lower)
-        else:
-            assert self.kinv_direct is not None
-            factor = (self.kinv_direct, self.no_blocks3, self.no_blocks3, self.no_blocks3)
-        direct_solve(vel, self.rj, self.rk, self.d_a, self.d_b, self.d_jac, self.d_mj,
-                     self.d_off, self.d_live, self.imp, use_bias, bias_rate, mscale, iscale,
-                     self.chain is not None, *factor, self.chain_pos, self.d_rhs, self.d_x,
-                     self.d_blk)
-
-    def _row_coefficients(self, use_bias, fold=None):
-        """The scalar rows' coefficients over all joints into self.rc (engine.dynamics.
-        joint_row_kernels.row_coefficients). Limits in fold (m, 6) are off (solved in their
-        spring block)."""
-        g = self.g
-        bias_rate, mscale, iscale = self.soft
-        row_coefficients(self.eff, self.coord, g["limited"], g["lower"], g["upper"], g["motor"],
-                         g["motor_speed"], g["motor_max"], self.broken,
-                         self.no_fold if fold is None else fold, self.present, use_bias, self.h,
-                         bias_rate, mscale, iscale, self.max_push, *self.rc)
-
-    def _limit_folds(self, vel):
-        """(m, 6) bool: the limit rows the biased pass folds into their joint's spring block.
-
-        A spring and a limit on one axis (a generic_spring pulled past its limit) are two
-        rows with one Jacobian; Gauss-Seidel between a stiff spring and the limit holding it
-        converges like hsK / (1 + hsK) per sweep, near 1, and the unconverged pair, pushing
-        opposite ways at the anchor, left torques of 1e5 N at a 5 m arm on a 2 kg box (the
-        jointed fuzzer's spring class, issue 11: 1e5 J became 1.6e6). A violated limit is a
-        soft-step row, i.e. an implicit spring pulling to its bound (limit_as_spring), so it
-        joins the block's exact coupled solve. Only violated limits fold (a limit still
-        ahead stays a speculative row), and only on joints with a spring in that block."""
-        g = self.g
-        fold = np.zeros((self.m, 6), dtype=bool)
-        c = self.coord
-        v = np.concatenate((vel[self.a], vel[self.b]), axis=1)
-        for blk in self.spring_blocks:
-            has = g["spring"][:, blk].any(axis=1, keepdims=True) & ~self.broken[:, None]
-            lo, hi, cb = g["lower"][:, blk], g["upper"][:, blk], c[:, blk]
-            # The limit's own impulse -h (kl (C - bound) + sl u) at the present velocity must
-            # push (a limit never pulls): a joint leaving its violation faster than the limit's
-            # recovery speed kl |C - bound| / sl is left to the scalar row (clamped at zero).
-            u = np.einsum("mrc,mc->mr", self.jac[:, blk], v)
-            kl, sl = limit_as_spring(1.0, self.limit_omega, self.limit_zeta, self.h)
-            push = np.where(cb < lo, kl * (cb - lo) + sl * u < 0.0, kl * (cb - hi) + sl * u > 0.0)
-            fold[:, blk] = (g["limited"][:, blk] & has & (self.eff[:, blk] > 0.0)
-                            & ((cb < lo) | (cb > hi)) & push)
-        return fold
-
-    def _spring_coefficients(self, fold):
-        """The spring blocks' coefficients over all joints into self.sc (gain, bias, leak;
-        (m, 2, 3, 3), (m, 2, 3), (m, 2, 3, 3): engine.dynamics.joint_springs.spring_blocks)
-        (biased pass only: a spring is a force applied once per substep), with the limits
-        fold (m, 6) inside. The folded limits' carried impulses move to the spring slot,
-        which then holds their sum."""
-        g = self.g
-        spring_blocks(self.jac, self.mj, self.eff, self.kdiag, self.coord, g["spring"],
-                      g["stiffness"], g["damping"], g["lower"], g["upper"], self.broken, fold,
-                      self.imp, self.spring_on, self.h, self.limit_omega, self.limit_zeta,
-                      self.max_push, *self.sc, self.k33)
-
-    def _axis_impulse(self):
-        """Net impulse per axis (m, 6) along the axis Jacobians (upper rows push back)."""
-        i = self.imp
-        return i[:, LOCK] + i[:, LOWER] - i[:, UPPER] + i[:, SPRING] + i[:, MOTOR]
-
-    # -- passes ---------------------------------------------------------------------------------
     def warm_start(self, vel, x, q):
         """Geometry at the substep's start, then the carried impulses applied to the bodies."""
         if self.m == 0:
             return
         if self.points is not None:
-            if self._stale:
-                self.points.prepare(x, q)
-                self._stale = False
+            self.points.load(x, q)
             self.points.warm_start(vel)
             return
-        if self._stale:
-            self._prepare(x, q)
-            self._stale = False
-        idx = np.stack((self.a, self.b), axis=1)
-        lam = self._axis_impulse()[:, :self.nr]
-        dv = np.einsum("mk,mkc->mc", lam, self.mj)
-        n = vel.shape[0]
-        flat = (idx.reshape(-1, 1) * 6 + np.arange(6)).ravel()
-        add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
-        s = impact_scale(np.einsum("mk,mkc->mc", lam, self.jac), dv,
-                         vel[idx].reshape(self.m, 12), (vel + add)[idx].reshape(self.m, 12))
-        if s is not None:
-            self.imp *= s[:, None, None]
-            dv *= s[:, None]
-            add = np.bincount(flat, weights=dv.reshape(-1), minlength=n * 6).reshape(n, 6)
-        vel += add
+        rows_warm(vel, self.begin(x, q))
 
     def solve(self, vel, x, q, use_bias):
-        """One Gauss-Seidel sweep over the colours (scalar rows, spring blocks, lock blocks),
+        """One Gauss-Seidel sweep over the joints (scalar rows, spring blocks, lock blocks),
         then the direct locks."""
         if self.m == 0:
             return
         if self.points is not None:
-            if self._stale:
+            if self.points.stale:
                 self.points.prepare(x, q)
-                self._stale = False
             self.points.solve(vel, use_bias)
-            self._stale = use_bias   # the world integrates the positions after the biased pass
             return
-        if self._stale:
-            self._prepare(x, q)   # the positions moved since the biased pass
-            self._stale = False
-        fold = self._limit_folds(vel) if use_bias and self.spring_blocks else None
-        self._row_coefficients(use_bias, fold)
-        if fold is not None:
-            self._spring_coefficients(fold)
-        self._sweep(vel, use_bias)
-        if self.direct:
-            self._direct_solve(vel, use_bias)
+        rows_solve(vel, self.begin(x, q), use_bias)
         if use_bias:
-            self._stale = True   # the world integrates the positions next
+            self.flags[FLAG_STALE] = 1   # the world integrates the positions next
 
     def biased_sweeps(self):
         """Biased sweeps the world should make this substep (contacts and joints together):
@@ -635,28 +549,7 @@ class JointSolver:
         measures the geometry)."""
         if self.m == 0 or self.points is not None or not self.spring_blocks:
             return 1
-        return STIFF_SPRING_SWEEPS if self._stiff_springs() else 1
-
-    def _stiff_springs(self):
-        """Whether a live spring row is stiffer than STIFF_SPRING_HOMEGA (h omega, omega^2 =
-        k K on the row's own inverse effective mass K)."""
-        g, live = self.g, ~self.broken[:, None]
-        for blk in self.spring_blocks:
-            on = g["spring"][:, blk] & live
-            k = np.maximum(g["stiffness"][:, blk] * self.kdiag[:, blk], 0.0)
-            if (on & (self.h * np.sqrt(k) > STIFF_SPRING_HOMEGA)).any():
-                return True
-        return False
-
-    def _sweep(self, vel, use_bias):
-        """One Gauss-Seidel sweep over the joints in colour order (engine.dynamics.
-        joint_row_kernels.sweep): motors, spring blocks, limits, lock blocks."""
-        bias_rate, mscale, iscale = self.soft if use_bias else (0.0, 1.0, 0.0)
-        springs = self.spring_on if use_bias else self.no_blocks
-        locks = self.no_blocks if self.direct else self.lock_on
-        sweep(vel, self.a, self.b, self.world, self.jac, self.mj, self.imp, self.present,
-              *self.rc, springs, *self.sc, locks, self.w_op, self.err, use_bias, bias_rate,
-              mscale, iscale, self.v12)
+        return rows_biased_sweeps(self.pack())
 
     def end_substep(self):
         """Reaction on B (force and torque of the last substep) and breaking."""
@@ -666,29 +559,7 @@ class JointSolver:
             self.points.end_substep()
             return
         self.substeps += 1
-        if not self.breakable:
-            return   # nothing can snap: finish measures the last substep's reaction
-        self._reaction()
-        g = self.g
-        snap = ((np.linalg.norm(self.force, axis=1) > g["break_force"])
-                | (np.linalg.norm(self.torque, axis=1) > g["break_torque"])) & ~self.broken
-        if snap.any():
-            self.broken |= snap
-            self.imp[snap] = 0.0
-            self.lock = self.lock & ~snap[:, None]
-            # Drop the broken joints' lock rows from the Gauss-Seidel blocks too.
-            self.w_op[snap] = 0.0
-            self.err[snap] = 0.0
-            if self.direct:
-                self._factor_direct()
-                self._gather_direct()
-
-    def _reaction(self):
-        """Force and torque on B of the last substep (from its impulses and Jacobians)."""
-        lam = self._axis_impulse() / self.h
-        self.force = np.einsum("mk,mkc->mc", lam[:, :3], self.jac[:, :3, 6:9])
-        if self.nr == 6:   # the angular rows' torque on B (B's angular Jacobians)
-            self.torque = np.einsum("mk,mkc->mc", lam[:, 3:], self.jac[:, 3:, 9:12])
+        rows_end_substep(self.pack(), self.geometry_pack())
 
     def finish(self):
         """Write impulses, reactions and broken flags back to the JointSet."""
@@ -705,10 +576,47 @@ class JointSolver:
             js.v("broken")[self.sel] |= pts.broken
             return
         if not self.breakable and self.substeps:
-            self._reaction()
+            # (breakable joints measured it at every substep: rows_end_substep)
+            reaction(self.imp, self.jac, self.h, self.force, self.torque)
         js.v("impulse")[self.sel] = self.imp
         if self.nr == 6:
             js.v("angles")[self.sel] = self.angles
         js.v("force")[self.sel] = self.force
         js.v("torque")[self.sel] = self.torque
         js.v("broken")[self.sel] |= self.broken
+
+
+# What each packed array is (dtype, dimensions), for the empty pack of a pass without
+# six-axis joints (the compiled substeps take one either way: numba types every argument).
+_PACK_TYPES = {
+    **dict.fromkeys(("a", "b", "rj", "rk", "d_a", "d_b", "chain_pos", "flags"), (np.int64, 1)),
+    **dict.fromkeys(("world", "broken", "spring_on", "no_blocks", "lock_on"), (bool, 1)),
+    **dict.fromkeys(("limited", "motor", "spring", "fold", "no_fold", "present", "lock"),
+                    (bool, 2)),
+    **dict.fromkeys(("v12", "d_off", "d_live", "d_rhs", "d_x", "break_force", "break_torque",
+                     "scale", "par"), (np.float64, 1)),
+    **dict.fromkeys(("coord", "eff", "kdiag", "lower", "upper", "motor_speed", "motor_max",
+                     "stiffness", "damping", "k33", "d_jac", "d_mj", "kinv", "d_blk", "force",
+                     "torque", "add", "wterms"), (np.float64, 2)),
+    **dict.fromkeys(("jac", "mj", "imp", "gain", "bias", "leak", "lo", "hi", "sbias", "err",
+                     "sinv", "soff", "slower"), (np.float64, 3)),
+    **dict.fromkeys(("sgain", "sleak", "w_op"), (np.float64, 4))}
+
+
+def no_rows():
+    """JointSolver.pack() of a pass without six-axis joints."""
+    out = []
+    for k in PACK:
+        dtype, ndim = _PACK_TYPES[k]
+        out.append(np.zeros((5,) if k == "flags" else (7,) if k == "par" else (0,) * ndim,
+                            dtype=dtype))
+    return tuple(out)
+
+
+def no_geometry():
+    """JointSolver.geometry_pack() of a pass without six-axis joints."""
+    f, i, b = np.float64, np.int64, bool
+    kinds = ((f, 2), (f, 2), (f, 2), (f, 2), (f, 3), (f, 3), (f, 3), (f, 2), (b, 1), (f, 1),
+             (f, 1), (f, 3), (i, 1), (i, 1), (f, 3), (b, 2), (f, 2), (f, 2), (i, 1), (i, 1),
+             (f, 2), (i, 1), (i, 1), (i, 1), (b, 1), (f, 3), (f, 2))
+    return tuple(np.zeros((0,) * ndim, dtype=dtype) for dtype, ndim in kinds)

@@ -42,7 +42,7 @@ A limit on a spring's axis, once violated, is a second row with the same Jacobia
 Gauss-Seidel between the two converges like hsK / (1 + hsK) per sweep: too slowly for a stiff
 spring, whose unconverged pair left large opposite impulses at the anchor. The limit's soft step
 is itself an implicit spring (limit_as_spring), so it is folded into the block (the `fold` of
-spring_blocks: engine.dynamics.joint_solver's _limit_folds decides which), solved exactly
+spring_blocks: engine.dynamics.joint_row_kernels.limit_folds decides which), solved exactly
 with the spring.
 """
 import numpy as np
@@ -80,7 +80,7 @@ def spring_blocks(jac, mj, eff, kdiag, coord, spring, stiffness, damping, lower,
     new = lam - leak lam - gain u - bias, A = I + h S K (K the block's J M^-1 J^T):
     leak = A^-1 (the adjugate, zero where det A is not positive and finite), gain = A^-1 h S,
     bias = A^-1 h k C. Rows that are not live springs get s = 0 (new = 0 unless a limit is
-    folded in). Limits in fold (m, 6) (joint_solver._limit_folds) join as the implicit
+    folded in). Limits in fold (m, 6) (joint_row_kernels.limit_folds) join as the implicit
     springs limit_as_spring pulling to their bound (moved closer so that the pull stays
     under max_push), and their carried impulses move to the spring slot of imp.
     a (3, 3) scratch."""

@@ -2,10 +2,10 @@
 engine.dynamics.joint_points).
 
 Both joint paths re-apply each joint's last-substep impulse before solving (warm starting), as
-Box2D v3 and Jolt do; kept_fraction decides how much of it to keep (the one rule: the general
-path calls it through impact_scale, engine.dynamics.joint_point_kernels from its warm-start kernel).
+Box2D v3 and Jolt do; kept_fraction decides how much of it to keep (the one rule, called by the
+warm-start kernels of both: engine.dynamics.joint_row_kernels.rows_warm_start and
+engine.dynamics.joint_point_kernels.point_warm_start).
 """
-import numpy as np
 
 from ..core.jit import kernel
 
@@ -34,32 +34,3 @@ def kept_fraction(q, w0, w1):
     if w1 > 0.5 * q and q > 0.0:
         return min(max(-2.0 * w0 / q, 0.0), 1.0)
     return 1.0
-
-
-@kernel
-def _impact_scales(p, dv, v0, v1, out):
-    """kept_fraction of each joint (rows of (m, 12) arrays) into out; how many are cut."""
-    cut = 0
-    for j in range(p.shape[0]):
-        q = 0.0
-        w0 = 0.0
-        w1 = 0.0
-        for c in range(p.shape[1]):
-            q += p[j, c] * dv[j, c]
-            w0 += p[j, c] * v0[j, c]
-            w1 += p[j, c] * v1[j, c]
-        out[j] = kept_fraction(q, w0, w1)
-        if out[j] != 1.0:
-            cut += 1
-    return cut
-
-
-def impact_scale(p, dv, v0, v1):
-    """Scales (m,) of the joints' carried impulses (kept_fraction), or None when all stay
-    whole. p = lam J and dv = lam M^-1 J^T (m, 12) per joint, v0 and v1 the joints' body
-    velocities (m, 12) before and after all warm starts."""
-    out = np.empty(len(p))
-    if not _impact_scales(*(np.ascontiguousarray(a, dtype=np.float64)
-                            for a in (p, dv, v0, v1)), out):
-        return None
-    return out

@@ -1,78 +1,262 @@
-"""A collision pass's solver substeps in one compiled call, for passes of contacts alone.
+"""A collision pass's solver substeps in one compiled call: contacts, joints and all.
 
-World._solve runs, per substep: gravity and damping, the gyroscopic step, the contacts' warm
-start, the biased sweeps, the pose update, then the relax sweeps. With no joints and no force
-fields in the pass, that whole loop is this kernel, over the same kernels the Python loop calls
-(integrate._kick, integrate.gyro_kick, contact_kernels.warm_start / solve_pass,
-integrate._advance), in the same order: the two give the same numbers, bit for bit
-(tests/test_substeps.py), and Python runs once per pass instead of a dozen calls a substep.
+World._solve runs, per substep: the force fields' kick, gravity and damping, the gyroscopic
+step, the warm start of contacts and joints, the biased sweeps (contacts then joints,
+iterations times the joints' biased_sweeps), the pose update, the inertia refresh, then the
+relax sweeps (the joints in every one when relax_every, else in the last) and the joints'
+end of substep (breaking). That whole loop is this kernel, over the kernels the solvers'
+own methods call (integrate._kick, integrate.gyro_kick, contact_kernels.warm_start /
+solve_pass, integrate._advance, joint_point_kernels.points_*, joint_row_kernels.rows_*), in
+the same order: a pass gives the same numbers as those methods called one by one
+(tests/substep_reference.py is that loop of calls, the reference), and Python runs a few
+times per pass instead of a dozen calls a substep.
 
-The kernel stops where the pass's Python machinery has work to do, and says why:
+The kernel stops where Python has work to do, and says why; the call after resumes at the
+phase it returned (PHASE_*), so the order stays that of the loop of calls:
 
+- FIELDS, at a substep's start: the force fields' kick (engine.features.fields, numpy);
 - REFRESH, after the pose update (before the relax sweeps): an anisotropic body turned past
-  inertia_refresh.REFRESH_ANGLE since its rows were taken (InertiaRefresh.update retakes
-  them; the call after resumes with the relax sweeps of the same substep);
+  inertia_refresh.REFRESH_ANGLE since its rows were taken, or a body the joints share with a
+  contact past SHARED_ANGLE (InertiaRefresh.update and follow retake them), or there are
+  round bodies, whose rows follow their axis by rules of their own (inertia_refresh._tilted:
+  then after every pose update);
 - STRUCK, after a substep: a body gained speed its contacts never allowed for (struck.py),
   and the pass ends there;
 - RECOLLIDE, after every EVERY-th substep: recollide.py looks at the turning polytope pairs.
-
-Passes with joints or fields, and refreshes of round bodies (their rows follow their axis by
-rules of their own: inertia_refresh._tilted), take the Python loop.
 """
 import math
 
+import numpy as np
+
 from ..core.jit import kernel
 from .contact_kernels import solve_pass, warm_start
+from .inertia_refresh import REFRESH_COS_HALF, SHARED_COS_HALF
 from .integrate import _advance, _kick, gyro_kick
+from .joint_point_kernels import STALE, points_end_substep, points_prepare, points_solve, points_warm
+from .joint_points import no_points
+from .joint_row_kernels import (
+    FLAG_STALE,
+    rows_biased_sweeps,
+    rows_end_substep,
+    rows_prepare,
+    rows_solve,
+    rows_warm,
+)
+from .joint_solver import no_geometry, no_rows
 
 # Why run_substeps returned.
-DONE, REFRESH, STRUCK, RECOLLIDE = 0, 1, 2, 3
+DONE, REFRESH, STRUCK, RECOLLIDE, FIELDS = 0, 1, 2, 3, 4
+# Where in a substep it returned (and the next call resumes): at its start, after the fields'
+# kick, before the relax sweeps.
+PHASE_START, PHASE_KICKED, PHASE_RELAX = 0, 1, 2
+# Which joint rows the pass has: none, point locks (joint_points), six-axis rows (joint_solver).
+NO_JOINTS, POINT_JOINTS, ROW_JOINTS = 0, 1, 2
 
 
 @kernel
-def run_substeps(s, nsub, at_relax, iterations, relax, h, vel, x, q, dpose, act, movers,
-                 gravity, lin_f, ang_f, gyro, inertia_g, idx, count, dirs, ima, imb, jang,
-                 mang, kmat, eff, k_pinv, sep0, imp, max_normal, friction, soft,
-                 refresh_bodies, q_ref, cos_half, struck_bodies, arm, start, allow,
-                 recollide_every):
-    """Run substeps s .. nsub - 1 (from the relax sweeps of substep s if at_relax). Returns
-    (the substep to go on from, the event that stopped it, whether that substep is halfway:
-    its relax sweeps still to run). Empty refresh_bodies / struck_bodies and
-    recollide_every = 0 turn those checks off."""
+def _turned(q, bodies, q_ref, at, cos_half):
+    """Has one of bodies[at] turned past cos_half (|cos(angle / 2)|) from q_ref[at]?"""
+    for i in range(at.shape[0]):
+        j = at[i]
+        b = bodies[j]
+        c = abs(q[b, 0] * q_ref[j, 0] + q[b, 1] * q_ref[j, 1] + q[b, 2] * q_ref[j, 2]
+                + q[b, 3] * q_ref[j, 3])
+        if c < cos_half:
+            return True
+    return False
+
+
+@kernel
+def _struck(vel, bodies, arm, start, allow, t_left):
+    for j in range(bodies.shape[0]):
+        b = bodies[j]
+        speed = (math.sqrt(vel[b, 0] ** 2 + vel[b, 1] ** 2 + vel[b, 2] ** 2)
+                 + math.sqrt(vel[b, 3] ** 2 + vel[b, 4] ** 2 + vel[b, 5] ** 2) * arm[j])
+        if (speed - start[j]) * t_left > allow[j]:
+            return True
+    return False
+
+
+@kernel
+def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, movers, gravity,
+                 lin_f, ang_f, gyro, inertia_g, contacts, refresh, struck, recollide_every,
+                 fields, joint_kind, relax_every, points, rows, geo):
+    """Run substeps s .. nsub - 1 from phase (PHASE_*). Returns (the substep to go on from,
+    the event that stopped it, the phase to resume at).
+
+    contacts: ContactSolver.kernel_arrays(); refresh: (bodies, q_ref, cos_half, all_bodies,
+    shared, cos_shared): InertiaRefresh's bodies and reference orientations, which of them
+    (all_bodies: indices into bodies) are checked against cos_half and which (shared, the
+    joints' bodies shared with contacts) against cos_shared, with cos_half < -1 for a REFRESH
+    after every pose update (round bodies); struck: (bodies, arm, start, allow) of
+    StruckBodies (empty: no check); recollide_every 0: no check; fields: whether there are
+    force fields; joint_kind (NO_JOINTS, POINT_JOINTS, ROW_JOINTS) with relax_every (the
+    joints relax in every relax sweep, not only the last), points (PointLocks.pack()), rows
+    and geo (JointSolver.pack(), geometry_pack()); the kind not used gets empty ones."""
+    (idx, count, dirs, ima, imb, jang, mang, kmat, eff, k_pinv, sep0, imp, max_normal,
+     friction, soft) = contacts
+    ref_bodies, q_ref, cos_half, all_bodies, shared, cos_shared = refresh
+    struck_bodies, arm, start, allow = struck
+    pflags, rflags = points[24], rows[62]
     while s < nsub:
-        if not at_relax:
+        if phase == PHASE_START:
+            if joint_kind == ROW_JOINTS and rflags[FLAG_STALE]:   # (no relax sweeps)
+                rows_prepare(x, q, rows, geo)
+            phase = PHASE_KICKED
+            if fields:
+                return s, FIELDS, PHASE_KICKED
+        if phase == PHASE_KICKED:
             _kick(vel, act, gravity, lin_f, ang_f, h)
             if gyro.shape[0]:
                 gyro_kick(vel, gyro, q, inertia_g, h, 2)
             warm_start(vel, idx, count, dirs, ima, imb, mang, imp)
-            for _ in range(iterations):
+            sweeps = iterations
+            if joint_kind == POINT_JOINTS:
+                if pflags[STALE]:
+                    points_prepare(x, q, points)
+                points_warm(vel, points)
+            elif joint_kind == ROW_JOINTS:
+                rows_warm(vel, rows)
+                # A stiff spring is nearly a constraint: the substep sweeps it together with
+                # its neighbours until they agree (joint_solver.STIFF_SPRING_SWEEPS).
+                sweeps = iterations * rows_biased_sweeps(rows)
+            for _ in range(sweeps):
                 solve_pass(vel, dpose, True, idx, count, dirs, ima, imb, jang, mang, kmat, eff,
                            k_pinv, sep0, imp, max_normal, friction, soft)
+                if joint_kind == POINT_JOINTS:
+                    points_solve(vel, points, True)
+                elif joint_kind == ROW_JOINTS:
+                    rows_solve(vel, rows, True)
+                    rflags[FLAG_STALE] = 1
             _advance(x, q, vel, movers, h)
             for j in range(movers.shape[0]):
                 b = movers[j]
                 for k in range(6):
                     dpose[b, k] += h * vel[b, k]
-            for j in range(refresh_bodies.shape[0]):
-                b = refresh_bodies[j]
-                c = abs(q[b, 0] * q_ref[j, 0] + q[b, 1] * q_ref[j, 1] + q[b, 2] * q_ref[j, 2]
-                        + q[b, 3] * q_ref[j, 3])
-                if c < cos_half:
-                    return s, REFRESH, True
-        at_relax = False
-        for _ in range(relax):
+            phase = PHASE_RELAX
+            # The joints' rows for the new poses: measured where the relax sweeps would first
+            # use them (without relax sweeps, at the next warm start).
+            if joint_kind == POINT_JOINTS and relax > 0:
+                points_prepare(x, q, points)
+            elif joint_kind == ROW_JOINTS and relax > 0:
+                rows_prepare(x, q, rows, geo)
+            # A body in both solvers is weighted by one tensor in both: the joint rows take
+            # the present one at every substep (engine.dynamics.joint_inertia), so its contact
+            # rows are retaken once it turns (InertiaRefresh.follow). Two tensors of a
+            # spinning needle (inertias 1.3e-4 and 2.9) 0.2 rad apart made the contact and
+            # stiff-spring sweeps answer each other 1.6x harder each time: 180 -> 6e5 m/s in
+            # one substep (tests/test_fuzz_world.py, seed 320).
+            if cos_half < -1.0 or _turned(q, ref_bodies, q_ref, all_bodies, cos_half) \
+                    or _turned(q, ref_bodies, q_ref, shared, cos_shared):
+                return s, REFRESH, PHASE_RELAX
+        # PHASE_RELAX
+        for r in range(relax):
             solve_pass(vel, dpose, False, idx, count, dirs, ima, imb, jang, mang, kmat, eff,
                        k_pinv, sep0, imp, max_normal, friction, soft)
+            # The joints in every sweep when they share a body with a contact (their bias
+            # velocity must leave with the contacts': world_joints._joint_solver) or are
+            # swept, else in the last.
+            if relax_every or r == relax - 1:
+                if joint_kind == POINT_JOINTS:
+                    points_solve(vel, points, False)
+                elif joint_kind == ROW_JOINTS:
+                    rows_solve(vel, rows, False)
+        if joint_kind == POINT_JOINTS:
+            points_end_substep(points)
+        elif joint_kind == ROW_JOINTS:
+            rows_end_substep(rows, geo)
         s += 1
+        phase = PHASE_START
         if s >= nsub:
             break
-        t_left = (nsub - s) * h
-        for j in range(struck_bodies.shape[0]):
-            b = struck_bodies[j]
-            speed = (math.sqrt(vel[b, 0] ** 2 + vel[b, 1] ** 2 + vel[b, 2] ** 2)
-                     + math.sqrt(vel[b, 3] ** 2 + vel[b, 4] ** 2 + vel[b, 5] ** 2) * arm[j])
-            if (speed - start[j]) * t_left > allow[j]:
-                return s, STRUCK, False
+        if _struck(vel, struck_bodies, arm, start, allow, (nsub - s) * h):
+            return s, STRUCK, PHASE_START
         if recollide_every and s % recollide_every == 0:
-            return s, RECOLLIDE, False
-    return s, DONE, False
+            return s, RECOLLIDE, PHASE_START
+    return s, DONE, PHASE_START
+
+
+def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x, q, dpose,
+             act, movers, gravity, lin_f, ang_f, gyro, inertia_g, kick=None, recollide=None,
+             every=0):
+    """The substeps of one collision pass (World._solve's step 6): run_substeps, and between
+    its calls the work it stopped for. solver: the ContactSolver; joints: the JointSolver or
+    None; refresh: the InertiaRefresh; struck: StruckBodies or None; kick(): the force
+    fields' kick (None: no fields); recollide(s): take the turning pairs' manifolds again
+    after substep s (None: not this pass) every EVERY-th substep. Returns the substeps run."""
+    contacts = _contact_rows(solver)
+    points, rows, geo = _empty_packs()
+    kind, relax_every = NO_JOINTS, False
+    if joints is not None and joints.m:
+        relax_every = bool(joints.relax_every)
+        packed = joints.begin(x, q)
+        if joints.points is not None:
+            kind, points = POINT_JOINTS, joints.points.pack()
+        else:
+            kind, rows, geo = ROW_JOINTS, packed, joints.geometry_pack()
+    shared = joints is not None and kind != NO_JOINTS and len(joints.shared_bodies)
+    checks = _refresh_checks(refresh, joints.shared_bodies if shared else None)
+    if struck is None:
+        hits = (_NO_BODIES, _NO_FLOATS, _NO_FLOATS, _NO_FLOATS)
+    else:
+        hits = (struck.bodies, struck.arm, struck.start, struck.allow)
+    every = every if recollide is not None else 0
+    s, phase = 0, PHASE_START
+    while True:
+        s, event, phase = run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose,
+                                       act, movers, gravity, lin_f, ang_f, gyro, inertia_g,
+                                       contacts, checks, hits, every, kick is not None, kind,
+                                       relax_every, points, rows, geo)
+        if event == FIELDS:
+            kick()
+        elif event == REFRESH:   # after the pose update, as the loop of calls has it
+            refresh.update(solver, q, dpose, vel)
+            if shared:
+                refresh.follow(solver, joints.shared_bodies, q, dpose)
+            contacts = _contact_rows(solver)
+        elif event == RECOLLIDE:
+            recollide(s)
+            contacts = _contact_rows(solver)
+        else:
+            break   # DONE, or STRUCK: the pass ends after substep s
+    if kind == ROW_JOINTS:
+        joints.substeps += s
+    return s
+
+
+def _contact_rows(solver):
+    """solver.kernel_arrays(), or empty ones of the same kinds for a pass without contacts
+    (a jointed pass with nothing touching: the ContactSolver then builds no rows)."""
+    if solver.m:
+        return solver.kernel_arrays()
+    f = np.zeros
+    return (f((0, 2), np.int64), f(0, np.int64), f((0, 3, 3)), f(0), f(0), f((0, 1, 6)),
+            f((0, 1, 6)), f((0, 1, 1)), f((0, 1)), f((0, 4, 4)), f((0, 4)), f((0, 1)),
+            f((0, 4)), f(0), solver.soft)
+
+
+def _refresh_checks(refresh, shared):
+    """run_substeps' refresh tuple for the InertiaRefresh refresh and the bodies the joints
+    share with contacts (shared, or None)."""
+    bodies = np.ascontiguousarray(refresh.bodies, dtype=np.int64)
+    plain = ~refresh.axial
+    at = _NO_BODIES
+    if shared is not None and len(bodies):   # the bodies InertiaRefresh.follow looks at
+        at = np.minimum(np.searchsorted(bodies, shared), len(bodies) - 1)
+        at = at[(bodies[at] == shared) & plain[at]].astype(np.int64)
+    cos_half = -2.0 if refresh.any_axial else REFRESH_COS_HALF
+    return (bodies, refresh.q_ref, cos_half, np.flatnonzero(plain).astype(np.int64), at,
+            SHARED_COS_HALF)
+
+
+_NO_BODIES = np.zeros(0, dtype=np.int64)
+_NO_FLOATS = np.zeros(0)
+_EMPTY: dict = {}
+
+
+def _empty_packs():
+    """The packs of a pass without point locks / six-axis rows (run_substeps takes both
+    either way: numba types every argument), made once."""
+    if not _EMPTY:
+        _EMPTY["packs"] = no_points(), no_rows(), no_geometry()
+    return _EMPTY["packs"]

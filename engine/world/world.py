@@ -56,7 +56,7 @@ from ..core.errors import EngineError
 from ..core.kinds import BodyKind, ShapeKind
 from ..dynamics.arm_box import ArmBoxes
 from ..dynamics.graph import colour_constraints, islands
-from ..dynamics.inertia_refresh import REFRESH_COS_HALF, InertiaRefresh
+from ..dynamics.inertia_refresh import InertiaRefresh
 from ..dynamics.integrate import (
     damping_factors,
     integrate_positions,
@@ -67,7 +67,7 @@ from ..dynamics.round_bodies import centred_balls, fastest_turns, round_about_z
 from ..dynamics.sleep import moving_bodies
 from ..dynamics.solver import ContactSolver
 from ..dynamics.struck import MAX_EARLY_ENDS, StruckBodies
-from ..dynamics.substeps import RECOLLIDE, REFRESH, run_substeps
+from ..dynamics.substeps import run_pass
 from ..features.deform import deform_mesh_body
 from ..features.fields import FieldTable, field_forces
 from .body_control import BodyControl
@@ -81,9 +81,6 @@ from .world_joints import JointSet, JointWorldMixin
 # enum lookups a frame of 27 cubes).
 DYNAMIC, STATIC, KINEMATIC = int(BodyKind.DYNAMIC), int(BodyKind.STATIC), int(BodyKind.KINEMATIC)
 POLYTOPE, TRIANGLE_MESH = int(ShapeKind.POLYTOPE), int(ShapeKind.TRIANGLE_MESH)
-# No bodies, for the compiled substeps' checks that are off (engine.dynamics.substeps).
-_NO_BODIES = np.zeros(0, dtype=np.int64)
-_NO_FLOATS = np.zeros(0)
 # Collision passes for spin (collision_steps_for), as multiples of the passes dt needs: for
 # the surface travel, and for the turn per pass (rad), which only absurd spins reach.
 MAX_SPIN_PASSES = 4
@@ -709,13 +706,8 @@ class World(BodyControl, JointWorldMixin):
             struck = StruckBodies(act, vel, self._reach(), balls[act],
                                   self.settings.speculative_distance)
         dpose = np.zeros((self._n, 6))
-        if joints is None and self.fields is None and not refresh.any_axial:
-            done = self._substeps_compiled(solver, refresh, struck, again, man, nsub, h, act,
-                                           movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i)
-        else:
-            done = self._substeps_python(solver, joints, refresh, struck, again, man, nsub, h,
-                                         act, movers, lin_f, ang_f, gyro, inertia_g, dpose,
-                                         inv_i)
+        done = self._substeps_compiled(solver, joints, refresh, struck, again, man, nsub, h, act,
+                                       movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i)
         if joints:
             joints.finish()
         self.last_recollided = 0 if again is None else again.taken
@@ -723,82 +715,24 @@ class World(BodyControl, JointWorldMixin):
         imp_n, imp_f, imp_f2, _ = solver.impulses()
         return imp_n, imp_f, imp_f2, done
 
-    def _substeps_python(self, solver, joints, refresh, struck, again, man, nsub, h, act,
-                         movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i):
-        """The substeps of a pass with joints or fields (see _substeps_compiled), in Python.
-        Returns the substeps run."""
+    def _substeps_compiled(self, solver, joints, refresh, struck, again, man, nsub, h, act,
+                           movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i):
+        """The substeps of a pass, contacts, joints and fields, compiled
+        (engine.dynamics.substeps.run_pass), stopping only where the fields, refresh, struck
+        or again have work in Python. Returns the substeps run."""
         x, q, vel = self._v("x"), self._v("q"), self._v("vel")
-        done = nsub
-        for s in range(nsub):
-            self._field_kick(vel, act, h)
-            integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
-                                 gyro_index=gyro, q=q, inertia_body=inertia_g)
-            solver.warm_start(vel)
-            if joints:
-                joints.warm_start(vel, x, q)
-            # A stiff spring is nearly a constraint: the substep sweeps it together with its
-            # neighbours until they agree (engine.dynamics.joint_solver.STIFF_SPRING_SWEEPS).
-            for _ in range(self.settings.iterations * (joints.biased_sweeps() if joints else 1)):
-                solver.solve(vel, dpose, True)
-                if joints:
-                    joints.solve(vel, x, q, True)
-            integrate_positions(x, q, vel, movers, h)
-            dpose[movers] += h * vel[movers]
-            refresh.update(solver, q, dpose, vel)
-            if joints and len(joints.shared_bodies):
-                # A body in both solvers is weighted by one tensor in both: the joint rows
-                # take the present one at every substep (engine.dynamics.joint_inertia), so its
-                # contact rows are retaken once it turns (InertiaRefresh.follow). Two
-                # tensors of a spinning needle (inertias 1.3e-4 and 2.9) 0.2 rad apart made
-                # the contact and stiff-spring sweeps answer each other 1.6x harder each
-                # time: 180 -> 6e5 m/s in one substep (tests/test_fuzz_world.py, seed 320).
-                refresh.follow(solver, joints.shared_bodies, q, dpose)
-            relax = self.settings.relax_iterations
-            for r in range(relax):
-                solver.solve(vel, dpose, False)
-                # In every sweep when the joints share a body with a contact (their bias
-                # velocity must leave with the contacts': world_joints._joint_solver).
-                if joints and (joints.relax_every or r == relax - 1):
-                    joints.solve(vel, x, q, False)
-            if joints:
-                joints.end_substep()
-            if s < nsub - 1 and struck is not None and struck.struck(vel, (nsub - 1 - s) * h):
-                done = s + 1
-                break
-            if again is not None and s < nsub - 1:
-                again.update(solver, refresh, man, vel, dpose, h, (nsub - 1 - s) * h, inv_i)
-        return done
 
-    def _substeps_compiled(self, solver, refresh, struck, again, man, nsub, h, act, movers,
-                           lin_f, ang_f, gyro, inertia_g, dpose, inv_i):
-        """The substeps of a pass of contacts alone, in one compiled call
-        (engine.dynamics.substeps), stopping only where refresh, struck or again has work.
-        Returns the substeps run."""
-        x, q, vel = self._v("x"), self._v("q"), self._v("vel")
-        rows = solver.kernel_arrays()
-        refresh_bodies, q_ref = refresh.bodies, refresh.q_ref
-        if struck is None:
-            struck_bodies, arm, start, allow = _NO_BODIES, _NO_FLOATS, _NO_FLOATS, _NO_FLOATS
-        else:
-            struck_bodies, arm, start, allow = struck.bodies, struck.arm, struck.start, struck.allow
-        every = EVERY if again is not None else 0
-        s, at_relax = 0, False
-        gravity = np.asarray(self.gravity, dtype=np.float64)
-        while True:
-            s, event, at_relax = run_substeps(
-                s, nsub, at_relax, self.settings.iterations, self.settings.relax_iterations,
-                h, vel, x, q, dpose, act, movers, gravity, lin_f, ang_f, gyro, inertia_g,
-                *rows, refresh_bodies, q_ref, REFRESH_COS_HALF, struck_bodies, arm, start,
-                allow, every)
-            if event == REFRESH:
-                refresh.update(solver, q, dpose, vel)
-                rows = solver.kernel_arrays()
-            elif event == RECOLLIDE:
-                again.done = s - 1      # update() counts the substep it follows
-                again.update(solver, refresh, man, vel, dpose, h, (nsub - s) * h, inv_i)
-                rows = solver.kernel_arrays()
-            else:
-                return s     # DONE, or STRUCK: the pass ends after substep s
+        def recollide(s):
+            again.done = s - 1      # update() counts the substep it follows
+            again.update(solver, refresh, man, vel, dpose, h, (nsub - s) * h, inv_i)
+
+        def kick():
+            self._field_kick(vel, act, h)
+        return run_pass(solver, joints, refresh, struck, nsub, h, self.settings.iterations,
+                        self.settings.relax_iterations, vel, x, q, dpose, act, movers,
+                        np.asarray(self.gravity, dtype=np.float64), lin_f, ang_f, gyro,
+                        inertia_g, kick=None if self.fields is None else kick,
+                        recollide=None if again is None else recollide, every=EVERY)
 
     def _recollide(self, ia, ib, normal, awake):
         """The pass's Recollide (engine.world.recollide) over its polytope-pair manifolds, or None
