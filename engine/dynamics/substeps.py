@@ -53,6 +53,10 @@ PHASE_START, PHASE_KICKED, PHASE_RELAX = 0, 1, 2
 NO_JOINTS, POINT_JOINTS, ROW_JOINTS = 0, 1, 2
 
 
+# The sweeps' use_bias, read from an array: a literal True / False makes numba compile a
+# sweep kernel once per literal (and once more for Python's bool), some 3 s a copy.
+_BIASED = np.array([True, False])
+
 @kernel
 def _turned(q, bodies, q_ref, at, cos_half):
     """Has one of bodies[at] turned past cos_half (|cos(angle / 2)|) from q_ref[at]?"""
@@ -121,12 +125,12 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
                 # its neighbours until they agree (joint_solver.STIFF_SPRING_SWEEPS).
                 sweeps = iterations * rows_biased_sweeps(rows)
             for _ in range(sweeps):
-                solve_pass(vel, dpose, True, idx, count, dirs, ima, imb, jang, mang, kmat, eff,
+                solve_pass(vel, dpose, _BIASED[0], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
                            k_pinv, sep0, imp, max_normal, friction, soft)
                 if joint_kind == POINT_JOINTS:
-                    points_solve(vel, points, True)
+                    points_solve(vel, points, _BIASED[0])
                 elif joint_kind == ROW_JOINTS:
-                    rows_solve(vel, rows, True)
+                    rows_solve(vel, rows, _BIASED[0])
                     rflags[FLAG_STALE] = 1
             _advance(x, q, vel, movers, h)
             for j in range(movers.shape[0]):
@@ -151,16 +155,16 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
                 return s, REFRESH, PHASE_RELAX
         # PHASE_RELAX
         for r in range(relax):
-            solve_pass(vel, dpose, False, idx, count, dirs, ima, imb, jang, mang, kmat, eff,
+            solve_pass(vel, dpose, _BIASED[1], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
                        k_pinv, sep0, imp, max_normal, friction, soft)
             # The joints in every sweep when they share a body with a contact (their bias
             # velocity must leave with the contacts': world_joints._joint_solver) or are
             # swept, else in the last.
             if relax_every or r == relax - 1:
                 if joint_kind == POINT_JOINTS:
-                    points_solve(vel, points, False)
+                    points_solve(vel, points, _BIASED[1])
                 elif joint_kind == ROW_JOINTS:
-                    rows_solve(vel, rows, False)
+                    rows_solve(vel, rows, _BIASED[1])
         if joint_kind == POINT_JOINTS:
             points_end_substep(points)
         elif joint_kind == ROW_JOINTS:
