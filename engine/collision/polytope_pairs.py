@@ -202,9 +202,11 @@ def collide_polytope_bodies(table, sid, pos, q, rot, ia, ib, margin, pairs=None,
     pair) and out, a dict of its arrays as World._narrowphase keeps them (normal, points,
     separation, count, ids, axis_kind, axis_index; geo, their captured geometry)."""
     m = len(ia)
-    man = (np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4)), np.empty(m, np.int64),
-           np.empty((m, 4), np.int64), np.empty(m, np.int8), np.empty((m, 2), np.int64))
-    geo = tuple(np.empty((m,) + shape, dtype) for shape, dtype in manifold_cache.COLUMNS.values())
+    man: tuple[np.ndarray, ...] = (
+        np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4)), np.empty(m, np.int64),
+        np.empty((m, 4), np.int64), np.empty(m, np.int8), np.empty((m, 2), np.int64))
+    geo: tuple[np.ndarray, ...] = tuple(np.empty((m, *shape), dtype) for shape, dtype
+                                        in manifold_cache.COLUMNS.values())
     pair = np.empty(m, np.int64)
     if pairs is None or not len(pairs):
         reuse = NO_REUSE
@@ -218,6 +220,6 @@ def collide_polytope_bodies(table, sid, pos, q, rot, ia, ib, margin, pairs=None,
                  float(detmath.cos(0.5 * angle)), sat_tab, _edge_arcs(t), _box_edge_lut(),
                  clip_kernels.table_arrays(t), _CONSTS, man, geo, pair)
     names = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
-    out = {name: v[:k] for name, v in zip(names, man)}
+    out: dict = {name: v[:k] for name, v in zip(names, man)}
     out["geo"] = {name: v[:k] for name, v in zip(manifold_cache.COLUMNS, geo)}
     return pair[:k], out

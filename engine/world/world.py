@@ -36,6 +36,7 @@ Substeps: ``substeps=None`` picks ceil(dt / max_substep) per step, so the solver
 the same rate whether the bake steps at 1/24 s or 1/60 s.
 """
 import math
+from typing import Any
 
 import numpy as np
 
@@ -221,9 +222,11 @@ class World(BodyControl, JointWorldMixin):
         self._grow(8)
         self._collide = None  # narrowphase function; see _narrowphase
         self._pass_count = 0        # collision passes run: with the body count, keys per-pass caches
-        self._reach_of = (-1, None)             # (pass, _reach())
-        self._round_of = (-1, None, None)       # (pass, *_round_flags())
-        self._table_pairs_of = ((None, -1), None)   # ((pair keys, bodies), _table_pairs())
+        # Per-pass caches, keyed by (passes run, bodies): (key, _reach()), (key,
+        # *_round_flags()); and ((pair keys, bodies), _table_pairs()).
+        self._reach_of: tuple[Any, ...] = ((-1, -1), None)
+        self._round_of: tuple[Any, ...] = ((-1, -1), None, None)
+        self._table_pairs_of: tuple[Any, ...] = ((None, -1), None)
         self.fields = None    # force fields (engine.features.fields.FieldTable); see set_fields
         self._field_exempt = np.zeros(0, dtype=np.int64)
         self.guard_events = []     # engine.world.guard.GuardEvent per repaired body (see the class doc)
