@@ -45,6 +45,10 @@ __all__ = [
     "collide_bodies",
 ]
 
+# Kinds as plain ints: numpy compares arrays with an enum member through its dunder probes.
+_COMPOUND, _MESH = int(ShapeKind.COMPOUND), int(ShapeKind.TRIANGLE_MESH)
+_POLYTOPE = int(ShapeKind.POLYTOPE)
+
 # sub = part pair * CLUSTER_STRIDE + normal cluster (reduce_manifolds ranks < MAX_CLUSTERS).
 CLUSTER_STRIDE = 1 << 3
 assert MAX_CLUSTERS <= CLUSTER_STRIDE
@@ -107,11 +111,11 @@ def _parts(table):
 
 
 def _any_compound(kinds):
-    return bool(np.any(kinds == ShapeKind.COMPOUND))
+    return bool(np.any(kinds == _COMPOUND))
 
 
 def _any_nonconvex(kinds):
-    return bool(np.any((kinds == ShapeKind.COMPOUND) | (kinds == ShapeKind.TRIANGLE_MESH)))
+    return bool(np.any((kinds == _COMPOUND) | (kinds == _MESH)))
 
 
 def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, collide=None):
@@ -160,23 +164,23 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     reach = table.bound_radius[sa] + table.bound_radius[sb] + marg
     keep = (n_rows[pair] == 1) | (np.einsum("ij,ij->i", d, d) <= reach * reach)
     ka, kb = kinds[sa], kinds[sb]
-    keep &= ~((ka == ShapeKind.TRIANGLE_MESH) & (kb == ShapeKind.TRIANGLE_MESH))
+    keep &= ~((ka == _MESH) & (kb == _MESH))
     pair, sa, sb, xa, xb, qa, qb, sub, marg = (
         v[keep] for v in (pair, sa, sb, xa, xb, qa, qb, sub, marg))
     ka, kb = ka[keep], kb[keep]
 
     outs, pairs, subs = [], [], []
     # 2. Convex pairs: the ordinary narrowphase.
-    conv = np.flatnonzero((ka != ShapeKind.TRIANGLE_MESH) & (kb != ShapeKind.TRIANGLE_MESH))
+    conv = np.flatnonzero((ka != _MESH) & (kb != _MESH))
     if len(conv):
         outs.append(collide(table, sa[conv], xa[conv], qa[conv], sb[conv], xb[conv], qb[conv],
                             margin=marg[conv]))
         pairs.append(pair[conv])
         subs.append(sub[conv] * CLUSTER_STRIDE)
     # 3. Convex vs triangle mesh.
-    mesh_rows = np.flatnonzero((ka == ShapeKind.TRIANGLE_MESH) | (kb == ShapeKind.TRIANGLE_MESH))
+    mesh_rows = np.flatnonzero((ka == _MESH) | (kb == _MESH))
     if len(mesh_rows):
-        flip = ka[mesh_rows] == ShapeKind.TRIANGLE_MESH
+        flip = ka[mesh_rows] == _MESH
         f = flip[:, None]
         s_c = np.where(flip, sb[mesh_rows], sa[mesh_rows])
         s_m = np.where(flip, sa[mesh_rows], sb[mesh_rows])
@@ -232,7 +236,7 @@ def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
     grow = (table.radius[s_c] + margin)[:, None]
     lo, hi = loc.min(axis=1) - grow, loc.max(axis=1) + grow
     used = _margin_buckets(margin)
-    poly = table.kind[s_c] == ShapeKind.POLYTOPE
+    poly = table.kind[s_c] == _POLYTOPE
     parts, rows = [], []
     # Loops over distinct meshes only (a few per step).
     for u in np.unique(s_m):
