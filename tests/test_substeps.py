@@ -153,14 +153,25 @@ def test_compiled_substeps_equal_the_python_loop(seed, monkeypatch):
     assert seen["REFRESH"] and seen["RECOLLIDE"], seen
 
 
+def struck_row():
+    """A 300 kg ball at 40 m/s into a row of 2 kg boxes at rest: the boxes are struck into
+    speeds their contacts never allowed for, so passes end early (engine.dynamics.struck).
+    (The tumbling scenes' ball strikes their pile too, but whether a pass ends then is up to
+    the pile's chaos: after a round-off change one platform saw none in three seeds.)"""
+    w = World()
+    w.add_body(Box([6.0, 6.0, 0.5]), position=(0, 0, -0.5), kind="static")
+    for k in range(3):
+        w.add_body(Box([0.2, 0.2, 0.2]), position=(0.25 * k, 0.0, 0.2), mass=2.0)
+    w.add_body(Sphere(0.25), position=(-1.2, 0.0, 0.25), linear_velocity=(40.0, 0.0, 0.0),
+               mass=300.0)
+    return w
+
+
 def test_a_struck_body_ends_the_compiled_pass(monkeypatch):
-    """The fast ball hits the pile: some pass ends early in the compiled loop too."""
-    seen = count_events(monkeypatch)
-    hits = 0
-    for seed in range(3):
-        run(tumbling(seed), frames=24)
-        hits += seen["STRUCK"]
-    assert hits > 0, seen
+    """The ball hits the row: passes end early in the compiled loop too, as in the loop of
+    calls, bit for bit."""
+    seen, _, _ = both(struck_row, monkeypatch, 6)
+    assert seen["STRUCK"] > 0, seen
 
 
 @pytest.mark.parametrize("variant", ["direct", "swept", "chain", "points"])
