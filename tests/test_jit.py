@@ -289,3 +289,59 @@ def test_each_import_name_of_the_engine_caches_apart(tmp_path):
     aliased, plain = out
     assert os.path.join("engine", "__pycache__", "numba-hb_alias.engine") in aliased
     assert "numba-" not in plain
+
+
+CALLEE = '''
+from .jit import kernel
+
+
+@kernel
+def callee(x):
+    return x + {step}
+'''
+
+CALLER = '''
+from ..core.jit import kernel
+from ..core.stamp_probe_callee import callee
+
+
+@kernel
+def caller(x):
+    return 2.0 * callee(x)
+'''
+
+
+def test_a_changed_callee_in_another_file_is_compiled_again_not_loaded_stale(tmp_path):
+    """numba checks a cached kernel against its own file only, but the cached code holds its
+    callees: after an update that changed only a callee's file, the caller ran the old callee
+    (numba issue 1833). Engine kernels are stamped with the engine's sources as well."""
+    import shutil
+    pkg = tmp_path / "pkg"
+    shutil.copytree(os.path.join(ROOT, "engine"), pkg / "engine",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (pkg / "engine" / "dynamics" / "stamp_probe_caller.py").write_text(CALLER)
+    code = textwrap.dedent('''
+        import json
+        import engine.dynamics.stamp_probe_caller as m
+        out = m.caller(1.0)
+        print(json.dumps({"out": out, "hits": sum(m.caller.stats.cache_hits.values()),
+                          "misses": sum(m.caller.stats.cache_misses.values())}))
+    ''')
+    env = {k: v for k, v in os.environ.items() if k not in ("HB_NO_JIT", "NUMBA_CACHE_DIR")}
+    env.update(PYTHONPATH=str(pkg), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+
+    def run(step):
+        (pkg / "engine" / "core" / "stamp_probe_callee.py").write_text(CALLEE.format(step=step))
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, cwd=str(tmp_path), timeout=600)
+        assert done.returncode == 0, done.stderr[-3000:]
+        got = json.loads(done.stdout.strip().splitlines()[-1])
+        return got["out"], got["hits"], got["misses"]
+
+    assert run("1.0") == (4.0, 0, 1)        # compiled and cached
+    assert run("1.0") == (4.0, 1, 0)        # loaded: nothing changed
+    assert run("3.0") == (8.0, 0, 1)        # the callee's file changed: the caller compiles
+    # The step's orchestration (engine/world, no kernel there) is not part of the stamp.
+    with open(pkg / "engine" / "world" / "world.py", "a") as f:
+        f.write("\n# an edit outside the kernels\n")
+    assert run("3.0") == (8.0, 1, 0)

@@ -19,7 +19,13 @@ decorated with :func:`kernel`. Nothing else in the engine imports numba.
 - The cache: ``NUMBA_CACHE_DIR`` if set, else :func:`set_cache_dir` (the add-on points it at
   the extension's user directory before the first step). A cache that cannot be written
   falls back to compiling without one, with no error.
+- numba checks a cached kernel against its own file only, yet the cached machine code holds
+  every kernel it calls and every constant it read, from other files too: an engine update
+  that changed a callee (or a developer's edit) would run the old callee's code. So every
+  engine kernel's cache entry is also stamped with a digest of the engine's kernel sources
+  (:func:`engine_stamp`): any change there compiles the engine's kernels again.
 """
+import hashlib
 import os
 import sys
 import threading
@@ -27,7 +33,7 @@ from typing import Any
 
 _KERNELS: list = []     # every _Stub made by kernel(), in definition order
 _STATE: dict[str, Any] = {"mode": None, "numba": None, "reason": "", "cache_dir": None,
-                          "cache": True}
+                          "cache": True, "stamp": None}
 # Activation happens once: the add-on may warm the engine up in a thread of its own while
 # Blender's main thread calls a kernel too (addon/compiler.py).
 _LOCK = threading.RLock()
@@ -52,6 +58,35 @@ def _writable(path):
         return True
     except OSError:
         return False
+
+
+def engine_stamp():
+    """A digest of the source files whose code or constants the engine's kernels hold: every
+    engine module but the step's orchestration (engine/world, unless a module there defines
+    a kernel). Read from disk, so every process finds the same digest whatever it imported."""
+    if _STATE.get("stamp") is None:
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        digest = hashlib.sha256()
+        for folder, dirs, files in sorted(os.walk(root)):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            for name in sorted(f for f in files if f.endswith(".py")):
+                with open(os.path.join(folder, name), "rb") as f:
+                    text = f.read()
+                rel = os.path.relpath(os.path.join(folder, name), root).replace(os.sep, "/")
+                if rel.startswith("world/") and b"@kernel" not in text:
+                    continue
+                digest.update(rel.encode() + b"\0" + text + b"\0")
+        _STATE["stamp"] = digest.hexdigest()[:20]
+    return _STATE["stamp"]
+
+
+def _stamp_with_engine(dispatcher):
+    """Make a compiled engine kernel's cache entry depend on engine_stamp() as well as its own
+    file (numba's index keeps a stamp and drops entries whose stamp differs). Where numba's
+    cache is built otherwise (another numba version), its own per-file check stays."""
+    cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
+    if cache_file is not None and hasattr(cache_file, "_source_stamp"):
+        cache_file._source_stamp = (cache_file._source_stamp, engine_stamp())
 
 
 def _import_numba():
@@ -236,6 +271,8 @@ class _Stub:
             _STATE["cache"] = False
             opts["cache"] = False
             self._impl = numba.njit(**opts)(self.py_func)
+        if opts["cache"] and _is_engine_module(self.__module__):
+            _stamp_with_engine(self._impl)
 
     def __call__(self, *args, **kwargs):
         if self._impl is None:
