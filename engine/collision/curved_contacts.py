@@ -32,6 +32,7 @@ line keeps its two end ids.
 """
 import numpy as np
 
+from ..core.vec import per_row
 from ..shapes.curved import CAP_N
 from . import curved_kernels
 from .curved_kernels import AXIS_ROUND
@@ -50,7 +51,7 @@ def collide_curved(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
     c = np.ascontiguousarray
     m = len(ids_a)
     out = Manifolds(m)
-    margin = c(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    margin = per_row(margin, m)
     curved_kernels.curved_pairs(curved_kernels.curved_table(table), c(ids_a, dtype=np.int64),
                                 c(pos_a), c(rot_a), c(ids_b, dtype=np.int64), c(pos_b),
                                 c(rot_b), margin, _width(table), out.normal, out.points,
@@ -67,7 +68,7 @@ def curved_triangles(table, ids, t, N, active, margin, tri_index):
     c = np.ascontiguousarray
     m = len(ids)
     out = Manifolds(m)
-    marg = c(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    marg = per_row(margin, m)
     cid = np.zeros((m, 4), dtype=np.int64)
     curved_kernels.curved_triangle_rows(
         curved_kernels.curved_table(table), c(ids, dtype=np.int64), c(t, dtype=np.float64),

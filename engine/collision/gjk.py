@@ -28,6 +28,7 @@ Minkowski convention: simplex points are on D = B - A, i.e. ``simplex = simplex_
 """
 import numpy as np
 
+from ..core.vec import per_row
 from . import gjk_kernels
 
 __all__ = [
@@ -124,7 +125,9 @@ def core_arrays(core):
     point): (pts, n, code, radius, half_height, rot, off), code 0. (Cylinders and cones enter
     the kernels through curved_kernels, which poses them pair by pair.)"""
     m, v = core.shape[:2]
-    return (np.ascontiguousarray(core, dtype=np.float64), np.full(m, v, dtype=np.int64),
+    # (writable: a shape's own cores are read-only, a type numba compiles the kernels for apart)
+    pts = np.require(core, dtype=np.float64, requirements=("C", "W"))
+    return (pts, np.full(m, v, dtype=np.int64),
             np.zeros(m, dtype=np.int64), np.zeros(m), np.zeros(m), np.zeros((m, 3, 3)),
             np.zeros((m, 3)))
 
@@ -164,8 +167,7 @@ def run_gjk(pa, pb, scale, max_iterations=64, tol=DEFAULT_TOL, margin=None, d0=N
         d0 = pb.mean(axis=1) - pa.mean(axis=1)
     d0 = np.ascontiguousarray(d0, dtype=np.float64)
     use_margin = margin is not None
-    marg = np.zeros(m) if margin is None else np.ascontiguousarray(
-        np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    marg = np.zeros(m) if margin is None else per_row(margin, m)
     gjk_kernels.gjk_rows(*core_arrays(pa), *core_arrays(pb),
                          np.ascontiguousarray(scale, dtype=np.float64), d0, float(tol),
                          int(max_iterations), use_margin, marg, st.S, st.SA, st.SB, st.used,

@@ -34,6 +34,7 @@ import numpy as np
 
 from ..core import detmath
 from ..core.kinds import ShapeKind
+from ..core.vec import per_row
 from ..shapes.curved import is_curved
 from . import mesh_sat
 from .clip import SNAP, segment_closest
@@ -114,7 +115,7 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
     out = Manifolds(m)
     if m == 0:
         return out
-    margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    margin = per_row(margin, m)
     tri_index = (np.zeros(m, dtype=np.int64) if tri_index is None
                  else np.asarray(tri_index, dtype=np.int64))
     tri = np.asarray(tri, dtype=np.float64)

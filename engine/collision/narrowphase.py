@@ -25,6 +25,7 @@ import numpy as np
 from ..core import quat
 from ..core.errors import EngineError
 from ..core.kinds import ShapeKind
+from ..core.vec import per_row
 from ..shapes.curved import is_curved
 from . import clip, clip_kernels, round_kernels
 from .curved_contacts import collide_curved
@@ -112,7 +113,7 @@ def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.
     """
     m = len(ids_a)
     out = Manifolds(m)
-    margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    margin = per_row(margin, m)
     sat = polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=margin)
     out.normal[:] = sat.normal
     out.axis_kind[:] = sat.kind
@@ -137,7 +138,7 @@ def _round_args(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin):
     m = len(ids_a)
     return (round_kernels.round_table(table), c(ids_a, dtype=np.int64), c(pos_a), c(rot_a),
             c(ids_b, dtype=np.int64), c(pos_b), c(rot_b),
-            c(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))))
+            per_row(margin, m))
 
 
 def collide_round(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
@@ -215,7 +216,7 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     rot_b = quat.to_matrix(quat.normalize(np.asarray(quat_b, dtype=np.float64).reshape(m, 4)))
     if m == 0:
         return Manifolds(0)
-    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
+    margin = per_row(margin, m)
     if np.any(np.isnan(margin)):
         raise EngineError("collide: margin is NaN; give a distance in metres (0 for touching only)")
     kind_a = table.kind[ids_a]

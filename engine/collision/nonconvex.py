@@ -25,6 +25,7 @@ import numpy as np
 
 from ..core import detmath, quat
 from ..core.kinds import ShapeKind
+from ..core.vec import per_row
 from ..shapes.compound import Compound
 from ..shapes.trimesh import TriangleMesh, check_body_shape
 from .mesh_contacts import (
@@ -130,7 +131,7 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     sid_a = np.asarray(sid_a, dtype=np.int64).reshape(-1)
     sid_b = np.asarray(sid_b, dtype=np.int64).reshape(-1)
     m = len(sid_a)
-    margin = np.array(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    margin = per_row(margin, m)
     first, count, psid, ppos, pq, nonconvex = _parts(table)
     kinds = table.kind
     if not nonconvex or not (_any_nonconvex(kinds[sid_a]) or _any_nonconvex(kinds[sid_b])):

@@ -37,7 +37,7 @@ farther apart than the margin, which the broadphase mostly filters out.
 import numpy as np
 
 from ..core import detmath
-from ..core.vec import cross
+from ..core.vec import cross, per_row
 from . import sat_kernels
 
 # Axis kinds of a SAT answer (StepRecord.axis_kind); KIND_NONE for rows without one.
@@ -167,7 +167,7 @@ def _queries(table, ids_a, ids_b, world, rot, trans, margin, box_path):
     if not poses:
         world = (trans, rot, trans, rot)     # unread
     m = len(ids_a)
-    margin = np.ascontiguousarray(np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,)))
+    margin = per_row(margin, m)
     out_f = np.empty((m, 3))
     out_i = np.empty((m, 4), dtype=np.int64)
     axis = np.empty((m, 3))
@@ -192,7 +192,7 @@ def polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=np.inf,
     ids_a = np.ascontiguousarray(ids_a, dtype=np.int64)
     ids_b = np.ascontiguousarray(ids_b, dtype=np.int64)
     m = len(ids_a)
-    margin = np.broadcast_to(np.asarray(margin, dtype=np.float64), (m,))
+    margin = per_row(margin, m)
     c = np.ascontiguousarray
     rot_a = c(rot_a, dtype=np.float64)
     world = (c(pos_a, dtype=np.float64), rot_a, c(pos_b, dtype=np.float64),

@@ -13,7 +13,8 @@ decorated with :func:`kernel`. Nothing else in the engine imports numba.
   arithmetic: the same scene bakes to the same numbers in any process), ``error_model=
   "numpy"`` (a division by zero gives inf/nan as numpy does, which the step's guards read;
   no Python exception from inside a kernel), ``cache=True`` where a cache directory is
-  writable, ``nogil=True``.
+  writable, ``nogil=True``, no C-callable wrapper; a kernel calling a kernel with a constant
+  is typed by the constant's type, not its value (one compile, not one per constant).
 - Where numba cannot be imported (a platform without wheels), or ``HB_NO_JIT=1`` is set,
   the same functions run as plain Python: correct and slow. :func:`status` says which.
 - The cache: ``NUMBA_CACHE_DIR`` if set, else :func:`set_cache_dir` (the add-on points it at
@@ -87,6 +88,23 @@ def _stamp_with_engine(dispatcher):
     cache_file = getattr(getattr(dispatcher, "_cache", None), "_cache_file", None)
     if cache_file is not None and hasattr(cache_file, "_source_stamp"):
         cache_file._source_stamp = (cache_file._source_stamp, engine_stamp())
+
+
+def _compile_for_plain_types(dispatcher):
+    """A kernel called from a kernel with a constant (``epa_scratch(96)``, a flag ``True``)
+    is compiled for that literal value by default: one more copy of it and of all it calls
+    for each constant (signed_distance and its GJK/EPA were compiled three times, once per
+    caller's flag). Here the call is typed by the constant's plain type (int64, bool)
+    instead, so each kernel compiles once per argument layout. A kernel that needs the
+    value at compile time (an index into a heterogeneous tuple) opts out with
+    ``@kernel(literal_arguments=True)``."""
+    from numba.core import types  # type: ignore[import-not-found]  # (imported by now)
+    typed_by_value = dispatcher.get_call_template
+
+    def get_call_template(args, kws):
+        return typed_by_value(tuple(types.unliteral(a) for a in args),
+                              {k: types.unliteral(v) for k, v in kws.items()})
+    dispatcher.get_call_template = get_call_template
 
 
 def _import_numba():
@@ -261,8 +279,12 @@ class _Stub:
         if numba is None:
             self._impl = self.py_func
             return
-        opts = dict(nogil=True, fastmath=False, error_model="numpy", cache=_STATE["cache"])
+        # no_cfunc_wrapper: numba also builds a C-callable wrapper of every function, for
+        # first-class function values, which the engine never uses (7 % of the compile).
+        opts = dict(nogil=True, fastmath=False, error_model="numpy", cache=_STATE["cache"],
+                    no_cfunc_wrapper=True)
         opts.update(self._options)
+        opts.pop("literal_arguments", None)
         try:
             self._impl = numba.njit(**opts)(self.py_func)
         except RuntimeError:   # "cannot cache function ...: no locator available": our
@@ -273,6 +295,8 @@ class _Stub:
             self._impl = numba.njit(**opts)(self.py_func)
         if opts["cache"] and _is_engine_module(self.__module__):
             _stamp_with_engine(self._impl)
+        if not self._options.get("literal_arguments"):
+            _compile_for_plain_types(self._impl)
 
     def __call__(self, *args, **kwargs):
         if self._impl is None:

@@ -32,3 +32,12 @@ def columns(*cols, dtype=None):
     for i, c in enumerate(cols):
         out[..., i] = c
     return out
+
+
+def per_row(value, m):
+    """A scalar or (m,) value as a fresh, writable, contiguous float64 (m,) array.
+
+    For arguments of kernels: numba compiles a kernel (and everything it calls) once per
+    argument type, and a read-only array (what np.broadcast_to returns) is a type of its own,
+    so a margin passed as a broadcast view compiled the collision routines twice."""
+    return np.array(np.broadcast_to(np.asarray(value, dtype=np.float64), (m,)))
