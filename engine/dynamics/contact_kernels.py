@@ -173,7 +173,6 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
     (NRT_incref / NRT_decref, atomic calls), and with some sixty of them per manifold those
     calls were most of the sweep's time (cubes1000: ~350 ns a manifold; see
     bench/bench_solver.py). The arithmetic is the helpers' own, in their order."""
-    v = np.empty(12)
     u = np.empty(12)
     lam0 = np.empty(12)
     a_n = np.empty(4)       # gain of each normal row (0: the row keeps its impulse)
@@ -187,9 +186,6 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
         a = idx[i, 0]
         b = idx[i, 1]
         npts = count[i]
-        for k in range(6):
-            v[k] = vel[a, k]
-            v[6 + k] = vel[b, k]
 
         # Normal gains. A point apart (s > 0) is speculative: in the biased pass its bias
         # s/h lets the bodies close exactly the gap, rigidly; in relax, if still apart by more
@@ -231,17 +227,19 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
 
         # Row velocities u = J v (0 on the rows of unused slots: only the live rows, the
         # normals of slots < npts and their tangents, are read and applied).
-        dv0 = v[6] - v[0]
-        dv1 = v[7] - v[1]
-        dv2 = v[8] - v[2]
+        dv0 = vel[b, 0] - vel[a, 0]
+        dv1 = vel[b, 1] - vel[a, 1]
+        dv2 = vel[b, 2] - vel[a, 2]
+        wa0, wa1, wa2 = vel[a, 3], vel[a, 4], vel[a, 5]
+        wb0, wb1, wb2 = vel[b, 3], vel[b, 4], vel[b, 5]
         for r in range(12):
             u[r] = 0.0
         for p in range(npts):
             for di in range(3):
                 r = p if di == 0 else 3 + 2 * p + di
                 u[r] = (dirs[i, di, 0] * dv0 + dirs[i, di, 1] * dv1 + dirs[i, di, 2] * dv2
-                        + jang[i, r, 0] * v[3] + jang[i, r, 1] * v[4] + jang[i, r, 2] * v[5]
-                        + jang[i, r, 3] * v[9] + jang[i, r, 4] * v[10] + jang[i, r, 5] * v[11])
+                        + jang[i, r, 0] * wa0 + jang[i, r, 1] * wa1 + jang[i, r, 2] * wa2
+                        + jang[i, r, 3] * wb0 + jang[i, r, 4] * wb1 + jang[i, r, 5] * wb2)
         for r in range(12):
             lam0[r] = imp[i, r]
         for p in range(4):
@@ -249,21 +247,24 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
 
         # Block normal step: the 4 normal rows solved together, lam = lam0 - Kp (u + bias),
         # softened per row; taken only if no row needs a pull (a clamped block answer is far
-        # off).
+        # off). Over the used slots only: Kp is exactly 0 in the rows and columns of unused
+        # ones (build_rows), whose impulses stay 0, and the u of unused rows is never read.
         if block:
-            for p in range(4):
+            for p in range(npts):
                 s = 0.0
-                for q in range(4):
+                for q in range(npts):
                     s += kp[i, p, q] * rhs[q]
                 new[p] = imp[i, p] - s * msc[p] - isc[p] * imp[i, p]
                 if not new[p] >= 0.0:      # a NaN fails too
                     block = False
                     break
         if block:
-            for p in range(4):
+            for p in range(npts):
                 d = new[p] - imp[i, p]
                 if d != 0.0:
-                    for r in range(12):
+                    for r in range(npts):
+                        u[r] += kmat[i, p, r] * d
+                    for r in range(4, 4 + 2 * npts):
                         u[r] += kmat[i, p, r] * d
                 imp[i, p] = new[p]
 
