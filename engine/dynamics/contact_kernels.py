@@ -445,6 +445,7 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
     rank 3, and the least-norm answer is the symmetric split)."""
     work = np.empty((4, 4))
     vec = np.empty((4, 4))
+    inv = np.empty((4, 4))
     for j in range(rows.shape[0]):
         i = rows[j]
         npts = count[i]
@@ -459,18 +460,24 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
             d1 = dirs[i, di, 1]
             d2 = dirs[i, di, 2]
             for side in range(2):
-                arm = ra if side == 0 else rb
-                c0 = arm[i, p, 1] * d2 - arm[i, p, 2] * d1
-                c1 = arm[i, p, 2] * d0 - arm[i, p, 0] * d2
-                c2 = arm[i, p, 0] * d1 - arm[i, p, 1] * d0
+                # Scalars, not `arm = ra if side == 0 else rb`: an array chosen in the loop
+                # is a reference numba takes and drops each time (atomic calls).
+                if side == 0:
+                    x0, x1, x2 = ra[i, p, 0], ra[i, p, 1], ra[i, p, 2]
+                    n0, n1, n2 = axa[i, 0], axa[i, 1], axa[i, 2]
+                else:
+                    x0, x1, x2 = rb[i, p, 0], rb[i, p, 1], rb[i, p, 2]
+                    n0, n1, n2 = axb[i, 0], axb[i, 1], axb[i, 2]
+                c0 = x1 * d2 - x2 * d1
+                c1 = x2 * d0 - x0 * d2
+                c2 = x0 * d1 - x1 * d0
                 if r < 4:
                     # A round body's normal rows have no part along its axis (its surface
                     # does not move as it rolls).
-                    ax = axa if side == 0 else axb
-                    t = c0 * ax[i, 0] + c1 * ax[i, 1] + c2 * ax[i, 2]
-                    c0 -= t * ax[i, 0]
-                    c1 -= t * ax[i, 1]
-                    c2 -= t * ax[i, 2]
+                    t = c0 * n0 + c1 * n1 + c2 * n2
+                    c0 -= t * n0
+                    c1 -= t * n1
+                    c2 -= t * n2
                 if side == 0:       # body a's rows are -(ra x d)
                     c0, c1, c2 = -c0, -c1, -c2
                 body = idx[i, side]
@@ -501,7 +508,10 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
         for p in range(4):
             for q in range(4):
                 work[p, q] = kmat[i, p, q]
-        pinv_psd4(work, vec, kp[i])
+        pinv_psd4(work, vec, inv)      # (into scratch: kp[i] would be a new view each time)
+        for p in range(4):
+            for q in range(4):
+                kp[i, p, q] = inv[p, q]
 
 
 # Relative cut of pinv_psd4: eigenvalues below PINV_RTOL x the largest count as zero.
@@ -612,56 +622,22 @@ def set_directions(rows, src, normal, dirs):
         dirs[i, 2, 0], dirs[i, 2, 1], dirs[i, 2, 2] = b0, b1, b2
 
 
-@kernel(inline="always")
-def _clamped_arm(arm, body, x_com, points, s, p, box_axes, box_lo, box_hi, reach):
-    """arm (3,) = points[s, p] - x_com[body], clamped into the body's principal box
-    (engine.dynamics.arm_box: an arm inside it is kept bit for bit) and then to its reach (the
-    bounding radius about its centre of mass).
+@kernel
+def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, reach, ra, rb):
+    """Lever arms ra, rb (m, 4, 3) of manifolds rows (K,) from the narrowphase's manifolds
+    src (K,) of points (., 4, 3): the points' arms about the centres of mass x_com, clamped
+    into each body's principal box (axes, lo, hi (N, ...); engine.dynamics.arm_box: an arm
+    inside it is kept bit for bit) and then to its reach (N,) (the bounding radius about its
+    centre of mass); zero on unused slots.
 
     Why the reach: a contact point lies on the other body's surface; in a deep overlap of a
     big body and a small one it can be metres outside the small one, and its arm then gives
     the small body torques its own shape never could: a 27 g needle (smallest inertia 7e-8
     kg m^2) 0.8 m from such a point was spun to 1e4 rad/s and flung at 3e5 m/s (issue 11,
-    fuzzer seed 137). Arms within reach are unchanged."""
-    for k in range(3):
-        arm[k] = points[s, p, k] - x_com[body, k]
-    inside = True
-    loc0 = 0.0
-    loc1 = 0.0
-    loc2 = 0.0
-    for k in range(3):   # the arm along the box's axes (its columns)
-        c = box_axes[body, 0, k] * arm[0] + box_axes[body, 1, k] * arm[1] \
-            + box_axes[body, 2, k] * arm[2]
-        if not (box_lo[body, k] <= c <= box_hi[body, k]):
-            inside = False
-        if k == 0:
-            loc0 = c
-        elif k == 1:
-            loc1 = c
-        else:
-            loc2 = c
-    if not inside:
-        loc0 = min(max(loc0, box_lo[body, 0]), box_hi[body, 0])
-        loc1 = min(max(loc1, box_lo[body, 1]), box_hi[body, 1])
-        loc2 = min(max(loc2, box_lo[body, 2]), box_hi[body, 2])
-        for k in range(3):
-            arm[k] = box_axes[body, k, 0] * loc0 + box_axes[body, k, 1] * loc1 \
-                + box_axes[body, k, 2] * loc2
-    length = math.sqrt(arm[0] * arm[0] + arm[1] * arm[1] + arm[2] * arm[2])
-    lim = reach[body]
-    if length > lim:
-        f = lim / length
-        for k in range(3):
-            arm[k] *= f
+    fuzzer seed 137). Arms within reach are unchanged.
 
-
-@kernel
-def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, reach, ra, rb):
-    """Lever arms ra, rb (m, 4, 3) of manifolds rows (K,) from the narrowphase's manifolds
-    src (K,) of points (., 4, 3): the points' arms about the centres of mass x_com, clamped
-    by the box (axes, lo, hi (N, ...)) and the reach (N,) of each body (zero on unused
-    slots)."""
-    arm = np.empty(3)
+    One loop, no helper given arrays: numba takes and drops a reference on each array an
+    inlined helper gets (atomic calls), which cost more than the clamp itself."""
     for j in range(rows.shape[0]):
         i = rows[j]
         s = src[j]
@@ -672,11 +648,46 @@ def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, rea
                     rb[i, p, k] = 0.0
                 continue
             for side in range(2):
-                out = ra if side == 0 else rb
-                _clamped_arm(arm, idx[i, side], x_com, points, s, p, box_axes, box_lo,
-                             box_hi, reach)
-                for k in range(3):
-                    out[i, p, k] = arm[k]
+                body = idx[i, side]
+                a0 = points[s, p, 0] - x_com[body, 0]
+                a1 = points[s, p, 1] - x_com[body, 1]
+                a2 = points[s, p, 2] - x_com[body, 2]
+                inside = True
+                loc0 = 0.0
+                loc1 = 0.0
+                loc2 = 0.0
+                for k in range(3):   # the arm along the box's axes (its columns)
+                    c = box_axes[body, 0, k] * a0 + box_axes[body, 1, k] * a1 \
+                        + box_axes[body, 2, k] * a2
+                    if not (box_lo[body, k] <= c <= box_hi[body, k]):
+                        inside = False
+                    if k == 0:
+                        loc0 = c
+                    elif k == 1:
+                        loc1 = c
+                    else:
+                        loc2 = c
+                if not inside:
+                    loc0 = min(max(loc0, box_lo[body, 0]), box_hi[body, 0])
+                    loc1 = min(max(loc1, box_lo[body, 1]), box_hi[body, 1])
+                    loc2 = min(max(loc2, box_lo[body, 2]), box_hi[body, 2])
+                    a0 = box_axes[body, 0, 0] * loc0 + box_axes[body, 0, 1] * loc1 \
+                        + box_axes[body, 0, 2] * loc2
+                    a1 = box_axes[body, 1, 0] * loc0 + box_axes[body, 1, 1] * loc1 \
+                        + box_axes[body, 1, 2] * loc2
+                    a2 = box_axes[body, 2, 0] * loc0 + box_axes[body, 2, 1] * loc1 \
+                        + box_axes[body, 2, 2] * loc2
+                length = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+                lim = reach[body]
+                if length > lim:
+                    f = lim / length
+                    a0 *= f
+                    a1 *= f
+                    a2 *= f
+                if side == 0:
+                    ra[i, p, 0], ra[i, p, 1], ra[i, p, 2] = a0, a1, a2
+                else:
+                    rb[i, p, 0], rb[i, p, 1], rb[i, p, 2] = a0, a1, a2
 
 
 @kernel
