@@ -13,7 +13,7 @@ the box keeps its arm bit for bit. Only thin shapes (``THIN``) are clamped: for 
 reach clamp already bounds the torques within a small factor, and clamping their speculative
 midpoints onto the faces changed resting and swinging scenes the add-on tests pin down (a
 Connect chain, a box following its ground down in the Live Preview).
-(engine.dynamics.contact_kernels._clamped_arm clamps the arms into these boxes, then bounds
+(engine.dynamics.contact_kernels.set_arms clamps the arms into these boxes, then bounds
 their length by the body's reach.)
 """
 import numpy as np
@@ -60,7 +60,7 @@ class ArmBoxes:
             lo, hi = local.min(axis=0) - r, local.max(axis=0) + r
             ext = hi - lo
             if ext.min() >= THIN * ext.max():
-                # Not thin: the reach clamp (engine.dynamics.contact_kernels._clamped_arm) already keeps every
+                # Not thin: the reach clamp (engine.dynamics.contact_kernels.set_arms) already keeps every
                 # torque within a small factor of what the shape allows; leave the arms be.
                 lo, hi = np.full(3, -np.inf), np.full(3, np.inf)
             self.axes[sid], self.lo[sid], self.hi[sid] = axes, lo, hi

@@ -67,23 +67,6 @@ def _row_velocity(i, r, dirs, jang, v):
 
 
 @kernel(inline="always")
-def _row_velocities(i, npts, dirs, jang, v, u):
-    """u (12,) = J v of manifold i's rows at the pair's velocities v (12,) (0 on the rows of
-    unused slots)."""
-    dv0 = v[6] - v[0]
-    dv1 = v[7] - v[1]
-    dv2 = v[8] - v[2]
-    for r in range(12):
-        u[r] = 0.0
-    for p in range(npts):
-        for di in range(3):
-            r = p if di == 0 else 3 + 2 * p + di
-            u[r] = (dirs[i, di, 0] * dv0 + dirs[i, di, 1] * dv1 + dirs[i, di, 2] * dv2
-                    + jang[i, r, 0] * v[3] + jang[i, r, 1] * v[4] + jang[i, r, 2] * v[5]
-                    + jang[i, r, 3] * v[9] + jang[i, r, 4] * v[10] + jang[i, r, 5] * v[11])
-
-
-@kernel(inline="always")
 def _row_motion(i, p, a, b, dirs, jang, dpose):
     """J dpose of manifold i's normal row p: the point's separation gained since dpose = 0."""
     s = 0.0
@@ -183,8 +166,13 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
     Per manifold: the soft coefficients of its normal rows from their separation now, the
     block normal step where it needs no clamping, the sequential normal sweep with
     accumulated-impulse clamping, Coulomb friction with the disc clamp, then the body
-    velocities (why each stage is there: ContactSolver.solve)."""
-    v = np.empty(12)
+    velocities (why each stage is there: ContactSolver.solve).
+
+    The stages are written out in this one loop, not called as helpers: numba takes a
+    reference on every array an inlined helper is given and drops it at the helper's end
+    (NRT_incref / NRT_decref, atomic calls), and with some sixty of them per manifold those
+    calls were most of the sweep's time (cubes1000: ~350 ns a manifold; see
+    bench/bench_solver.py). The arithmetic is the helpers' own, in their order."""
     u = np.empty(12)
     lam0 = np.empty(12)
     a_n = np.empty(4)       # gain of each normal row (0: the row keeps its impulse)
@@ -192,143 +180,182 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
     rhs = np.empty(4)       # u + bias of the block step
     msc = np.empty(4)       # soft mass scale
     isc = np.empty(4)       # soft impulse scale (the leak of the accumulated impulse)
-    scratch = np.empty(4)
+    new = np.empty(4)
+    inv_h = soft[0]
     for i in range(idx.shape[0]):
         a = idx[i, 0]
         b = idx[i, 1]
         npts = count[i]
-        for k in range(6):
-            v[k] = vel[a, k]
-            v[6 + k] = vel[b, k]
-        block = _normal_gains(i, a, b, npts, use_bias, dpose, dirs, jang, sep0, eff, soft,
-                              a_n, ab, rhs, msc, isc)
-        # Rows of unused slots keep a zero impulse: only the live rows (the normals of slots
-        # < npts, their tangents) are read and applied.
-        _row_velocities(i, npts, dirs, jang, v, u)
+
+        # Normal gains. A point apart (s > 0) is speculative: in the biased pass its bias
+        # s/h lets the bodies close exactly the gap, rigidly; in relax, if still apart by more
+        # than the slop (engine.dynamics.solver.RELAX_SLOP), it keeps its impulse (gain 0) and
+        # the manifold skips the block step. A touching point is soft, its bias the spring's
+        # push-out, capped. rhs gets each row's bias velocity (u is added below).
+        block = True
+        for p in range(4):
+            s = sep0[i, p]
+            if p < npts:     # the separation gained since dpose = 0 (as _row_motion)
+                m = 0.0
+                for k in range(3):
+                    m += dirs[i, 0, k] * (dpose[b, k] - dpose[a, k])
+                for k in range(3):
+                    m += jang[i, p, k] * dpose[a, 3 + k] + jang[i, p, 3 + k] * dpose[b, 3 + k]
+                s += m
+            e = eff[i, p]
+            if use_bias:
+                if s > 0.0:
+                    rhs[p] = s * inv_h
+                    msc[p] = 1.0
+                    isc[p] = 0.0
+                else:
+                    rhs[p] = max(soft[1] * s, -soft[4])
+                    msc[p] = soft[2]
+                    isc[p] = soft[3]
+                a_n[p] = e * msc[p]
+                ab[p] = a_n[p] * rhs[p]
+            else:
+                rhs[p] = 0.0
+                msc[p] = 1.0
+                isc[p] = 0.0
+                ab[p] = 0.0
+                if s > soft[5] and e > 0.0:
+                    a_n[p] = 0.0
+                    block = False
+                else:
+                    a_n[p] = e
+
+        # Row velocities u = J v (0 on the rows of unused slots: only the live rows, the
+        # normals of slots < npts and their tangents, are read and applied).
+        dv0 = vel[b, 0] - vel[a, 0]
+        dv1 = vel[b, 1] - vel[a, 1]
+        dv2 = vel[b, 2] - vel[a, 2]
+        wa0, wa1, wa2 = vel[a, 3], vel[a, 4], vel[a, 5]
+        wb0, wb1, wb2 = vel[b, 3], vel[b, 4], vel[b, 5]
+        for r in range(12):
+            u[r] = 0.0
+        for p in range(npts):
+            for di in range(3):
+                r = p if di == 0 else 3 + 2 * p + di
+                u[r] = (dirs[i, di, 0] * dv0 + dirs[i, di, 1] * dv1 + dirs[i, di, 2] * dv2
+                        + jang[i, r, 0] * wa0 + jang[i, r, 1] * wa1 + jang[i, r, 2] * wa2
+                        + jang[i, r, 3] * wb0 + jang[i, r, 4] * wb1 + jang[i, r, 5] * wb2)
         for r in range(12):
             lam0[r] = imp[i, r]
         for p in range(4):
             rhs[p] += u[p]
+
+        # Block normal step: the 4 normal rows solved together, lam = lam0 - Kp (u + bias),
+        # softened per row; taken only if no row needs a pull (a clamped block answer is far
+        # off). Over the used slots only: Kp is exactly 0 in the rows and columns of unused
+        # ones (build_rows), whose impulses stay 0, and the u of unused rows is never read.
         if block:
-            _block_step(i, kp, kmat, imp, u, rhs, msc, isc, scratch)
-        _normal_sweep(i, npts, kmat, imp, u, a_n, ab, isc, scratch)
+            for p in range(npts):
+                s = 0.0
+                for q in range(npts):
+                    s += kp[i, p, q] * rhs[q]
+                new[p] = imp[i, p] - s * msc[p] - isc[p] * imp[i, p]
+                if not new[p] >= 0.0:      # a NaN fails too
+                    block = False
+                    break
+        if block:
+            for p in range(npts):
+                d = new[p] - imp[i, p]
+                if d != 0.0:
+                    for r in range(npts):
+                        u[r] += kmat[i, p, r] * d
+                    for r in range(4, 4 + 2 * npts):
+                        u[r] += kmat[i, p, r] * d
+                imp[i, p] = new[p]
+
+        # Sequential soft normal rows, new = max((1 - isc) old - a u - ab, 0); the later
+        # normal rows read each change at once, the tangent rows all of them after the sweep.
+        for p in range(npts):
+            new[p] = imp[i, p]          # the impulses before the sweep
+        for p in range(npts):
+            old = imp[i, p]
+            x = (1.0 - isc[p]) * old - a_n[p] * u[p] - ab[p]
+            if x < 0.0:
+                x = 0.0
+            d = x - old
+            for q in range(p + 1, npts):
+                u[q] += kmat[i, p, q] * d
+            imp[i, p] = x
+        for p in range(npts):
+            d = imp[i, p] - new[p]
+            if d != 0.0:
+                for r in range(4, 4 + 2 * npts):
+                    u[r] += kmat[i, p, r] * d
         for p in range(npts):
             if imp[i, p] > max_normal[i, p]:
                 max_normal[i, p] = imp[i, p]
-        _friction_sweep(i, npts, kmat, eff, imp, u, friction[i])
-        _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, True)
 
+        # Coulomb friction point by point: the two tangent impulses clamped together to the
+        # disc mu * (the point's normal impulse); later tangent rows read each change.
+        mu = friction[i]
+        end = 4 + 2 * npts
+        for p in range(npts):
+            r = 4 + 2 * p
+            lim = mu * imp[i, p]
+            o0 = imp[i, r]
+            o1 = imp[i, r + 1]
+            f0 = o0 - eff[i, r] * u[r]
+            f1 = o1 - eff[i, r + 1] * u[r + 1]
+            # The sqrt of the squares, not hypot: hypot is a libm call, and the sweep took
+            # 0.61 instead of 0.43 ms on the 1000-cube pile with it (the same rows swept both
+            # ways). Impulses are far from where the squares could overflow.
+            mag = math.sqrt(f0 * f0 + f1 * f1)
+            den = mag if mag > TINY else TINY
+            # lim < den exactly when the rounded lim / den < 1 (lim >= 0): a point inside the
+            # cone, most of a resting pile's, skips the division.
+            if lim < den:
+                scale = lim / den
+                f0 *= scale
+                f1 *= scale
+            d0 = f0 - o0
+            d1 = f1 - o1
+            for t in range(r + 2, end):
+                u[t] += kmat[i, r, t] * d0 + kmat[i, r + 1, t] * d1
+            imp[i, r] = f0
+            imp[i, r + 1] = f1
 
-@kernel(inline="always")
-def _normal_gains(i, a, b, npts, use_bias, dpose, dirs, jang, sep0, eff, soft, a_n, ab, bias,
-                  msc, isc):
-    """Soft coefficients of manifold i's normal rows; bias (4,) gets each row's bias
-    velocity. Returns whether the block normal step may be tried.
-
-    A point apart (s > 0) is speculative: in the biased pass its bias s/h lets the bodies
-    close exactly the gap, rigidly; in relax, if still apart by more than the slop
-    (engine.dynamics.solver.RELAX_SLOP), it keeps its impulse (gain 0) and the manifold skips the
-    block step. A touching point is soft, its bias the spring's push-out, capped."""
-    inv_h = soft[0]
-    block = True
-    for p in range(4):
-        s = sep0[i, p]
-        if p < npts:
-            s += _row_motion(i, p, a, b, dirs, jang, dpose)
-        e = eff[i, p]
-        if use_bias:
-            if s > 0.0:
-                bias[p] = s * inv_h
-                msc[p] = 1.0
-                isc[p] = 0.0
-            else:
-                bias[p] = max(soft[1] * s, -soft[4])
-                msc[p] = soft[2]
-                isc[p] = soft[3]
-            a_n[p] = e * msc[p]
-            ab[p] = a_n[p] * bias[p]
-        else:
-            bias[p] = 0.0
-            msc[p] = 1.0
-            isc[p] = 0.0
-            ab[p] = 0.0
-            if s > soft[5] and e > 0.0:
-                a_n[p] = 0.0
-                block = False
-            else:
-                a_n[p] = e
-    return block
-
-
-@kernel(inline="always")
-def _block_step(i, kp, kmat, imp, u, rhs, msc, isc, new):
-    """The 4 normal rows of manifold i solved together, lam = lam0 - Kp (u + bias), softened
-    per row; taken only if no row needs a pull (a clamped block answer is far off). new: (4,)
-    scratch."""
-    for p in range(4):
-        s = 0.0
-        for q in range(4):
-            s += kp[i, p, q] * rhs[q]
-        new[p] = imp[i, p] - s * msc[p] - isc[p] * imp[i, p]
-        if not new[p] >= 0.0:      # a NaN fails too
-            return
-    for p in range(4):
-        d = new[p] - imp[i, p]
-        if d != 0.0:
-            for r in range(12):
-                u[r] += kmat[i, p, r] * d
-        imp[i, p] = new[p]
-
-
-@kernel(inline="always")
-def _normal_sweep(i, npts, kmat, imp, u, a_n, ab, isc, start):
-    """Sequential soft normal rows, new = max((1 - isc) old - a u - ab, 0); the later normal
-    rows read each change at once, the tangent rows all of them after the sweep. start: (4,)
-    scratch."""
-    for p in range(npts):
-        start[p] = imp[i, p]
-    for p in range(npts):
-        old = imp[i, p]
-        new = (1.0 - isc[p]) * old - a_n[p] * u[p] - ab[p]
-        if new < 0.0:
-            new = 0.0
-        d = new - old
-        for q in range(p + 1, npts):
-            u[q] += kmat[i, p, q] * d
-        imp[i, p] = new
-    for p in range(npts):
-        d = imp[i, p] - start[p]
-        if d != 0.0:
-            for r in range(4, 4 + 2 * npts):
-                u[r] += kmat[i, p, r] * d
-
-
-@kernel(inline="always")
-def _friction_sweep(i, npts, kmat, eff, imp, u, mu):
-    """Coulomb friction point by point: the two tangent impulses clamped together to the disc
-    mu * (the point's normal impulse); later tangent rows read each change."""
-    end = 4 + 2 * npts
-    for p in range(npts):
-        r = 4 + 2 * p
-        lim = mu * imp[i, p]
-        o0 = imp[i, r]
-        o1 = imp[i, r + 1]
-        f0 = o0 - eff[i, r] * u[r]
-        f1 = o1 - eff[i, r + 1] * u[r + 1]
-        # The sqrt of the squares, not hypot: hypot is a libm call, and the sweep took 0.61
-        # instead of 0.43 ms on the 1000-cube pile with it (the same rows swept both ways).
-        # Impulses are far from where the squares could overflow.
-        mag = math.sqrt(f0 * f0 + f1 * f1)
-        scale = lim / (mag if mag > TINY else TINY)
-        if scale < 1.0:
-            f0 *= scale
-            f1 *= scale
-        d0 = f0 - o0
-        d1 = f1 - o1
-        for s in range(r + 2, end):
-            u[s] += kmat[i, r, s] * d0 + kmat[i, r + 1, s] * d1
-        imp[i, r] = f0
-        imp[i, r + 1] = f1
+        # The bodies take M^-1 J^T (imp - lam0) (as _push).
+        f0 = 0.0
+        f1 = 0.0
+        f2 = 0.0
+        wa0 = 0.0
+        wa1 = 0.0
+        wa2 = 0.0
+        wb0 = 0.0
+        wb1 = 0.0
+        wb2 = 0.0
+        for p in range(npts):
+            for di in range(3):
+                r = p if di == 0 else 3 + 2 * p + di
+                d = imp[i, r] - lam0[r]
+                f0 += d * dirs[i, di, 0]
+                f1 += d * dirs[i, di, 1]
+                f2 += d * dirs[i, di, 2]
+                wa0 += d * mang[i, r, 0]
+                wa1 += d * mang[i, r, 1]
+                wa2 += d * mang[i, r, 2]
+                wb0 += d * mang[i, r, 3]
+                wb1 += d * mang[i, r, 4]
+                wb2 += d * mang[i, r, 5]
+        ma = ima[i]
+        mb = imb[i]
+        vel[a, 0] -= ma * f0
+        vel[a, 1] -= ma * f1
+        vel[a, 2] -= ma * f2
+        vel[a, 3] += wa0
+        vel[a, 4] += wa1
+        vel[a, 5] += wa2
+        vel[b, 0] += mb * f0
+        vel[b, 1] += mb * f1
+        vel[b, 2] += mb * f2
+        vel[b, 3] += wb0
+        vel[b, 4] += wb1
+        vel[b, 5] += wb2
 
 
 @kernel
@@ -418,6 +445,7 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
     rank 3, and the least-norm answer is the symmetric split)."""
     work = np.empty((4, 4))
     vec = np.empty((4, 4))
+    inv = np.empty((4, 4))
     for j in range(rows.shape[0]):
         i = rows[j]
         npts = count[i]
@@ -432,18 +460,24 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
             d1 = dirs[i, di, 1]
             d2 = dirs[i, di, 2]
             for side in range(2):
-                arm = ra if side == 0 else rb
-                c0 = arm[i, p, 1] * d2 - arm[i, p, 2] * d1
-                c1 = arm[i, p, 2] * d0 - arm[i, p, 0] * d2
-                c2 = arm[i, p, 0] * d1 - arm[i, p, 1] * d0
+                # Scalars, not `arm = ra if side == 0 else rb`: an array chosen in the loop
+                # is a reference numba takes and drops each time (atomic calls).
+                if side == 0:
+                    x0, x1, x2 = ra[i, p, 0], ra[i, p, 1], ra[i, p, 2]
+                    n0, n1, n2 = axa[i, 0], axa[i, 1], axa[i, 2]
+                else:
+                    x0, x1, x2 = rb[i, p, 0], rb[i, p, 1], rb[i, p, 2]
+                    n0, n1, n2 = axb[i, 0], axb[i, 1], axb[i, 2]
+                c0 = x1 * d2 - x2 * d1
+                c1 = x2 * d0 - x0 * d2
+                c2 = x0 * d1 - x1 * d0
                 if r < 4:
                     # A round body's normal rows have no part along its axis (its surface
                     # does not move as it rolls).
-                    ax = axa if side == 0 else axb
-                    t = c0 * ax[i, 0] + c1 * ax[i, 1] + c2 * ax[i, 2]
-                    c0 -= t * ax[i, 0]
-                    c1 -= t * ax[i, 1]
-                    c2 -= t * ax[i, 2]
+                    t = c0 * n0 + c1 * n1 + c2 * n2
+                    c0 -= t * n0
+                    c1 -= t * n1
+                    c2 -= t * n2
                 if side == 0:       # body a's rows are -(ra x d)
                     c0, c1, c2 = -c0, -c1, -c2
                 body = idx[i, side]
@@ -474,7 +508,10 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
         for p in range(4):
             for q in range(4):
                 work[p, q] = kmat[i, p, q]
-        pinv_psd4(work, vec, kp[i])
+        pinv_psd4(work, vec, inv)      # (into scratch: kp[i] would be a new view each time)
+        for p in range(4):
+            for q in range(4):
+                kp[i, p, q] = inv[p, q]
 
 
 # Relative cut of pinv_psd4: eigenvalues below PINV_RTOL x the largest count as zero.
@@ -585,56 +622,22 @@ def set_directions(rows, src, normal, dirs):
         dirs[i, 2, 0], dirs[i, 2, 1], dirs[i, 2, 2] = b0, b1, b2
 
 
-@kernel(inline="always")
-def _clamped_arm(arm, body, x_com, points, s, p, box_axes, box_lo, box_hi, reach):
-    """arm (3,) = points[s, p] - x_com[body], clamped into the body's principal box
-    (engine.dynamics.arm_box: an arm inside it is kept bit for bit) and then to its reach (the
-    bounding radius about its centre of mass).
+@kernel
+def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, reach, ra, rb):
+    """Lever arms ra, rb (m, 4, 3) of manifolds rows (K,) from the narrowphase's manifolds
+    src (K,) of points (., 4, 3): the points' arms about the centres of mass x_com, clamped
+    into each body's principal box (axes, lo, hi (N, ...); engine.dynamics.arm_box: an arm
+    inside it is kept bit for bit) and then to its reach (N,) (the bounding radius about its
+    centre of mass); zero on unused slots.
 
     Why the reach: a contact point lies on the other body's surface; in a deep overlap of a
     big body and a small one it can be metres outside the small one, and its arm then gives
     the small body torques its own shape never could: a 27 g needle (smallest inertia 7e-8
     kg m^2) 0.8 m from such a point was spun to 1e4 rad/s and flung at 3e5 m/s (issue 11,
-    fuzzer seed 137). Arms within reach are unchanged."""
-    for k in range(3):
-        arm[k] = points[s, p, k] - x_com[body, k]
-    inside = True
-    loc0 = 0.0
-    loc1 = 0.0
-    loc2 = 0.0
-    for k in range(3):   # the arm along the box's axes (its columns)
-        c = box_axes[body, 0, k] * arm[0] + box_axes[body, 1, k] * arm[1] \
-            + box_axes[body, 2, k] * arm[2]
-        if not (box_lo[body, k] <= c <= box_hi[body, k]):
-            inside = False
-        if k == 0:
-            loc0 = c
-        elif k == 1:
-            loc1 = c
-        else:
-            loc2 = c
-    if not inside:
-        loc0 = min(max(loc0, box_lo[body, 0]), box_hi[body, 0])
-        loc1 = min(max(loc1, box_lo[body, 1]), box_hi[body, 1])
-        loc2 = min(max(loc2, box_lo[body, 2]), box_hi[body, 2])
-        for k in range(3):
-            arm[k] = box_axes[body, k, 0] * loc0 + box_axes[body, k, 1] * loc1 \
-                + box_axes[body, k, 2] * loc2
-    length = math.sqrt(arm[0] * arm[0] + arm[1] * arm[1] + arm[2] * arm[2])
-    lim = reach[body]
-    if length > lim:
-        f = lim / length
-        for k in range(3):
-            arm[k] *= f
+    fuzzer seed 137). Arms within reach are unchanged.
 
-
-@kernel
-def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, reach, ra, rb):
-    """Lever arms ra, rb (m, 4, 3) of manifolds rows (K,) from the narrowphase's manifolds
-    src (K,) of points (., 4, 3): the points' arms about the centres of mass x_com, clamped
-    by the box (axes, lo, hi (N, ...)) and the reach (N,) of each body (zero on unused
-    slots)."""
-    arm = np.empty(3)
+    One loop, no helper given arrays: numba takes and drops a reference on each array an
+    inlined helper gets (atomic calls), which cost more than the clamp itself."""
     for j in range(rows.shape[0]):
         i = rows[j]
         s = src[j]
@@ -645,11 +648,46 @@ def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, rea
                     rb[i, p, k] = 0.0
                 continue
             for side in range(2):
-                out = ra if side == 0 else rb
-                _clamped_arm(arm, idx[i, side], x_com, points, s, p, box_axes, box_lo,
-                             box_hi, reach)
-                for k in range(3):
-                    out[i, p, k] = arm[k]
+                body = idx[i, side]
+                a0 = points[s, p, 0] - x_com[body, 0]
+                a1 = points[s, p, 1] - x_com[body, 1]
+                a2 = points[s, p, 2] - x_com[body, 2]
+                inside = True
+                loc0 = 0.0
+                loc1 = 0.0
+                loc2 = 0.0
+                for k in range(3):   # the arm along the box's axes (its columns)
+                    c = box_axes[body, 0, k] * a0 + box_axes[body, 1, k] * a1 \
+                        + box_axes[body, 2, k] * a2
+                    if not (box_lo[body, k] <= c <= box_hi[body, k]):
+                        inside = False
+                    if k == 0:
+                        loc0 = c
+                    elif k == 1:
+                        loc1 = c
+                    else:
+                        loc2 = c
+                if not inside:
+                    loc0 = min(max(loc0, box_lo[body, 0]), box_hi[body, 0])
+                    loc1 = min(max(loc1, box_lo[body, 1]), box_hi[body, 1])
+                    loc2 = min(max(loc2, box_lo[body, 2]), box_hi[body, 2])
+                    a0 = box_axes[body, 0, 0] * loc0 + box_axes[body, 0, 1] * loc1 \
+                        + box_axes[body, 0, 2] * loc2
+                    a1 = box_axes[body, 1, 0] * loc0 + box_axes[body, 1, 1] * loc1 \
+                        + box_axes[body, 1, 2] * loc2
+                    a2 = box_axes[body, 2, 0] * loc0 + box_axes[body, 2, 1] * loc1 \
+                        + box_axes[body, 2, 2] * loc2
+                length = math.sqrt(a0 * a0 + a1 * a1 + a2 * a2)
+                lim = reach[body]
+                if length > lim:
+                    f = lim / length
+                    a0 *= f
+                    a1 *= f
+                    a2 *= f
+                if side == 0:
+                    ra[i, p, 0], ra[i, p, 1], ra[i, p, 2] = a0, a1, a2
+                else:
+                    rb[i, p, 0], rb[i, p, 1], rb[i, p, 2] = a0, a1, a2
 
 
 @kernel

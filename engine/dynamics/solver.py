@@ -115,7 +115,7 @@ class ContactSolver:
     h the substep (s); settings the world's WorldSettings (contact_hertz, damping_ratio,
     max_push: the solver has no defaults of its own). order (M,): the order the passes sweep
     the manifolds in (None: as given); box and reach bound the lever arms (engine.dynamics.arm_box,
-    engine.dynamics.contact_kernels._clamped_arm); round_axes (N, 3) the axes of round bodies
+    engine.dynamics.contact_kernels.set_arms); round_axes (N, 3) the axes of round bodies
     (engine.dynamics.round_bodies) or None.
 
     The arrays the kernels read are attributes, in sweep order (engine/dynamics/contact_kernels.py
@@ -347,7 +347,7 @@ _NO_AXES = np.zeros((0, 3))   # prepare's round_axes when no body is round about
 
 def _bounds(n, box, reach):
     """The arm clamps of n bodies as the kernels read them: (axes (n, 3, 3), lo, hi (n, 3))
-    of engine.dynamics.arm_box, and reach (n,) (engine.dynamics.contact_kernels._clamped_arm); unbounded where
+    of engine.dynamics.arm_box, and reach (n,) (engine.dynamics.contact_kernels.set_arms); unbounded where
     box or reach is None."""
     if box is None:
         box = (np.broadcast_to(np.eye(3), (n, 3, 3)), np.full((n, 3), -np.inf),
