@@ -69,6 +69,7 @@ from ..features.deform import deform_mesh_body
 from ..features.fields import FieldTable, field_forces
 from .body_control import BodyControl
 from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
+from .pass_kernels import calm_awake, solver_inputs
 from .recollide import EVERY, Recollide
 from .record import StepRecord
 from .settings import WorldSettings
@@ -681,20 +682,19 @@ class World(BodyControl, JointWorldMixin):
         warm_n, warm_f, _ = self.pairs.match(keys, ids, count, sub)
 
         # 6. Solver.
-        inv_mass = np.where(awake, self._v("inv_mass"), 0.0)
-        inv_i = rot @ self._v("inv_inertia") @ np.swapaxes(rot, 1, 2)
-        inv_i[~awake] = 0.0
-        g_on = awake[:, None] * self.gravity  # (N, 3): gravity only moves awake dynamic bodies
-        accel_n = np.einsum("mi,mi->m", g_on[ib] - g_on[ia], normal)
-        fr = self._v("friction")
-        re = self._v("restitution")
+        n, m = self._n, len(ia)
+        inv_mass, inv_i = np.empty(n), np.empty((n, 3, 3))
+        accel_n, mu, e = np.empty(m), np.empty(m), np.empty(m)
+        solver_inputs(ia, ib, normal, awake, self._v("inv_mass"), self._v("inv_inertia"), rot,
+                      self.gravity, self._v("friction"), self._v("restitution"), inv_mass,
+                      inv_i, accel_n, mu, e)
         col = colour_constraints(ia, ib, ~awake)
         # Awake bodies round about an axis (engine.dynamics.round_bodies).
         balls, axial = self._round_flags()
         axial = axial & awake
-        solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
-                               re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
-                               warm_f, h, self.settings, order=col.order, reach=self._reach(),
+        solver = ContactSolver(ia, ib, normal, points, sep, count, mu, e, x, inv_mass, inv_i,
+                               vel, accel_n, warm_n, warm_f, h, self.settings,
+                               order=col.order, reach=self._reach(),
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
                                                          self._v("com"), rot),
@@ -1038,13 +1038,9 @@ class World(BodyControl, JointWorldMixin):
             return NO_REUSE
         if m >= self.reuse_min_pairs:
             return REUSE_EACH
-        awake = (self._v("kind") != STATIC) & ~self._v("sleeping")
-        v = vel[awake]
-        if len(v) and (np.max(np.einsum("ij,ij->i", v[:, :3], v[:, :3])) * dt * dt >= d * d
-                       or np.max(np.einsum("ij,ij->i", v[:, 3:], v[:, 3:])) * dt * dt
-                       >= ang * ang):
-            return NO_REUSE
-        return REUSE_ALL
+        calm = calm_awake(vel, self._v("kind"), self._v("sleeping"), STATIC, d * d / (dt * dt),
+                          ang * ang / (dt * dt))
+        return REUSE_ALL if calm else NO_REUSE
 
     def _reusable(self, ia, ib, margin, vel, dt):
         """Candidate pairs whose manifold the pair table can give again: (reuse (M,) bool,
