@@ -1,15 +1,16 @@
 """A collision pass's solver substeps in one compiled call: contacts, joints and all.
 
 World._solve runs, per substep: the force fields' kick (field_kernels.field_kick), gravity and
-damping, the gyroscopic step, the warm start of contacts and joints, the biased sweeps (contacts then joints,
-iterations times the joints' biased_sweeps), the pose update, the inertia refresh, then the
-relax sweeps (the joints in every one when relax_every, else in the last) and the joints'
-end of substep (breaking). That whole loop is this kernel, over the kernels the solvers'
-own methods call (integrate._kick, integrate.gyro_kick, contact_kernels.warm_start /
-solve_pass, integrate._advance, joint_point_kernels.points_*, joint_row_kernels.rows_*), in
-the same order: a pass gives the same numbers as those methods called one by one
-(tests/substep_reference.py is that loop of calls, the reference), and Python runs a few
-times per pass instead of a dozen calls a substep.
+damping, the gyroscopic step, the warm start of contacts and joints, the biased sweeps
+(contacts then joints, iterations times the joints' biased_sweeps), the pose update, the
+inertia refresh, then the relax sweeps (the joints in every one when relax_every, else in
+the last) and the joints' end of substep (breaking). That whole loop is this kernel, over
+the kernels the solvers' own methods call (integrate._kick, integrate.gyro_kick,
+contact_kernels.warm_start / solve_pass, integrate._advance, inertia_refresh.update_rows /
+follow_rows, joint_point_kernels.points_*, joint_row_kernels.rows_*), in the same order: a
+pass gives the same numbers as those methods called one by one (tests/substep_reference.py
+is that loop of calls, the reference), and Python runs a few times per pass instead of a
+dozen calls a substep.
 
 After the pose update the inertia refresh (inertia_refresh.update_rows, and follow_rows for the
 bodies the joints share with contacts) retakes the rows of the bodies that turned far, round
