@@ -23,15 +23,16 @@ import math
 
 import numpy as np
 
-from ..core import quat
-from .round_bodies import rolling, swing, world_axes
+from ..core.jit import kernel
+from ..core.quat import matrix_of
+from .contact_kernels import refresh_rows
+from .round_bodies import ROLLING
 
 # Turn (rad) after which a body's world inverse inertia is taken again. The tensor's error
 # grows like the angle times the spread of the principal inertias; a quarter radian keeps it
 # small while a body tumbling at 10 rad/s in a 1/48 s pass (0.2 rad) never pays for a rebuild.
 REFRESH_ANGLE = 0.25
 _COS_HALF = math.cos(0.5 * REFRESH_ANGLE)
-REFRESH_COS_HALF = _COS_HALF   # what the compiled substeps compare with (dynamics/substeps)
 # Turn (rad) after which a body the pass's joints share is retaken (InertiaRefresh.follow):
 # the joint rows use its present tensor at every substep, and two tensors of one body a
 # fifth of a radian apart made the contact and joint sweeps drive each other apart (a needle
@@ -40,10 +41,10 @@ REFRESH_COS_HALF = _COS_HALF   # what the compiled substeps compare with (dynami
 # turns this far. (0.01-0.02 let jointed seed 280, a needle whipped by a 52 m kinematic body
 # at 1e4 m/s either way, cross the fuzzer's speed bound by 2-6 %.)
 SHARED_ANGLE = 0.05
-_COS_HALF_SHARED = math.cos(0.5 * SHARED_ANGLE)
-SHARED_COS_HALF = _COS_HALF_SHARED   # (dynamics/substeps)
+SHARED_COS_HALF = math.cos(0.5 * SHARED_ANGLE)
 # Normal velocity (m/s) a round body's roll may read through its rows' stale axis (see above).
 ROLL_LEAK = 1e-6
+
 
 
 class InertiaRefresh:
@@ -54,19 +55,28 @@ class InertiaRefresh:
     solver was built with (updated in place for the bodies refreshed); inv_body (N, 3, 3) the
     body-frame inverse inertia; axial (K,) bool, optional: which of the bodies are round about
     their local Z axis (engine.dynamics.round_bodies.round_about_z), with reach (K,) their bounding
-    radii about the centre of mass."""
+    radii about the centre of mass.
+
+    The work is the kernels update_rows / follow_rows, which the compiled substeps call after
+    every pose update (engine.dynamics.substeps: kernel_state() is what they take)."""
 
     def __init__(self, bodies, q, inv_inertia, inv_body, axial=None, reach=None):
-        self.bodies = bodies
-        self.q_ref = q[bodies].copy()
+        self.bodies = np.ascontiguousarray(bodies, dtype=np.int64)
+        self.q_ref = np.ascontiguousarray(q[self.bodies], dtype=np.float64)
         self.inv_inertia = inv_inertia
         self.inv_body = inv_body
-        self.axial = np.zeros(len(bodies), dtype=bool) if axial is None else axial
-        self.any_axial = bool(self.axial.any())
-        if self.any_axial:
-            self.rollers = bodies[self.axial]
-            self.axis_ref = world_axes(self.q_ref[self.axial])
-            self.reach = reach[self.axial]
+        k = len(self.bodies)
+        self.axial = np.zeros(k, dtype=bool) if axial is None else np.asarray(axial, dtype=bool)
+        self.reach = np.zeros(k) if reach is None else np.ascontiguousarray(reach, np.float64)
+        # The axis each round body's rows were built with (rows of the others: unused).
+        self.axis_ref = _world_axes(self.q_ref)
+        self.retaken = np.zeros(1, dtype=np.int64)   # bodies retaken so far (tests count)
+
+    def kernel_state(self):
+        """(bodies, q_ref, axial, axis_ref, reach, inv_body, inv_inertia, retaken):
+        update_rows' and follow_rows' arguments of this refresh."""
+        return (self.bodies, self.q_ref, self.axial, self.axis_ref, self.reach, self.inv_body,
+                self.inv_inertia, self.retaken)
 
     def update(self, solver, q, dpose, vel=None):
         """After a substep: retake the solver rows of the bodies that turned too far (dpose
@@ -74,91 +84,200 @@ class InertiaRefresh:
         the velocities, needed when there are round bodies)."""
         if not len(self.bodies):
             return
-        qb = q[self.bodies]
-        # |cos(angle / 2)| between the reference and the present orientation.
-        c = np.abs(np.einsum("ki,ki->k", qb, self.q_ref))
-        far_mask = c < _COS_HALF
-        axis = None
-        if self.any_axial:
-            axis = world_axes(qb[self.axial])
-            far_mask[self.axial], rolls = self._tilted(axis, vel, far_mask[self.axial])
-        far = np.flatnonzero(far_mask)
-        if not len(far):
-            return
-        b = self.bodies[far]
-        rot = quat.to_matrix(qb[far])
-        turn = np.einsum("kij,klj->kil", rot, quat.to_matrix(self.q_ref[far]))  # R R_ref^T
-        if axis is not None:
-            self._swing_only(far, axis, turn, rolls)
-            refreshed = far_mask[self.axial]
-            self.axis_ref[refreshed] = axis[refreshed]
-        self._retake(solver, far, b, rot, turn, qb, dpose)
+        if vel is None:
+            vel = np.zeros((len(q), 6))
+        update_rows(self.kernel_state(), q, vel, dpose, solver_rows(solver))
 
     def follow(self, solver, bodies, q, dpose):
         """Retake the rows of those of ``bodies`` (the awake bodies the pass's joints share:
         engine.world.world_joints) that this refresh follows, are not round, and turned more than
         SHARED_ANGLE since their tensor was taken: the joint rows weigh them by their present
         tensor (engine.dynamics.joint_inertia), and the two solvers must weigh a body alike (World._solve)."""
-        if not len(self.bodies) or not len(bodies):
-            return
-        at = np.minimum(np.searchsorted(self.bodies, bodies), len(self.bodies) - 1)
-        at = at[(self.bodies[at] == bodies) & ~self.axial[at]]
-        c = np.abs(np.einsum("ki,ki->k", q[self.bodies[at]], self.q_ref[at]))
-        self._force_rows(solver, at[c < _COS_HALF_SHARED], q, dpose)
+        at = self.plain_rows(bodies)
+        if len(at):
+            follow_rows(self.kernel_state(), at, SHARED_COS_HALF, q, dpose, solver_rows(solver))
 
     def force(self, solver, bodies, q, dpose):
         """Retake now the rows of those of ``bodies`` this refresh follows and that are not
         round (engine.world.recollide calls it before it rebuilds manifolds of theirs for the
         present pose, so that all of a body's rows are built for one orientation: a later
         refresh turns them all by the same turn)."""
+        at = self.plain_rows(bodies)
+        if len(at):
+            follow_rows(self.kernel_state(), at, 2.0, q, dpose, solver_rows(solver))
+
+    def plain_rows(self, bodies):
+        """Indices into self.bodies of those of ``bodies`` it holds that are not round."""
         if not len(self.bodies) or not len(bodies):
-            return
+            return np.zeros(0, dtype=np.int64)
         at = np.minimum(np.searchsorted(self.bodies, bodies), len(self.bodies) - 1)
-        self._force_rows(solver, at[(self.bodies[at] == bodies) & ~self.axial[at]], q, dpose)
+        return at[(self.bodies[at] == bodies) & ~self.axial[at]].astype(np.int64)
 
-    def _force_rows(self, solver, far, q, dpose):
-        """Retake the rows of self.bodies[far] for their present orientations."""
-        if not len(far):
-            return
-        qb = q[self.bodies]
-        rot = quat.to_matrix(qb[far])
-        turn = np.einsum("kij,klj->kil", rot, quat.to_matrix(self.q_ref[far]))
-        self._retake(solver, far, self.bodies[far], rot, turn, qb, dpose)
 
-    def _retake(self, solver, far, b, rot, turn, qb, dpose):
-        """Bodies b (= self.bodies[far]) at rotations rot: fresh world tensors, new
-        references, and the solver's rows of theirs turned by turn."""
-        self.inv_inertia[b] = np.einsum("kij,kjl,kml->kim", rot, self.inv_body[b], rot)
-        self.q_ref[far] = qb[far]
-        solver.refresh_inertia(b, turn, self.inv_inertia, dpose)
+def _world_axes(q):
+    """(K, 3) the local Z axes of bodies at orientations q (K, 4): the rotation's third
+    column."""
+    out = np.empty((len(q), 3))
+    _axes(q, out)
+    return out
 
-    def _tilted(self, axis, vel, far_turn):
-        """Round bodies to refresh, and which of them by their swing alone. Rolling ones
-        (engine.dynamics.round_bodies.rolling): once their axis (now: axis) has tilted from the rows'
-        one so far that the roll reads through at more than ROLL_LEAK, or more than
-        REFRESH_ANGLE; the others, tumbling, as any body (far_turn: their whole turn past
-        REFRESH_ANGLE), their rows retaken for the whole turn."""
-        w = vel[self.rollers, 3:]
-        rolls = rolling(w, axis)
-        roll = np.abs(np.einsum("ki,ki->k", w, axis))
-        limit = np.minimum(REFRESH_ANGLE, ROLL_LEAK / np.maximum(roll * self.reach, 1e-300))
-        # The chord between the unit axes, 2 sin(tilt / 2): the tilt itself at these angles,
-        # without the rounding of 1 - cos.
-        d = axis - self.axis_ref
-        tilted = np.einsum("ki,ki->k", d, d) > limit * limit
-        return np.where(rolls, tilted, far_turn), rolls
 
-    def _swing_only(self, far, axis, turn, rolls):
-        """For the rolling round bodies among far, the turn becomes the swing of their axis
-        alone (from axis_ref, the axis their rows were built with, to axis)."""
-        sel = self.axial[far]
-        rows = (np.cumsum(self.axial) - 1)[far[sel]]   # their rows among the round bodies
-        pick = rolls[rows]
-        if not pick.any():
-            return
-        rows = rows[pick]
-        a_ref, a_now = self.axis_ref[rows], axis[rows]
-        # Axes more than a right angle apart (past 1.57 rad in one substep) keep the whole
-        # turn: the swing of nearly opposite axes is ill-defined, and any turn is right there.
-        ok = np.einsum("ki,ki->k", a_ref, a_now) > 0.0
-        turn[np.flatnonzero(sel)[pick][ok]] = swing(a_ref[ok], a_now[ok])
+@kernel
+def _axes(q, out):
+    for j in range(q.shape[0]):
+        _axis(q[j], out[j])
+
+
+@kernel
+def _axis(q, out):
+    """out (3,): the local Z axis of a body at orientation q (round_bodies.world_axes)."""
+    w, x, y, z = q[0], q[1], q[2], q[3]
+    out[0] = 2.0 * (x * z + w * y)
+    out[1] = 2.0 * (y * z - w * x)
+    out[2] = 1.0 - 2.0 * (x * x + y * y)
+
+
+def solver_rows(solver):
+    """The ContactSolver's rows as refresh_rows takes them (empty ones without rows)."""
+    if solver.m:
+        return (solver.idx, solver.count, solver.ra, solver.rb, solver.axa, solver.axb,
+                solver.dirs, solver.ima, solver.imb, solver.jang, solver.mang, solver.kmat,
+                solver.eff, solver.k_pinv, solver.sep0)
+    return NO_ROWS
+
+
+f = np.zeros
+NO_ROWS = (f((0, 2), np.int64), f(0, np.int64), f((0, 4, 3)), f((0, 4, 3)), f((0, 3)),
+           f((0, 3)), f((0, 3, 3)), f(0), f(0), f((0, 1, 6)), f((0, 1, 6)), f((0, 1, 1)),
+           f((0, 1)), f((0, 4, 4)), f((0, 4)))
+del f
+
+
+@kernel
+def update_rows(state, q, vel, dpose, rows):
+    """InertiaRefresh.update: the bodies that turned past REFRESH_ANGLE (round ones: see
+    _round_far) get a fresh world tensor R I^-1 R^T and their solver rows turned by their turn
+    since (a rolling round body: by its axis's swing alone). Returns how many."""
+    bodies, q_ref, axial, axis_ref, reach, inv_body, inv_inertia, retaken = state
+    k = bodies.shape[0]
+    far = np.empty(k, np.int64)
+    turn = np.empty((k, 3, 3))
+    axis = np.empty(3)
+    nf = 0
+    for j in range(k):
+        b = bodies[j]
+        c = abs(q[b, 0] * q_ref[j, 0] + q[b, 1] * q_ref[j, 1] + q[b, 2] * q_ref[j, 2]
+                + q[b, 3] * q_ref[j, 3])
+        is_far = c < _COS_HALF
+        rolls = False
+        if axial[j]:
+            _axis(q[b], axis)
+            is_far, rolls = _round_far(vel[b], axis, axis_ref[j], reach[j], is_far)
+        if not is_far:
+            continue
+        _retake(j, b, q, q_ref, inv_body, inv_inertia, turn[nf])
+        if axial[j]:
+            # A rolling body's turn is the swing of its axis alone (from the rows' one); axes
+            # more than a right angle apart (past 1.57 rad in one substep) keep the whole turn:
+            # the swing of nearly opposite axes is ill-defined, and any turn is right there.
+            if rolls and (axis_ref[j, 0] * axis[0] + axis_ref[j, 1] * axis[1]
+                          + axis_ref[j, 2] * axis[2]) > 0.0:
+                _swing(axis_ref[j], axis, turn[nf])
+            axis_ref[j, :] = axis
+        far[nf] = b
+        nf += 1
+    if nf:
+        _rows(far[:nf], turn[:nf], q.shape[0], inv_inertia, dpose, rows)
+        retaken[0] += nf
+    return nf
+
+
+@kernel
+def follow_rows(state, at, cos_half, q, dpose, rows):
+    """InertiaRefresh.follow (cos_half: SHARED_ANGLE's) and force (cos_half > 1: all): the
+    bodies bodies[at] turned past cos_half retaken for their whole turn. Returns how many."""
+    bodies, q_ref, axial, axis_ref, reach, inv_body, inv_inertia, retaken = state
+    far = np.empty(at.shape[0], np.int64)
+    turn = np.empty((at.shape[0], 3, 3))
+    nf = 0
+    for i in range(at.shape[0]):
+        j = at[i]
+        b = bodies[j]
+        c = abs(q[b, 0] * q_ref[j, 0] + q[b, 1] * q_ref[j, 1] + q[b, 2] * q_ref[j, 2]
+                + q[b, 3] * q_ref[j, 3])
+        if c < cos_half:
+            _retake(j, b, q, q_ref, inv_body, inv_inertia, turn[nf])
+            far[nf] = b
+            nf += 1
+    if nf:
+        _rows(far[:nf], turn[:nf], q.shape[0], inv_inertia, dpose, rows)
+        retaken[0] += nf
+    return nf
+
+
+@kernel
+def _rows(far, turn, n, inv_inertia, dpose, rows):
+    (idx, count, ra, rb, axa, axb, dirs, ima, imb, jang, mang, kmat, eff, k_pinv, sep0) = rows
+    if idx.shape[0]:
+        refresh_rows(far, turn, n, idx, count, ra, rb, axa, axb, dirs, ima, imb, inv_inertia,
+                     jang, mang, kmat, eff, k_pinv, sep0, dpose)
+
+
+@kernel
+def _retake(j, b, q, q_ref, inv_body, inv_inertia, turn):
+    """Body b (bodies[j]) now: its world tensor R I^-1 R^T, turn = R R_ref^T (its turn since
+    the reference), and the reference moved to now."""
+    rot = np.empty((3, 3))
+    ref = np.empty((3, 3))
+    matrix_of(q[b], rot)
+    matrix_of(q_ref[j], ref)
+    for a in range(3):
+        for c in range(3):
+            turn[a, c] = rot[a, 0] * ref[c, 0] + rot[a, 1] * ref[c, 1] + rot[a, 2] * ref[c, 2]
+    ib = inv_body[b]
+    tmp = np.empty((3, 3))
+    for a in range(3):
+        for c in range(3):
+            tmp[a, c] = rot[a, 0] * ib[0, c] + rot[a, 1] * ib[1, c] + rot[a, 2] * ib[2, c]
+    for a in range(3):
+        for c in range(3):
+            inv_inertia[b, a, c] = (tmp[a, 0] * rot[c, 0] + tmp[a, 1] * rot[c, 1]
+                                    + tmp[a, 2] * rot[c, 2])
+    for c in range(4):
+        q_ref[j, c] = q[b, c]
+
+
+@kernel
+def _round_far(v, axis, axis_ref, reach, far_turn):
+    """(whether to refresh a round body, whether it rolls (round_bodies.rolling)). Rolling:
+    once its axis (now: axis) has tilted from the rows' one so far that the roll reads
+    through at more than ROLL_LEAK, or more than REFRESH_ANGLE; tumbling, as any body
+    (far_turn: its whole turn past REFRESH_ANGLE), its rows retaken for the whole turn."""
+    w0, w1, w2 = v[3], v[4], v[5]
+    roll = w0 * axis[0] + w1 * axis[1] + w2 * axis[2]
+    across2 = (w0 * w0 + w1 * w1 + w2 * w2) - roll * roll
+    if not across2 <= (ROLLING * ROLLING) * (roll * roll):
+        return far_turn, False
+    limit = min(REFRESH_ANGLE, ROLL_LEAK / max(abs(roll) * reach, 1e-300))
+    # The chord between the unit axes, 2 sin(tilt / 2): the tilt itself at these angles,
+    # without the rounding of 1 - cos.
+    d0, d1, d2 = axis[0] - axis_ref[0], axis[1] - axis_ref[1], axis[2] - axis_ref[2]
+    return d0 * d0 + d1 * d1 + d2 * d2 > limit * limit, True
+
+
+@kernel
+def _swing(a, b, out):
+    """out (3, 3): the shortest rotation taking unit axis a to b (less than a right angle
+    apart; round_bodies.swing): Rodrigues, I + K + K^2 / (1 + a.b), K = skew(a x b)."""
+    k = np.zeros((3, 3))
+    v0 = a[1] * b[2] - a[2] * b[1]
+    v1 = a[2] * b[0] - a[0] * b[2]
+    v2 = a[0] * b[1] - a[1] * b[0]
+    k[0, 1], k[0, 2] = -v2, v1
+    k[1, 0], k[1, 2] = v2, -v0
+    k[2, 0], k[2, 1] = -v1, v0
+    s = 1.0 + (a[0] * b[0] + a[1] * b[1] + a[2] * b[2])
+    for i in range(3):
+        for c in range(3):
+            kk = k[i, 0] * k[0, c] + k[i, 1] * k[1, c] + k[i, 2] * k[2, c]
+            out[i, c] = (1.0 if i == c else 0.0) + k[i, c] + kk / s

@@ -1,25 +1,22 @@
 """A collision pass's solver substeps in one compiled call: contacts, joints and all.
 
-World._solve runs, per substep: the force fields' kick, gravity and damping, the gyroscopic
-step, the warm start of contacts and joints, the biased sweeps (contacts then joints,
-iterations times the joints' biased_sweeps), the pose update, the inertia refresh, then the
-relax sweeps (the joints in every one when relax_every, else in the last) and the joints'
-end of substep (breaking). That whole loop is this kernel, over the kernels the solvers'
-own methods call (integrate._kick, integrate.gyro_kick, contact_kernels.warm_start /
-solve_pass, integrate._advance, joint_point_kernels.points_*, joint_row_kernels.rows_*), in
-the same order: a pass gives the same numbers as those methods called one by one
-(tests/substep_reference.py is that loop of calls, the reference), and Python runs a few
-times per pass instead of a dozen calls a substep.
+World._solve runs, per substep: the force fields' kick (field_kernels.field_kick), gravity and
+damping, the gyroscopic step, the warm start of contacts and joints, the biased sweeps
+(contacts then joints, iterations times the joints' biased_sweeps), the pose update, the
+inertia refresh, then the relax sweeps (the joints in every one when relax_every, else in
+the last) and the joints' end of substep (breaking). That whole loop is this kernel, over
+the kernels the solvers' own methods call (integrate._kick, integrate.gyro_kick,
+contact_kernels.warm_start / solve_pass, integrate._advance, inertia_refresh.update_rows /
+follow_rows, joint_point_kernels.points_*, joint_row_kernels.rows_*), in the same order: a
+pass gives the same numbers as those methods called one by one (tests/substep_reference.py
+is that loop of calls, the reference), and Python runs a few times per pass instead of a
+dozen calls a substep.
 
-The kernel stops where Python has work to do, and says why; the call after resumes at the
-phase it returned (PHASE_*), so the order stays that of the loop of calls:
+After the pose update the inertia refresh (inertia_refresh.update_rows, and follow_rows for the
+bodies the joints share with contacts) retakes the rows of the bodies that turned far, round
+bodies by their axis's tilt. The kernel stops where Python has work to do, and says why; the
+call after resumes at the next substep, so the order stays that of the loop of calls:
 
-- FIELDS, at a substep's start: the force fields' kick (engine.features.fields, numpy);
-- REFRESH, after the pose update (before the relax sweeps): an anisotropic body turned past
-  inertia_refresh.REFRESH_ANGLE since its rows were taken, or a body the joints share with a
-  contact past SHARED_ANGLE (InertiaRefresh.update and follow retake them), or there are
-  round bodies, whose rows follow their axis by rules of their own (inertia_refresh._tilted:
-  then after every pose update);
 - STRUCK, after a substep: a body gained speed its contacts never allowed for (struck.py),
   and the pass ends there;
 - RECOLLIDE, after every EVERY-th substep: recollide.py looks at the turning polytope pairs.
@@ -30,7 +27,8 @@ import numpy as np
 
 from ..core.jit import kernel
 from .contact_kernels import solve_pass, warm_start
-from .inertia_refresh import REFRESH_COS_HALF, SHARED_COS_HALF
+from .field_kernels import field_kick
+from .inertia_refresh import NO_ROWS, SHARED_COS_HALF, follow_rows, solver_rows, update_rows
 from .integrate import _advance, _kick, gyro_kick
 from .joint_point_kernels import STALE, points_end_substep, points_prepare, points_solve, points_warm
 from .joint_points import no_points
@@ -45,10 +43,7 @@ from .joint_row_kernels import (
 from .joint_solver import no_geometry, no_rows
 
 # Why run_substeps returned.
-DONE, REFRESH, STRUCK, RECOLLIDE, FIELDS = 0, 1, 2, 3, 4
-# Where in a substep it returned (and the next call resumes): at its start, after the fields'
-# kick, before the relax sweeps.
-PHASE_START, PHASE_KICKED, PHASE_RELAX = 0, 1, 2
+DONE, STRUCK, RECOLLIDE = 0, 1, 2
 # Which joint rows the pass has: none, point locks (joint_points), six-axis rows (joint_solver).
 NO_JOINTS, POINT_JOINTS, ROW_JOINTS = 0, 1, 2
 
@@ -56,19 +51,6 @@ NO_JOINTS, POINT_JOINTS, ROW_JOINTS = 0, 1, 2
 # The sweeps' use_bias, read from an array: a literal True / False makes numba compile a
 # sweep kernel once per literal (and once more for Python's bool), some 3 s a copy.
 _BIASED = np.array([True, False])
-
-@kernel
-def _turned(q, bodies, q_ref, at, cos_half):
-    """Has one of bodies[at] turned past cos_half (|cos(angle / 2)|) from q_ref[at]?"""
-    for i in range(at.shape[0]):
-        j = at[i]
-        b = bodies[j]
-        c = abs(q[b, 0] * q_ref[j, 0] + q[b, 1] * q_ref[j, 1] + q[b, 2] * q_ref[j, 2]
-                + q[b, 3] * q_ref[j, 3])
-        if c < cos_half:
-            return True
-    return False
-
 
 @kernel
 def _struck(vel, bodies, arm, start, allow, t_left):
@@ -82,78 +64,74 @@ def _struck(vel, bodies, arm, start, allow, t_left):
 
 
 @kernel
-def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, movers, gravity,
+def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, gravity,
                  lin_f, ang_f, gyro, inertia_g, contacts, refresh, struck, recollide_every,
                  fields, joint_kind, relax_every, points, rows, geo):
-    """Run substeps s .. nsub - 1 from phase (PHASE_*). Returns (the substep to go on from,
-    the event that stopped it, the phase to resume at).
+    """Run substeps s .. nsub - 1. Returns (the substep to go on from, the event that
+    stopped it).
 
-    contacts: ContactSolver.kernel_arrays(); refresh: (bodies, q_ref, cos_half, all_bodies,
-    shared, cos_shared): InertiaRefresh's bodies and reference orientations, which of them
-    (all_bodies: indices into bodies) are checked against cos_half and which (shared, the
-    joints' bodies shared with contacts) against cos_shared, with cos_half < -1 for a REFRESH
-    after every pose update (round bodies); struck: (bodies, arm, start, allow) of
-    StruckBodies (empty: no check); recollide_every 0: no check; fields: whether there are
-    force fields; joint_kind (NO_JOINTS, POINT_JOINTS, ROW_JOINTS) with relax_every (the
-    joints relax in every relax sweep, not only the last), points (PointLocks.pack()), rows
+    contacts: ContactSolver.kernel_arrays(); refresh: (InertiaRefresh.kernel_state(), shared,
+    solver_rows(solver)), shared the rows of InertiaRefresh's bodies that the joints share
+    with contacts (InertiaRefresh.plain_rows); struck: (bodies, arm, start, allow) of
+    StruckBodies (empty: no check); recollide_every 0: no check; fields: (ints, floats, rate,
+    bodies, inv_mass, sleep_time): the FieldTable.pack() of the force fields, the bodies
+    they push (empty: no fields), the bodies' inverse masses and sleep timers; joint_kind
+    (NO_JOINTS, POINT_JOINTS, ROW_JOINTS) with relax_every (the joints relax in every relax
+    sweep, not only the last), points (PointLocks.pack()), rows
     and geo (JointSolver.pack(), geometry_pack()); the kind not used gets empty ones."""
     (idx, count, dirs, ima, imb, jang, mang, kmat, eff, k_pinv, sep0, imp, max_normal,
      friction, soft) = contacts
-    ref_bodies, q_ref, cos_half, all_bodies, shared, cos_shared = refresh
+    ref_state, shared, solver_rows = refresh
     struck_bodies, arm, start, allow = struck
+    field_ints, field_floats, rate, pushed, inv_mass, sleep_time = fields
     pflags, rflags = points[24], rows[62]
     while s < nsub:
-        if phase == PHASE_START:
-            if joint_kind == ROW_JOINTS and rflags[FLAG_STALE]:   # (no relax sweeps)
-                rows_prepare(x, q, rows, geo)
-            phase = PHASE_KICKED
-            if fields:
-                return s, FIELDS, PHASE_KICKED
-        if phase == PHASE_KICKED:
-            _kick(vel, act, gravity, lin_f, ang_f, h)
-            if gyro.shape[0]:
-                gyro_kick(vel, gyro, q, inertia_g, h, 2)
-            warm_start(vel, idx, count, dirs, ima, imb, mang, imp)
-            sweeps = iterations
-            if joint_kind == POINT_JOINTS:
-                if pflags[STALE]:
-                    points_prepare(x, q, points)
-                points_warm(vel, points)
-            elif joint_kind == ROW_JOINTS:
-                rows_warm(vel, rows)
-                # A stiff spring is nearly a constraint: the substep sweeps it together with
-                # its neighbours until they agree (joint_solver.STIFF_SPRING_SWEEPS).
-                sweeps = iterations * rows_biased_sweeps(rows)
-            for _ in range(sweeps):
-                solve_pass(vel, dpose, _BIASED[0], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
-                           k_pinv, sep0, imp, max_normal, friction, soft)
-                if joint_kind == POINT_JOINTS:
-                    points_solve(vel, points, _BIASED[0])
-                elif joint_kind == ROW_JOINTS:
-                    rows_solve(vel, rows, _BIASED[0])
-                    rflags[FLAG_STALE] = 1
-            _advance(x, q, vel, movers, h)
-            for j in range(movers.shape[0]):
-                b = movers[j]
-                for k in range(6):
-                    dpose[b, k] += h * vel[b, k]
-            phase = PHASE_RELAX
-            # The joints' rows for the new poses: measured where the relax sweeps would first
-            # use them (without relax sweeps, at the next warm start).
-            if joint_kind == POINT_JOINTS and relax > 0:
+        if joint_kind == ROW_JOINTS and rflags[FLAG_STALE]:   # (no relax sweeps)
+            rows_prepare(x, q, rows, geo)
+        field_kick(field_ints, field_floats, rate, pushed, x, vel, inv_mass, sleep_time, h)
+        _kick(vel, act, gravity, lin_f, ang_f, h)
+        if gyro.shape[0]:
+            gyro_kick(vel, gyro, q, inertia_g, h, 2)
+        warm_start(vel, idx, count, dirs, ima, imb, mang, imp)
+        sweeps = iterations
+        if joint_kind == POINT_JOINTS:
+            if pflags[STALE]:
                 points_prepare(x, q, points)
-            elif joint_kind == ROW_JOINTS and relax > 0:
-                rows_prepare(x, q, rows, geo)
-            # A body in both solvers is weighted by one tensor in both: the joint rows take
-            # the present one at every substep (engine.dynamics.joint_inertia), so its contact
-            # rows are retaken once it turns (InertiaRefresh.follow). Two tensors of a
-            # spinning needle (inertias 1.3e-4 and 2.9) 0.2 rad apart made the contact and
-            # stiff-spring sweeps answer each other 1.6x harder each time: 180 -> 6e5 m/s in
-            # one substep (tests/test_fuzz_world.py, seed 320).
-            if cos_half < -1.0 or _turned(q, ref_bodies, q_ref, all_bodies, cos_half) \
-                    or _turned(q, ref_bodies, q_ref, shared, cos_shared):
-                return s, REFRESH, PHASE_RELAX
-        # PHASE_RELAX
+            points_warm(vel, points)
+        elif joint_kind == ROW_JOINTS:
+            rows_warm(vel, rows)
+            # A stiff spring is nearly a constraint: the substep sweeps it together with
+            # its neighbours until they agree (joint_solver.STIFF_SPRING_SWEEPS).
+            sweeps = iterations * rows_biased_sweeps(rows)
+        for _ in range(sweeps):
+            solve_pass(vel, dpose, _BIASED[0], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
+                       k_pinv, sep0, imp, max_normal, friction, soft)
+            if joint_kind == POINT_JOINTS:
+                points_solve(vel, points, _BIASED[0])
+            elif joint_kind == ROW_JOINTS:
+                rows_solve(vel, rows, _BIASED[0])
+                rflags[FLAG_STALE] = 1
+        _advance(x, q, vel, movers, h)
+        for j in range(movers.shape[0]):
+            b = movers[j]
+            for k in range(6):
+                dpose[b, k] += h * vel[b, k]
+        # The joints' rows for the new poses: measured where the relax sweeps would first
+        # use them (without relax sweeps, at the next warm start).
+        if joint_kind == POINT_JOINTS and relax > 0:
+            points_prepare(x, q, points)
+        elif joint_kind == ROW_JOINTS and relax > 0:
+            rows_prepare(x, q, rows, geo)
+        # A body in both solvers is weighted by one tensor in both: the joint rows take
+        # the present one at every substep (engine.dynamics.joint_inertia), so its contact
+        # rows are retaken once it turns (follow_rows). Two tensors of a spinning needle
+        # (inertias 1.3e-4 and 2.9) 0.2 rad apart made the contact and stiff-spring
+        # sweeps answer each other 1.6x harder each time: 180 -> 6e5 m/s in one substep
+        # (tests/test_fuzz_world.py, seed 320).
+        if ref_state[0].shape[0]:
+            update_rows(ref_state, q, vel, dpose, solver_rows)
+            if shared.shape[0]:
+                follow_rows(ref_state, shared, SHARED_COS_HALF, q, dpose, solver_rows)
         for r in range(relax):
             solve_pass(vel, dpose, _BIASED[1], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
                        k_pinv, sep0, imp, max_normal, friction, soft)
@@ -170,24 +148,25 @@ def run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose, act, mo
         elif joint_kind == ROW_JOINTS:
             rows_end_substep(rows, geo)
         s += 1
-        phase = PHASE_START
         if s >= nsub:
             break
         if _struck(vel, struck_bodies, arm, start, allow, (nsub - s) * h):
-            return s, STRUCK, PHASE_START
+            return s, STRUCK
         if recollide_every and s % recollide_every == 0:
-            return s, RECOLLIDE, PHASE_START
-    return s, DONE, PHASE_START
+            return s, RECOLLIDE
+    return s, DONE
 
 
 def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x, q, dpose,
-             act, movers, gravity, lin_f, ang_f, gyro, inertia_g, kick=None, recollide=None,
+             act, movers, gravity, lin_f, ang_f, gyro, inertia_g, fields=None, recollide=None,
              every=0):
     """The substeps of one collision pass (World._solve's step 6): run_substeps, and between
     its calls the work it stopped for. solver: the ContactSolver; joints: the JointSolver or
-    None; refresh: the InertiaRefresh; struck: StruckBodies or None; kick(): the force
-    fields' kick (None: no fields); recollide(s): take the turning pairs' manifolds again
-    after substep s (None: not this pass) every EVERY-th substep. Returns the substeps run."""
+    None; refresh: the InertiaRefresh; struck: StruckBodies or None; fields: run_substeps'
+    fields tuple (None: no fields); recollide(s): take the turning pairs' manifolds again
+    after substep s (None: not this pass) every EVERY-th substep. Returns the substeps run.
+    A pass without contacts or joints (free flight) gives None for solver, joints, refresh
+    and struck: its substeps integrate alone."""
     contacts = _contact_rows(solver)
     points, rows, geo = _empty_packs()
     kind, relax_every = NO_JOINTS, False
@@ -198,27 +177,24 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
             kind, points = POINT_JOINTS, joints.points.pack()
         else:
             kind, rows, geo = ROW_JOINTS, packed, joints.geometry_pack()
-    shared = joints is not None and kind != NO_JOINTS and len(joints.shared_bodies)
-    checks = _refresh_checks(refresh, joints.shared_bodies if shared else None)
+    shared = _NO_BODIES
+    if joints is not None and kind != NO_JOINTS and len(joints.shared_bodies):
+        shared = refresh.plain_rows(joints.shared_bodies)
     if struck is None:
         hits = (_NO_BODIES, _NO_FLOATS, _NO_FLOATS, _NO_FLOATS)
     else:
         hits = (struck.bodies, struck.arm, struck.start, struck.allow)
     every = every if recollide is not None else 0
-    s, phase = 0, PHASE_START
+    s = 0
     while True:
-        s, event, phase = run_substeps(s, nsub, phase, iterations, relax, h, vel, x, q, dpose,
+        checks = _NO_REFRESH if refresh is None else (refresh.kernel_state(), shared,
+                                                       solver_rows(solver))
+        s, event = run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose,
                                        act, movers, gravity, lin_f, ang_f, gyro, inertia_g,
-                                       contacts, checks, hits, every, kick is not None, kind,
+                                       contacts, checks, hits, every,
+                                       _NO_FIELDS if fields is None else fields, kind,
                                        relax_every, points, rows, geo)
-        if event == FIELDS:
-            kick()
-        elif event == REFRESH:   # after the pose update, as the loop of calls has it
-            refresh.update(solver, q, dpose, vel)
-            if shared:
-                refresh.follow(solver, joints.shared_bodies, q, dpose)
-            contacts = _contact_rows(solver)
-        elif event == RECOLLIDE:
+        if event == RECOLLIDE:
             recollide(s)
             contacts = _contact_rows(solver)
         else:
@@ -230,31 +206,23 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
 
 def _contact_rows(solver):
     """solver.kernel_arrays(), or empty ones of the same kinds for a pass without contacts
-    (a jointed pass with nothing touching: the ContactSolver then builds no rows)."""
-    if solver.m:
+    (a jointed pass with nothing touching: the ContactSolver then builds no rows; solver None:
+    free flight)."""
+    if solver is not None and solver.m:
         return solver.kernel_arrays()
     f = np.zeros
     return (f((0, 2), np.int64), f(0, np.int64), f((0, 3, 3)), f(0), f(0), f((0, 1, 6)),
             f((0, 1, 6)), f((0, 1, 1)), f((0, 1)), f((0, 4, 4)), f((0, 4)), f((0, 1)),
-            f((0, 4)), f(0), solver.soft)
-
-
-def _refresh_checks(refresh, shared):
-    """run_substeps' refresh tuple for the InertiaRefresh refresh and the bodies the joints
-    share with contacts (shared, or None)."""
-    bodies = np.ascontiguousarray(refresh.bodies, dtype=np.int64)
-    plain = ~refresh.axial
-    at = _NO_BODIES
-    if shared is not None and len(bodies):   # the bodies InertiaRefresh.follow looks at
-        at = np.minimum(np.searchsorted(bodies, shared), len(bodies) - 1)
-        at = at[(bodies[at] == shared) & plain[at]].astype(np.int64)
-    cos_half = -2.0 if refresh.any_axial else REFRESH_COS_HALF
-    return (bodies, refresh.q_ref, cos_half, np.flatnonzero(plain).astype(np.int64), at,
-            SHARED_COS_HALF)
+            f((0, 4)), f(0), _NO_FLOATS if solver is None else solver.soft)
 
 
 _NO_BODIES = np.zeros(0, dtype=np.int64)
 _NO_FLOATS = np.zeros(0)
+_NO_REFRESH = ((_NO_BODIES, np.zeros((0, 4)), np.zeros(0, dtype=bool), np.zeros((0, 3)),
+                _NO_FLOATS, np.zeros((0, 3, 3)), np.zeros((0, 3, 3)), np.zeros(1, np.int64)),
+               _NO_BODIES, NO_ROWS)
+_NO_FIELDS = (np.zeros((0, 10), np.int64), np.zeros((0, 18)), 1.0, _NO_BODIES, _NO_FLOATS,
+              _NO_FLOATS)
 _EMPTY: dict = {}
 
 

@@ -1,7 +1,7 @@
 """Force fields (Blender's effectors) evaluated on all bodies at once.
 
 The maths is that of Blender's effectors as its rigid bodies feel them (facts read from
-Blender's ``effect.cc`` / ``rigidbody.cc``; the code here is our own, batched numpy):
+Blender's ``effect.cc`` / ``rigidbody.cc``; the code here is our own, compiled kernels):
 
 * each field has a pose (origin O, unit axis n = its object's Z axis), a type, a shape
   (Point, Line, Plane) and falloff settings; the body is a point p (its centre of mass) with
@@ -26,7 +26,8 @@ Blender's ``effect.cc`` / ``rigidbody.cc``; the code here is our own, batched nu
 
 Blender applies the sum at the centre of mass (Bullet's central force: no torque) before
 every Bullet substep, from the body's current position and velocity, with the fields' poses
-and settings of the frame being simulated. ``field_forces`` is that sum for many bodies.
+and settings of the frame being simulated. ``field_forces`` is that sum for many bodies;
+the compiled substeps apply it (engine.dynamics.field_kernels.field_kick).
 
 Not modelled (the add-on reports them): Charge (Blender's rigid bodies read an
 uninitialised charge: 4.2 gives no force, 5.2 an arbitrary one), Texture, Guide, Boid, Fluid
@@ -39,8 +40,8 @@ from enum import IntEnum
 
 import numpy as np
 
-from ..core import detmath
 from ..core.errors import EngineError
+from ..dynamics.field_kernels import forces, noise_points
 
 
 class FieldKind(IntEnum):
@@ -191,7 +192,7 @@ class FieldTable:
         self.rate = rate
         self.frame = int(frame)
         n = len(fields)
-        self._groups = None
+        self._packed = None
         for name, (shape, dtype) in _COLUMNS.items():
             setattr(self, name, np.zeros((n,) + shape, dtype=dtype))
         for i, fd in enumerate(fields):
@@ -202,29 +203,17 @@ class FieldTable:
     def __len__(self):
         return len(self.kind)
 
-    def _derived(self):
-        """Row groups field_forces needs (built once; columns are not to change after)."""
-        if getattr(self, "_groups", None) is None:
-            kind, shape = self.kind, self.shape
-            line = (shape == FieldShape.LINE) | ((kind == FieldKind.VORTEX)
-                                                 & (shape == FieldShape.PLANE))
-            plane = (shape == FieldShape.PLANE) & ~line
-            self._groups = {
-                "line": np.flatnonzero(line), "plane": np.flatnonzero(plane),
-                "rest": np.flatnonzero((kind == FieldKind.HARMONIC) & (self.rest_length != 0)),
-                # (law, rows, whether the flow term applies): no flow for Harmonic and Drag.
-                "kinds": [(_CORE[FieldKind(u)], np.flatnonzero(kind == u),
-                           u not in (FieldKind.HARMONIC, FieldKind.DRAG))
-                          for u in np.unique(kind)],
-                "zcut": bool(np.any(self.z_direction != ZDirection.BOTH)),
-                # No distance law anywhere (the default): the falloff is the weight alone.
-                "flat": not (np.any(self.power) or np.any(self.radial_power)
-                             or np.any(self.use_min) or np.any(self.use_max)
-                             or np.any(self.use_radial_min) or np.any(self.use_radial_max)),
-                "falloffs": [(Falloff(u), np.flatnonzero(self.falloff == u))
-                             for u in np.unique(self.falloff)],
-            }
-        return self._groups
+    def pack(self):
+        """(ints, floats): the columns as the kernels read them (see _INT_COLUMNS), built
+        once (the columns are not to change after)."""
+        if self._packed is None:
+            ints = np.stack([getattr(self, c).astype(np.int64) for c in _INT_COLUMNS], axis=1)
+            floats = np.concatenate([self.position, self.axis]
+                                    + [getattr(self, c)[:, None] for c in _FLOAT_COLUMNS],
+                                    axis=1)
+            self._packed = (np.ascontiguousarray(ints.reshape(len(self), len(_INT_COLUMNS))),
+                            np.ascontiguousarray(floats.reshape(len(self), 18)))
+        return self._packed
 
     def _set_row(self, i, fd):
         self.kind[i] = _enum(FieldKind, fd.kind, "field kind")
@@ -270,190 +259,34 @@ def _noise_term(rng, amount):
     return (1.0 if k > 64 else -1.0) * (k / div) * amount / 128.0
 
 
-def _fall(x, use_min, lo, use_max, hi, power):
-    """Blender's falloff law on (F, N) distances with per-field (F, 1) settings."""
-    if not (use_min.any() or use_max.any() or power.any()):
-        return np.ones(x.shape)                     # the default: no falloff
-    base = np.where(use_min, lo, 0.0)
-    # 1 + x - base < 1 only where x < base, which the minimum branch replaces below.
-    val = detmath.power(np.maximum(1.0 + x - base, 1e-9), -power)
-    val = np.where(use_min & (x < lo), 1.0, val)
-    return np.where(use_max & (x > hi), 0.0, val)
-
-
-def _cross(a, b):
-    return np.stack((a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]), axis=-1)
-
-
-def _unit(a):
-    n = np.linalg.norm(a, axis=-1, keepdims=True)
-    return np.where(n > 0, a / np.where(n > 0, n, 1.0), 0.0)
+# Packed columns (FieldTable.pack): ints (F, len(_INT_COLUMNS)), floats (F, 18) with
+# position 0-2, axis 3-5, then _FLOAT_COLUMNS from 6 on.
+_INT_COLUMNS = ("kind", "shape", "falloff", "z_direction", "use_min", "use_max",
+                "use_radial_min", "use_radial_max", "gravity_falloff", "global_coords")
+_FLOAT_COLUMNS = ("strength", "flow", "damping", "power", "min_distance", "max_distance",
+                  "radial_power", "radial_min", "radial_max", "rest_length", "size", "weight")
 
 
 def field_forces(table, positions, velocities):
     """Forces (N, 3) of all fields of ``table`` on N bodies at centre-of-mass positions
     (N, 3) with linear velocities (N, 3): the sum over fields of Blender's effector force
-    (see the module notes). Applied at the centre of mass, so there is no torque.
-
-    Batched over fields x bodies; the only loop is over the field kinds present (each kind's
-    rows at once), since each kind has its own law."""
-    p = np.asarray(positions, dtype=np.float64).reshape(-1, 3)
-    v = np.asarray(velocities, dtype=np.float64).reshape(-1, 3)
-    if len(table) == 0 or len(p) == 0:
-        return np.zeros((len(p), 3))
-    t = table
-    g = t._derived()
-    n = t.axis[:, None, :]                          # (F, 1, 3)
-    r2 = p[None] - t.position[:, None, :]           # (F, N, 3) from the field origin
-    h = np.sum(r2 * n, axis=-1)                     # height above the field's XY plane
-    # Effector point: origin, foot on the Z line, or foot on the XY plane; r = p - point.
-    r = r2.copy()
-    if len(g["line"]):
-        r[g["line"]] -= h[g["line"], :, None] * n[g["line"]]
-    if len(g["plane"]):
-        r[g["plane"]] = h[g["plane"], :, None] * n[g["plane"]]
-    d = np.sqrt(np.sum(r * r, axis=-1))
-    f = _falloff(t, g, r2, h, n, d)
-    if len(g["rest"]):                              # Harmonic rest length
-        rows = g["rest"]
-        dr = d[rows]
-        scale = np.where(dr > 0, (dr - t.rest_length[rows, None]) / np.where(dr > 0, dr, 1.0),
-                         0.0)
-        r[rows] *= scale[..., None]
-    k = t.rate
-    total = np.zeros(p.shape)
-    for law, rows, flows in g["kinds"]:
-        fr = f[rows]
-        sf = t.strength[rows, None] * fr            # (R, N)
-        force = law(t, rows, n[rows], r[rows], r2[rows], d[rows], sf, fr, p, v, k) / k
-        if flows:
-            force -= (t.flow[rows, None] * fr)[..., None] * v[None]
-        total += np.sum(np.where((fr > 0)[..., None], force, 0.0), axis=0)
-    return total
-
-
-# Core forces per kind, before the division by the rate (Blender's do_physical_effector):
-# (table, rows, n (R,1,3), r, r2 (R,N,3), d, sf = strength * falloff, f (R,N), p, v, k).
-def _wind(t, rows, n, r, r2, d, sf, f, p, v, k):
-    return sf[..., None] * n
-
-
-def _force(t, rows, n, r, r2, d, sf, f, p, v, k):
-    far = d > 1.1920929e-07                         # Blender: no force closer than FLT_EPSILON
-    grav = np.where(t.gravity_falloff[rows, None],
-                    np.where(far, 1.0 / np.where(far, d, 1.0) ** 2, 0.0), 1.0)
-    return (sf * grav)[..., None] * _unit(r)
-
-
-def _vortex(t, rows, n, r, r2, d, sf, f, p, v, k):
-    point = (t.shape[rows] == FieldShape.POINT)[:, None, None]
-    old = (sf * d)[..., None] * _unit(_cross(n, r))          # Point shape: Blender's old vortex
-    spin = _cross(n, r2) * sf[..., None]
-    new = spin + sf[..., None] * _cross(n, spin) - k * v[None]
-    return np.where(point, old, new)
-
-
-def _magnet(t, rows, n, r, r2, d, sf, f, p, v, k):
-    sh = t.shape[rows]
-    around = ((sh == FieldShape.POINT) | (sh == FieldShape.LINE))[:, None, None]
-    u = _unit(np.where(around, _cross(n, r), n)) * sf[..., None]
-    return k * _cross(np.broadcast_to(v[None], u.shape), u)
-
-
-def _harmonic(t, rows, n, r, r2, d, sf, f, p, v, k):
-    c = 2.0 * t.damping[rows] * np.sqrt(np.abs(t.strength[rows])) * k
-    return -sf[..., None] * r - c[:, None, None] * v[None]
-
-
-def _zero(t, rows, n, r, r2, d, sf, f, p, v, k):
-    return np.zeros(r.shape)         # Charge, Lennard-Jones: see the module notes
-
-
-def _turbulent(t, rows, n, r, r2, d, sf, f, p, v, k):
-    return sf[..., None] * _turbulence(t, rows, r2, n, p)
-
-
-def _drag(t, rows, n, r, r2, d, sf, f, p, v, k):
-    speed = np.sqrt(np.sum(v * v, axis=1))[None] * k          # (1, N) in Blender's units
-    s = np.minimum(t.strength[rows], 2.0)[:, None]
-    c = np.minimum(t.damping[rows], 2.0)[:, None]
-    return -(f * speed * (s * speed + c))[..., None] * _unit(v)[None]
-
-
-_CORE = {FieldKind.WIND: _wind, FieldKind.FORCE: _force, FieldKind.VORTEX: _vortex,
-         FieldKind.MAGNET: _magnet, FieldKind.HARMONIC: _harmonic, FieldKind.CHARGE: _zero,
-         FieldKind.LENNARDJ: _zero, FieldKind.TURBULENCE: _turbulent, FieldKind.DRAG: _drag}
-
-
-def _falloff(t, g, r2, h, n, d):
-    """(F, N) falloff: weight times the shape falloff, zero on the excluded Z side."""
-    out = np.ones(d.shape)
-    for fo, rows in ([] if g["flat"] else g["falloffs"]):
-        lim = (t.use_min[rows, None], t.min_distance[rows, None], t.use_max[rows, None],
-               t.max_distance[rows, None], t.power[rows, None])
-        if fo == Falloff.SPHERE:
-            out[rows] = _fall(d[rows], *lim)
-            continue
-        hr, r2r = h[rows], r2[rows]
-        rad = (t.use_radial_min[rows, None], t.radial_min[rows, None],
-               t.use_radial_max[rows, None], t.radial_max[rows, None],
-               t.radial_power[rows, None])
-        if fo == Falloff.TUBE:
-            x = np.sqrt(np.sum((r2r - hr[..., None] * n[rows]) ** 2, axis=-1))
-        else:                                       # Cone: the angle from the axis, degrees
-            r2n = np.sqrt(np.sum(r2r * r2r, axis=-1))
-            cosang = np.clip(hr / np.where(r2n > 0, r2n, 1.0), -1.0, 1.0)
-            x = np.degrees(detmath.arccos(np.where(r2n > 0, cosang, 1.0)))
-        out[rows] = _fall(np.abs(hr), *lim) * _fall(x, *rad)
-    if not g["zcut"]:
-        return t.weight[:, None] * out
-    zd = t.z_direction[:, None]
-    cut = ((zd == ZDirection.POSITIVE) & (h < 0)) | ((zd == ZDirection.NEGATIVE) & (h > 0))
-    return np.where(cut, 0.0, t.weight[:, None] * out)
-
-
-# -- turbulence -----------------------------------------------------------------------------
-_PERM = np.random.default_rng(0x48554C4C).permutation(256)
-_PERM = np.concatenate((_PERM, _PERM))
-_GRAD = np.array([[1, 1, 0], [-1, 1, 0], [1, -1, 0], [-1, -1, 0], [1, 0, 1], [-1, 0, 1],
-                  [1, 0, -1], [-1, 0, -1], [0, 1, 1], [0, -1, 1], [0, 1, -1], [0, -1, -1]],
-                 dtype=np.float64)
+    (see the module notes), field by field (engine.dynamics.field_kernels). Applied at the
+    centre of mass, so there is no torque."""
+    p = np.ascontiguousarray(positions, dtype=np.float64).reshape(-1, 3)
+    v = np.ascontiguousarray(velocities, dtype=np.float64).reshape(-1, 3)
+    out = np.zeros((len(p), 3))
+    if len(table) and len(p):
+        ints, floats = table.pack()
+        forces(ints, floats, table.rate, p, v, out)
+    return out
 
 
 def gradient_noise(x):
     """Improved-Perlin-style gradient noise in [-1, 1] at points x (..., 3): zero on the
     integer lattice, smooth (C2 fade) in between. Our own fixed permutation table."""
     x = np.asarray(x, dtype=np.float64)
-    i0 = np.floor(x)
-    fr = x - i0
-    i0 = i0.astype(np.int64) & 255
-    fade = fr * fr * fr * (fr * (fr * 6.0 - 15.0) + 10.0)
-    out = 0.0
-    for corner in range(8):
-        off = np.array([(corner >> a) & 1 for a in range(3)])
-        ix, iy, iz = (i0[..., a] + off[a] for a in range(3))
-        g = _GRAD[_PERM[_PERM[_PERM[ix] + iy] + iz] % 12]
-        dot = np.sum(g * (fr - off), axis=-1)
-        w = np.prod(np.where(off == 1, fade, 1.0 - fade), axis=-1)
-        out = out + w * dot
-    return np.clip(out, -1.0, 1.0)
+    flat = np.ascontiguousarray(x.reshape(-1, 3))
+    out = np.empty(len(flat))
+    noise_points(flat, out)
+    return out.reshape(x.shape[:-1])
 
-
-def _turbulence(t, rows, r2, n, p):
-    """(F, N, 3) turbulence direction in [-1, 1]^3: two octaves of gradient noise at the
-    field size (Blender's turbulence depth 2), sampled at the body's offset from the field
-    (plus the axis, as Blender does) or at its world position (global coordinates)."""
-    q = np.where(t.global_coords[rows, None, None], np.broadcast_to(p[None], r2.shape), r2 + n)
-    size = t.size[rows, None, None]
-    q = q / np.where(size != 0, size, 1.0)
-    out = []
-    for perm in ((0, 1, 2), (1, 2, 0), (2, 0, 1)):
-        pts = q[..., perm]
-        acc, amp, scale = 0.0, 1.0, 1.0
-        for _ in range(3):                          # octaves 0..depth
-            acc = acc + amp * (0.5 + 0.5 * gradient_noise(pts * scale))
-            amp, scale = amp * 0.5, scale * 2.0
-        out.append(-1.0 + 2.0 * acc * (4.0 / 7.0))
-    return np.stack(out, axis=-1)

@@ -141,7 +141,7 @@ def _compound_on_mesh():
 
 
 def _joints_glue_fields():
-    from ..features.fields import FieldKind, FieldTable, ForceField
+    from ..features.fields import FieldKind, FieldTable, ForceField, field_forces, gradient_noise
     from ..features.glue import add_glue
     from ..shapes.primitives import Box
     from .world import World
@@ -162,6 +162,10 @@ def _joints_glue_fields():
     w.set_fields(FieldTable([ForceField(kind=FieldKind.WIND, strength=2.0,
                                         axis=(1.0, 0.0, 0.0))]))
     _run(w)
+    # The fields' kernels outside the substeps: the forces on sleepers (World._field_wake)
+    # and the noise of a turbulence field as tools sample it.
+    field_forces(w.fields, w.centers_of_mass, w.linear_velocities)
+    gradient_noise(np.zeros((1, 3)))
     _point_net()
     _hinge_chain()
 

@@ -56,14 +56,10 @@ from ..core import detmath, quat
 from ..core.errors import EngineError
 from ..core.kinds import BodyKind, ShapeKind
 from ..dynamics.arm_box import ArmBoxes
+from ..dynamics.field_kernels import field_kick
 from ..dynamics.graph import colour_constraints, islands
 from ..dynamics.inertia_refresh import InertiaRefresh
-from ..dynamics.integrate import (
-    damping_factors,
-    integrate_positions,
-    integrate_velocities,
-    settle_poses,
-)
+from ..dynamics.integrate import damping_factors, settle_poses
 from ..dynamics.round_bodies import centred_balls, fastest_turns, round_about_z
 from ..dynamics.sleep import moving_bodies
 from ..dynamics.solver import ContactSolver
@@ -73,6 +69,7 @@ from ..features.deform import deform_mesh_body
 from ..features.fields import FieldTable, field_forces
 from .body_control import BodyControl
 from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
+from .pass_kernels import calm_awake, solver_inputs
 from .recollide import EVERY, Recollide
 from .record import StepRecord
 from .settings import WorldSettings
@@ -462,14 +459,22 @@ class World(BodyControl, JointWorldMixin):
     def _field_targets(self, index):
         return index[~np.isin(index, self._field_exempt)] if len(self._field_exempt) else index
 
+    def _field_pass(self, act):
+        """The compiled substeps' fields tuple for a pass whose awake dynamic bodies are act
+        (engine.dynamics.substeps.run_substeps), or None without fields."""
+        if self.fields is None:
+            return None
+        ints, floats = self.fields.pack()
+        return (ints, floats, self.fields.rate, self._field_targets(act), self._a["inv_mass"],
+                self._a["sleep_time"])
+
     def _field_kick(self, vel, act, h):
-        """Velocity change h F / m of the fields' forces on the awake dynamic bodies act."""
-        if self.fields is None or not len(act):
-            return
-        idx = self._field_targets(act)
-        force = field_forces(self.fields, self._a["x"][idx], vel[idx, :3])
-        vel[idx, :3] += (h * self._a["inv_mass"][idx])[:, None] * force
-        self._a["sleep_time"][idx[np.any(force != 0.0, axis=1)]] = 0.0
+        """Velocity change h F / m of the fields' forces on the awake dynamic bodies act (what
+        the compiled substeps do at each substep's start; tests/substep_reference.py)."""
+        fields = self._field_pass(act)
+        if fields is not None:
+            ints, floats, rate, idx, inv_mass, sleep_time = fields
+            field_kick(ints, floats, rate, idx, self._a["x"], vel, inv_mass, sleep_time, h)
 
     def _field_wake(self):
         """Wake the islands of sleeping dynamic bodies that a field pushes."""
@@ -620,13 +625,11 @@ class World(BodyControl, JointWorldMixin):
         gyro = act[~self._v("isotropic")[act]]
         inertia_g = a["inertia"][gyro]
         if len(ia) == 0 and not self._joints_active(awake):
-            # 5-6. No contact this pass: integration alone (what the solver passes would leave
-            # unchanged, minus their preparation and call overhead).
-            for _ in range(nsub):
-                self._field_kick(vel, act, h)
-                integrate_velocities(vel, act, self.gravity, lin_f, ang_f, h,
-                                     gyro_index=gyro, q=q, inertia_body=inertia_g)
-                integrate_positions(x, q, vel, movers, h)
+            # 5-6. No contact this pass: integration alone (the compiled substeps without
+            # contacts or sweeps: what the solver passes would leave unchanged).
+            run_pass(None, None, None, None, nsub, h, 0, 0, vel, x, q, np.zeros((n, 6)), act,
+                     movers, self.gravity, lin_f, ang_f, gyro, inertia_g,
+                     fields=self._field_pass(act))
             imp_n, imp_f, imp_f2 = np.zeros((0, 4)), np.zeros((0, 4, 3)), np.zeros((0, 4, 2))
         else:
             imp_n, imp_f, imp_f2, done = self._solve(ia, ib, sub, man, keys, awake, rot, h,
@@ -679,20 +682,19 @@ class World(BodyControl, JointWorldMixin):
         warm_n, warm_f, _ = self.pairs.match(keys, ids, count, sub)
 
         # 6. Solver.
-        inv_mass = np.where(awake, self._v("inv_mass"), 0.0)
-        inv_i = rot @ self._v("inv_inertia") @ np.swapaxes(rot, 1, 2)
-        inv_i[~awake] = 0.0
-        g_on = awake[:, None] * self.gravity  # (N, 3): gravity only moves awake dynamic bodies
-        accel_n = np.einsum("mi,mi->m", g_on[ib] - g_on[ia], normal)
-        fr = self._v("friction")
-        re = self._v("restitution")
+        n, m = self._n, len(ia)
+        inv_mass, inv_i = np.empty(n), np.empty((n, 3, 3))
+        accel_n, mu, e = np.empty(m), np.empty(m), np.empty(m)
+        solver_inputs(ia, ib, normal, awake, self._v("inv_mass"), self._v("inv_inertia"), rot,
+                      self.gravity, self._v("friction"), self._v("restitution"), inv_mass,
+                      inv_i, accel_n, mu, e)
         col = colour_constraints(ia, ib, ~awake)
         # Awake bodies round about an axis (engine.dynamics.round_bodies).
         balls, axial = self._round_flags()
         axial = axial & awake
-        solver = ContactSolver(ia, ib, normal, points, sep, count, fr[ia] * fr[ib],
-                               re[ia] * re[ib], x, inv_mass, inv_i, vel, accel_n, warm_n,
-                               warm_f, h, self.settings, order=col.order, reach=self._reach(),
+        solver = ContactSolver(ia, ib, normal, points, sep, count, mu, e, x, inv_mass, inv_i,
+                               vel, accel_n, warm_n, warm_f, h, self.settings,
+                               order=col.order, reach=self._reach(),
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
                                                          self._v("com"), rot),
@@ -728,13 +730,10 @@ class World(BodyControl, JointWorldMixin):
         def recollide(s):
             again.done = s - 1      # update() counts the substep it follows
             again.update(solver, refresh, man, vel, dpose, h, (nsub - s) * h, inv_i)
-
-        def kick():
-            self._field_kick(vel, act, h)
         return run_pass(solver, joints, refresh, struck, nsub, h, self.settings.iterations,
                         self.settings.relax_iterations, vel, x, q, dpose, act, movers,
-                        np.asarray(self.gravity, dtype=np.float64), lin_f, ang_f, gyro,
-                        inertia_g, kick=None if self.fields is None else kick,
+                        self.gravity, lin_f, ang_f, gyro, inertia_g,
+                        fields=self._field_pass(act),
                         recollide=None if again is None else recollide, every=EVERY)
 
     def _recollide(self, ia, ib, normal, awake):
@@ -1039,13 +1038,9 @@ class World(BodyControl, JointWorldMixin):
             return NO_REUSE
         if m >= self.reuse_min_pairs:
             return REUSE_EACH
-        awake = (self._v("kind") != STATIC) & ~self._v("sleeping")
-        v = vel[awake]
-        if len(v) and (np.max(np.einsum("ij,ij->i", v[:, :3], v[:, :3])) * dt * dt >= d * d
-                       or np.max(np.einsum("ij,ij->i", v[:, 3:], v[:, 3:])) * dt * dt
-                       >= ang * ang):
-            return NO_REUSE
-        return REUSE_ALL
+        calm = calm_awake(vel, self._v("kind"), self._v("sleeping"), STATIC, d * d / (dt * dt),
+                          ang * ang / (dt * dt))
+        return REUSE_ALL if calm else NO_REUSE
 
     def _reusable(self, ia, ib, margin, vel, dt):
         """Candidate pairs whose manifold the pair table can give again: (reuse (M,) bool,

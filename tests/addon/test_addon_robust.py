@@ -52,15 +52,16 @@ def test_guard_firing_is_reported_by_name_and_the_bake_goes_on(monkeypatch):
     bake finishes, every key is finite, the report names that object (once), and the
     other dynamic object falls as usual."""
     scene, calm, wild = _scene()
-    wmod = __import__(hb.MODULE + ".engine.world.world", fromlist=["integrate_velocities"])
-    real = wmod.integrate_velocities
+    wmod = __import__(hb.MODULE + ".engine.world.world", fromlist=["run_pass"])
+    real = wmod.run_pass
     state = {"n": 0, "body": None}
 
-    def integrate(vel, *args, **kw):
-        real(vel, *args, **kw)
+    def substeps(*args, **kw):      # a pass's substeps (vel: the 9th argument)
+        out = real(*args, **kw)
         state["n"] += 1
-        if state["n"] == 40:
-            vel[state["body"], 2] = math.nan
+        if state["n"] == 10:
+            args[8][state["body"], 2] = math.nan
+        return out
 
     World = type(hb.engine_world(scene))
     real_add = World.add_body
@@ -72,7 +73,7 @@ def test_guard_firing_is_reported_by_name_and_the_bake_goes_on(monkeypatch):
         return i
 
     monkeypatch.setattr(World, "add_body", add_body)
-    monkeypatch.setattr(wmod, "integrate_velocities", integrate)
+    monkeypatch.setattr(wmod, "run_pass", substeps)
     last = hb.bake()
     summary = last["summary"]
     assert list(summary["guarded"]) == ["Wild"], summary
