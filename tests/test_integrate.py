@@ -19,7 +19,6 @@ from engine.dynamics.integrate import (
     integrate_positions,
     integrate_velocities,
     skew,
-    world_inverse_inertia,
 )
 
 GRAVITY = np.array([0.0, 0.0, -9.81])
@@ -53,16 +52,6 @@ def test_cross_equals_numpy_cross_bit_for_bit(rng):
     a, b = rng.normal(size=(7, 5, 3)), rng.normal(size=(7, 5, 3))
     np.testing.assert_array_equal(cross(a, b), np.cross(a, b))
     np.testing.assert_array_equal(cross(a[0, 0], b), np.cross(a[0, 0], b))  # broadcasting
-
-
-def test_world_inverse_inertia(rng):
-    q = random_quats(rng, 20)
-    rot = quat.to_matrix(q)
-    moments = rng.uniform(0.1, 5.0, size=(20, 3))
-    inertia_world = rot @ (moments[:, :, None] * np.eye(3)) @ np.swapaxes(rot, 1, 2)
-    inv_body = (1.0 / moments)[:, :, None] * np.eye(3)
-    np.testing.assert_allclose(world_inverse_inertia(rot, inv_body),
-                               np.linalg.inv(inertia_world), rtol=1e-12, atol=1e-13)
 
 
 # ------------------------------------------------------------------------------ linear motion

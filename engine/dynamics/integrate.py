@@ -34,11 +34,6 @@ def skew(a):
     return m
 
 
-def world_inverse_inertia(rot, inv_inertia_body):
-    """R I^-1 R^T for rotation matrices (N, 3, 3) and body-frame inverse inertia (N, 3, 3)."""
-    return rot @ inv_inertia_body @ np.swapaxes(rot, -1, -2)
-
-
 # Most midpoint sub-steps a fast spinner's gyroscopic update is split into (see gyroscopic):
 # exact up to h |w| = 4096 (1.5e6 rad/s at 360 Hz); only a body already blown up elsewhere
 # goes past it (a cap of 64 changed a fuzz regression scene on numpy 2).

@@ -29,8 +29,6 @@ import numpy as np
 
 from ..core.jit import kernel
 from ..core.kinds import ShapeKind
-from ..core.vec import cross
-from .integrate import skew
 
 # A round body rolls (its rows follow its axis, its roll calls for no collision pass) while
 # its turn across the axis is at most this fraction of its turn about it.
@@ -55,34 +53,6 @@ def centred_balls(shape_kind, com):
     """(K,) bool: Spheres (shape kinds shape_kind (K,)) with the centre of mass com (K, 3) at
     their centre."""
     return (shape_kind == _SPHERE) & ~com.any(axis=1)
-
-
-def rolling(w, axis):
-    """(K,) bool: bodies turning mostly about their axis (K, 3), w (K, 3) their angular
-    velocities: the part across the axis at most ROLLING times the roll."""
-    roll = np.einsum("ki,ki->k", w, axis)
-    across2 = np.einsum("ki,ki->k", w, w) - roll * roll      # |w|^2 - roll^2
-    return across2 <= (ROLLING * ROLLING) * (roll * roll)
-
-
-def world_axes(q):
-    """(K, 3) the local Z axes of bodies at orientations q (K, 4, (w, x, y, z)), in the
-    world: the rotation matrix's third column."""
-    w, x, y, z = q.T
-    out = np.empty((len(q), 3))
-    out[:, 0] = 2.0 * (x * z + w * y)
-    out[:, 1] = 2.0 * (y * z - w * x)
-    out[:, 2] = 1.0 - 2.0 * (x * x + y * y)
-    return out
-
-
-def swing(a_ref, a_now):
-    """(K, 3, 3) the shortest rotations taking unit axes a_ref to a_now (K, 3), less than a
-    right angle apart."""
-    c = np.einsum("ki,ki->k", a_ref, a_now)
-    k = skew(cross(a_ref, a_now))
-    # Rodrigues with sin = |v|, cos = c: I + K + K^2 (1 - c) / |v|^2 = I + K + K^2 / (1 + c).
-    return np.eye(3) + k + np.einsum("kij,kjl->kil", k, k) / (1.0 + c)[:, None, None]
 
 
 @kernel
