@@ -66,23 +66,51 @@ def _row_velocity(i, r, dirs, jang, v):
     return s
 
 
-@kernel(inline="always")
-def _row_motion(i, p, a, b, dirs, jang, dpose):
-    """J dpose of manifold i's normal row p: the point's separation gained since dpose = 0."""
-    s = 0.0
-    for k in range(3):
-        s += dirs[i, 0, k] * (dpose[b, k] - dpose[a, k])
-    for k in range(3):
-        s += jang[i, p, k] * dpose[a, 3 + k] + jang[i, p, 3 + k] * dpose[b, 3 + k]
-    return s
-
-
 @kernel
 def warm_start(vel, idx, count, dirs, ima, imb, mang, imp):
-    """vel += M^-1 J^T imp for every manifold (the impulses carried into the substep)."""
-    zero = np.zeros(12)
+    """vel += M^-1 J^T imp for every manifold (the impulses carried into the substep).
+
+    _push's arithmetic written out (lam0 = 0: imp - 0.0 is imp exactly): an inlined helper
+    given seven arrays took and dropped a reference on each, per manifold (atomic calls)."""
     for i in range(idx.shape[0]):
-        _push(i, idx[i, 0], idx[i, 1], vel, count[i], dirs, ima, imb, mang, imp, zero, True)
+        a = idx[i, 0]
+        b = idx[i, 1]
+        f0 = 0.0
+        f1 = 0.0
+        f2 = 0.0
+        wa0 = 0.0
+        wa1 = 0.0
+        wa2 = 0.0
+        wb0 = 0.0
+        wb1 = 0.0
+        wb2 = 0.0
+        for p in range(count[i]):
+            for di in range(3):
+                r = p if di == 0 else 3 + 2 * p + di
+                d = imp[i, r]
+                f0 += d * dirs[i, di, 0]
+                f1 += d * dirs[i, di, 1]
+                f2 += d * dirs[i, di, 2]
+                wa0 += d * mang[i, r, 0]
+                wa1 += d * mang[i, r, 1]
+                wa2 += d * mang[i, r, 2]
+                wb0 += d * mang[i, r, 3]
+                wb1 += d * mang[i, r, 4]
+                wb2 += d * mang[i, r, 5]
+        ma = ima[i]
+        mb = imb[i]
+        vel[a, 0] -= ma * f0
+        vel[a, 1] -= ma * f1
+        vel[a, 2] -= ma * f2
+        vel[a, 3] += wa0
+        vel[a, 4] += wa1
+        vel[a, 5] += wa2
+        vel[b, 0] += mb * f0
+        vel[b, 1] += mb * f1
+        vel[b, 2] += mb * f2
+        vel[b, 3] += wb0
+        vel[b, 4] += wb1
+        vel[b, 5] += wb2
 
 
 @kernel(inline="always")
@@ -136,10 +164,24 @@ def separations(rows, idx, count, dirs, jang, sep0, dpose, out):
         i = rows[j]
         a = idx[i, 0]
         b = idx[i, 1]
+        # Scalars, no helper given arrays (see solve_pass): the motion of point p is
+        # n . (dpose_b - dpose_a) + the angular part of its normal row.
+        m0 = dpose[b, 0] - dpose[a, 0]
+        m1 = dpose[b, 1] - dpose[a, 1]
+        m2 = dpose[b, 2] - dpose[a, 2]
+        ta0, ta1, ta2 = dpose[a, 3], dpose[a, 4], dpose[a, 5]
+        tb0, tb1, tb2 = dpose[b, 3], dpose[b, 4], dpose[b, 5]
         for p in range(4):
             out[j, p] = sep0[i, p]
             if p < count[i]:
-                out[j, p] += _row_motion(i, p, a, b, dirs, jang, dpose)
+                s = 0.0
+                s += dirs[i, 0, 0] * m0
+                s += dirs[i, 0, 1] * m1
+                s += dirs[i, 0, 2] * m2
+                s += jang[i, p, 0] * ta0 + jang[i, p, 3] * tb0
+                s += jang[i, p, 1] * ta1 + jang[i, p, 4] * tb1
+                s += jang[i, p, 2] * ta2 + jang[i, p, 5] * tb2
+                out[j, p] += s
 
 
 @kernel
@@ -195,7 +237,7 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
         block = True
         for p in range(4):
             s = sep0[i, p]
-            if p < npts:     # the separation gained since dpose = 0 (as _row_motion)
+            if p < npts:     # the separation gained since dpose = 0 (as separations)
                 m = 0.0
                 for k in range(3):
                     m += dirs[i, 0, k] * (dpose[b, k] - dpose[a, k])
@@ -442,13 +484,33 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
     exactly where two live rows share a direction and exactly 0 elsewhere (a product over J
     would give that to round-off). K is symmetric: each pair of rows is taken once. kp: the
     pseudo-inverse of K's normal block (the block normal step's; four coplanar points are
-    rank 3, and the least-norm answer is the symmetric split)."""
-    work = np.empty((4, 4))
-    vec = np.empty((4, 4))
-    inv = np.empty((4, 4))
+    rank 3, and the least-norm answer is the symmetric split).
+
+    Written for speed (about 4 builds a frame of every manifold): the two bodies' inverse
+    inertias are read once per manifold into scalars, the products run over the live rows
+    only (the rest of K is zeroed only where a slot is unused), and no helper is given
+    arrays (numba takes and drops a reference on each array an inlined helper gets: atomic
+    calls). The arithmetic is the same, in the same order, as a plain product over J."""
+    work = np.empty((PINV_BATCH, 4, 4))      # normal blocks of K, for pinv_psd4
+    vec = np.empty((PINV_BATCH, 4, 4))
+    inv = np.empty((PINV_BATCH, 4, 4))
+    done = np.empty(PINV_BATCH, np.bool_)
+    live = np.empty(12, np.int64)     # the live rows of a manifold, and their directions
+    ldir = np.empty(12, np.int64)
     for j in range(rows.shape[0]):
         i = rows[j]
         npts = count[i]
+        a = idx[i, 0]
+        b = idx[i, 1]
+        ia00, ia01, ia02 = inv_inertia[a, 0, 0], inv_inertia[a, 0, 1], inv_inertia[a, 0, 2]
+        ia10, ia11, ia12 = inv_inertia[a, 1, 0], inv_inertia[a, 1, 1], inv_inertia[a, 1, 2]
+        ia20, ia21, ia22 = inv_inertia[a, 2, 0], inv_inertia[a, 2, 1], inv_inertia[a, 2, 2]
+        ib00, ib01, ib02 = inv_inertia[b, 0, 0], inv_inertia[b, 0, 1], inv_inertia[b, 0, 2]
+        ib10, ib11, ib12 = inv_inertia[b, 1, 0], inv_inertia[b, 1, 1], inv_inertia[b, 1, 2]
+        ib20, ib21, ib22 = inv_inertia[b, 2, 0], inv_inertia[b, 2, 1], inv_inertia[b, 2, 2]
+        na0, na1, na2 = axa[i, 0], axa[i, 1], axa[i, 2]
+        nb0, nb1, nb2 = axb[i, 0], axb[i, 1], axb[i, 2]
+        nl = 0
         for r in range(12):
             p, di = _row_slot(r)
             if p >= npts:
@@ -456,64 +518,86 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
                     jang[i, r, k] = 0.0
                     mang[i, r, k] = 0.0
                 continue
+            live[nl] = r
+            ldir[nl] = di
+            nl += 1
             d0 = dirs[i, di, 0]
             d1 = dirs[i, di, 1]
             d2 = dirs[i, di, 2]
-            for side in range(2):
-                # Scalars, not `arm = ra if side == 0 else rb`: an array chosen in the loop
-                # is a reference numba takes and drops each time (atomic calls).
-                if side == 0:
-                    x0, x1, x2 = ra[i, p, 0], ra[i, p, 1], ra[i, p, 2]
-                    n0, n1, n2 = axa[i, 0], axa[i, 1], axa[i, 2]
-                else:
-                    x0, x1, x2 = rb[i, p, 0], rb[i, p, 1], rb[i, p, 2]
-                    n0, n1, n2 = axb[i, 0], axb[i, 1], axb[i, 2]
-                c0 = x1 * d2 - x2 * d1
-                c1 = x2 * d0 - x0 * d2
-                c2 = x0 * d1 - x1 * d0
-                if r < 4:
-                    # A round body's normal rows have no part along its axis (its surface
-                    # does not move as it rolls).
-                    t = c0 * n0 + c1 * n1 + c2 * n2
-                    c0 -= t * n0
-                    c1 -= t * n1
-                    c2 -= t * n2
-                if side == 0:       # body a's rows are -(ra x d)
-                    c0, c1, c2 = -c0, -c1, -c2
-                body = idx[i, side]
-                jang[i, r, 3 * side] = c0
-                jang[i, r, 3 * side + 1] = c1
-                jang[i, r, 3 * side + 2] = c2
-                for k in range(3):
-                    mang[i, r, 3 * side + k] = (inv_inertia[body, k, 0] * c0
-                                                + inv_inertia[body, k, 1] * c1
-                                                + inv_inertia[body, k, 2] * c2)
+            # Body a: -(ra x d), body b: rb x d. A round body's normal rows have no part along
+            # its axis (its surface does not move as it rolls).
+            x0, x1, x2 = ra[i, p, 0], ra[i, p, 1], ra[i, p, 2]
+            c0 = x1 * d2 - x2 * d1
+            c1 = x2 * d0 - x0 * d2
+            c2 = x0 * d1 - x1 * d0
+            if r < 4:
+                t = c0 * na0 + c1 * na1 + c2 * na2
+                c0 -= t * na0
+                c1 -= t * na1
+                c2 -= t * na2
+            c0, c1, c2 = -c0, -c1, -c2
+            jang[i, r, 0] = c0
+            jang[i, r, 1] = c1
+            jang[i, r, 2] = c2
+            mang[i, r, 0] = ia00 * c0 + ia01 * c1 + ia02 * c2
+            mang[i, r, 1] = ia10 * c0 + ia11 * c1 + ia12 * c2
+            mang[i, r, 2] = ia20 * c0 + ia21 * c1 + ia22 * c2
+            x0, x1, x2 = rb[i, p, 0], rb[i, p, 1], rb[i, p, 2]
+            c0 = x1 * d2 - x2 * d1
+            c1 = x2 * d0 - x0 * d2
+            c2 = x0 * d1 - x1 * d0
+            if r < 4:
+                t = c0 * nb0 + c1 * nb1 + c2 * nb2
+                c0 -= t * nb0
+                c1 -= t * nb1
+                c2 -= t * nb2
+            jang[i, r, 3] = c0
+            jang[i, r, 4] = c1
+            jang[i, r, 5] = c2
+            mang[i, r, 3] = ib00 * c0 + ib01 * c1 + ib02 * c2
+            mang[i, r, 4] = ib10 * c0 + ib11 * c1 + ib12 * c2
+            mang[i, r, 5] = ib20 * c0 + ib21 * c1 + ib22 * c2
+        if nl < 12:
+            for r in range(12):
+                eff[i, r] = 0.0
+                for s in range(12):
+                    kmat[i, r, s] = 0.0
         lin = ima[i] + imb[i]
-        for r in range(12):
-            p, di = _row_slot(r)
-            for s in range(r, 12):
-                q, ds = _row_slot(s)
-                if p >= npts or q >= npts:
-                    acc = 0.0
-                else:
-                    acc = 0.0
-                    for k in range(6):
-                        acc += jang[i, r, k] * mang[i, s, k]
-                    if di == ds:
-                        acc += lin
+        for x in range(nl):
+            r = live[x]
+            j0, j1, j2 = jang[i, r, 0], jang[i, r, 1], jang[i, r, 2]
+            j3, j4, j5 = jang[i, r, 3], jang[i, r, 4], jang[i, r, 5]
+            for y in range(x, nl):
+                s = live[y]
+                acc = 0.0       # from 0.0 as a plain sum: 0.0 + (-0.0) is 0.0
+                acc += j0 * mang[i, s, 0]
+                acc += j1 * mang[i, s, 1]
+                acc += j2 * mang[i, s, 2]
+                acc += j3 * mang[i, s, 3]
+                acc += j4 * mang[i, s, 4]
+                acc += j5 * mang[i, s, 5]
+                if ldir[x] == ldir[y]:
+                    acc += lin
                 kmat[i, r, s] = acc
                 kmat[i, s, r] = acc
             kr = kmat[i, r, r]
             eff[i, r] = 1.0 / kr if kr > 1e-12 else 0.0
+        # kp by batches of manifolds (see pinv_psd4).
+        nb = j % PINV_BATCH
         for p in range(4):
             for q in range(4):
-                work[p, q] = kmat[i, p, q]
-        pinv_psd4(work, vec, inv)      # (into scratch: kp[i] would be a new view each time)
-        for p in range(4):
-            for q in range(4):
-                kp[i, p, q] = inv[p, q]
+                work[nb, p, q] = kmat[i, p, q]
+        if nb == PINV_BATCH - 1 or j == rows.shape[0] - 1:
+            pinv_psd4(work, vec, inv, done, nb + 1)
+            for c in range(nb + 1):
+                o = rows[j - nb + c]
+                for p in range(4):
+                    for q in range(4):
+                        kp[o, p, q] = inv[c, p, q]
 
 
+# Matrices pinv_psd4 takes at once in build_rows (enough to overlap their rotations).
+PINV_BATCH = 32
 # Relative cut of pinv_psd4: eigenvalues below PINV_RTOL x the largest count as zero.
 PINV_RTOL = 1e-9
 # Jacobi sweeps of pinv_psd4: each sweep squares the off-diagonal's relative size, so a
@@ -525,70 +609,101 @@ JACOBI_SWEEPS = 30
 JACOBI_TOL = 1e-30
 
 
-@kernel(inline="always")
-def pinv_psd4(a, vec, out):
-    """out (4, 4) = the pseudo-inverse of the symmetric positive semi-definite a (4, 4)
-    (overwritten): eigenvalues below PINV_RTOL x the largest are taken as zero, the rest
-    inverted. The eigen-decomposition by cyclic Jacobi rotations (exact to round-off on a
-    symmetric matrix; vec (4, 4) scratch for the eigenvectors, as columns)."""
-    for p in range(4):
-        for q in range(4):
-            vec[p, q] = 1.0 if p == q else 0.0
-    for _ in range(JACOBI_SWEEPS):
-        off = 0.0
-        diag = 0.0
+@kernel
+def pinv_psd4(a, vec, out, done, n):
+    """out[b] (4, 4) = the pseudo-inverse of the symmetric positive semi-definite a[b] (4, 4)
+    (overwritten; bit for bit symmetric) for b < n: eigenvalues below PINV_RTOL x the
+    largest are taken as zero, the rest inverted. The eigen-decomposition by cyclic Jacobi
+    rotations (exact to round-off on a symmetric matrix; vec (B, 4, 4) scratch for the
+    eigenvectors, as columns; done (B,) scratch).
+
+    Many matrices at once, in lockstep, each with its own arithmetic and stop: a rotation
+    waits on its divisions and square roots and the next rotation of the same matrix on it,
+    but the same rotation of the next matrix does not (the processor overlaps those); one at
+    a time the 4 x 4 took ~500 ns (cubes1000: 3-5 sweeps of 6 rotations), most of
+    build_rows."""
+    for b in range(n):
+        done[b] = False
         for p in range(4):
-            diag += a[p, p] * a[p, p]
-            for q in range(p + 1, 4):
-                off += a[p, q] * a[p, q]
-        if not off > JACOBI_TOL * diag:   # diagonal to round-off (a NaN stops too)
+            for q in range(4):
+                vec[b, p, q] = 1.0 if p == q else 0.0
+    for _ in range(JACOBI_SWEEPS):
+        going = False
+        for b in range(n):
+            if done[b]:
+                continue
+            off = 0.0
+            diag = 0.0
+            for p in range(4):
+                diag += a[b, p, p] * a[b, p, p]
+                for q in range(p + 1, 4):
+                    off += a[b, p, q] * a[b, p, q]
+            if not off > JACOBI_TOL * diag:   # diagonal to round-off (a NaN stops too)
+                done[b] = True
+            else:
+                going = True
+        if not going:
             break
         for p in range(3):
             for q in range(p + 1, 4):
-                apq = a[p, q]
-                if apq == 0.0:
-                    continue
-                # The rotation that zeroes a[p, q]: t = tan(angle), the smaller root of
-                # t^2 + 2 theta t - 1 = 0.
-                theta = (a[q, q] - a[p, p]) / (2.0 * apq)
-                if abs(theta) > 1e150:
-                    t = 0.5 / theta
-                else:
-                    t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                    if theta < 0.0:
-                        t = -t
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                sn = t * c
-                for k in range(4):       # columns p, q of a R
-                    akp = a[k, p]
-                    akq = a[k, q]
-                    a[k, p] = c * akp - sn * akq
-                    a[k, q] = sn * akp + c * akq
-                for k in range(4):       # rows p, q of R^T (a R)
-                    apk = a[p, k]
-                    aqk = a[q, k]
-                    a[p, k] = c * apk - sn * aqk
-                    a[q, k] = sn * apk + c * aqk
-                a[p, q] = 0.0
-                a[q, p] = 0.0
-                for k in range(4):
-                    vkp = vec[k, p]
-                    vkq = vec[k, q]
-                    vec[k, p] = c * vkp - sn * vkq
-                    vec[k, q] = sn * vkp + c * vkq
-    top = max(max(a[0, 0], a[1, 1]), max(a[2, 2], a[3, 3]))
-    cut = PINV_RTOL * top
-    for p in range(4):
-        for q in range(4):
-            out[p, q] = 0.0
-    for k in range(4):
-        e = a[k, k]
-        if e > cut:
-            inv = 1.0 / e
-            for p in range(4):
-                w = vec[p, k] * inv
-                for q in range(4):
-                    out[p, q] += w * vec[q, k]
+                for b in range(n):
+                    apq = a[b, p, q]
+                    if done[b] or apq == 0.0:
+                        continue
+                    # The rotation that zeroes a[p, q]: t = tan(angle), the smaller root of
+                    # t^2 + 2 theta t - 1 = 0.
+                    app = a[b, p, p]
+                    aqq = a[b, q, q]
+                    theta = (aqq - app) / (2.0 * apq)
+                    if abs(theta) > 1e150:
+                        t = 0.5 / theta
+                    else:
+                        t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                        if theta < 0.0:
+                            t = -t
+                    c = 1.0 / math.sqrt(t * t + 1.0)
+                    sn = t * c
+                    # R^T a R: columns p, q of a R, then rows p, q of R^T (a R). Outside the
+                    # p, q block a row's entries are its column's (the same products of the
+                    # same numbers), so each is taken once; inside it the two roundings of
+                    # the two passes are kept, and a[p, q] becomes 0.
+                    for k in range(4):
+                        if k != p and k != q:
+                            akp = a[b, k, p]
+                            akq = a[b, k, q]
+                            x = c * akp - sn * akq
+                            y = sn * akp + c * akq
+                            a[b, k, p] = x
+                            a[b, p, k] = x
+                            a[b, k, q] = y
+                            a[b, q, k] = y
+                    bpp = c * app - sn * apq          # column pass: a[p, p], a[p, q]
+                    bpq = sn * app + c * apq
+                    bqp = c * apq - sn * aqq          # a[q, p], a[q, q]
+                    bqq = sn * apq + c * aqq
+                    a[b, p, p] = c * bpp - sn * bqp   # row pass
+                    a[b, q, q] = sn * bpq + c * bqq
+                    a[b, p, q] = 0.0
+                    a[b, q, p] = 0.0
+                    for k in range(4):
+                        vkp = vec[b, k, p]
+                        vkq = vec[b, k, q]
+                        vec[b, k, p] = c * vkp - sn * vkq
+                        vec[b, k, q] = sn * vkp + c * vkq
+    for b in range(n):
+        top = max(max(a[b, 0, 0], a[b, 1, 1]), max(a[b, 2, 2], a[b, 3, 3]))
+        cut = PINV_RTOL * top
+        for p in range(4):
+            for q in range(4):
+                out[b, p, q] = 0.0
+        for k in range(4):
+            e = a[b, k, k]
+            if e > cut:
+                inv = 1.0 / e
+                for p in range(4):
+                    w = vec[b, p, k] * inv
+                    for q in range(4):
+                        out[b, p, q] += w * vec[b, q, k]
 
 
 # -- preparation (ContactSolver.__init__, replace, refresh_inertia) ----------------------
@@ -728,15 +843,26 @@ def impact_speeds(rows, idx, count, dirs, jang, vel, accel_n, h, sep, out):
     docstring), accel_n (K,) and sep (K, 4) theirs: under the relative normal acceleration
     a, a point at separation s > 0 closing at v0 hits at -sqrt((v0 + a h/2)^2 - 2 a s); a
     touching one at min(v0 + a h/2, v0)."""
-    v = np.empty(12)
     for j in range(rows.shape[0]):
         i = rows[j]
-        for k in range(6):
-            v[k] = vel[idx[i, 0], k]
-            v[6 + k] = vel[idx[i, 1], k]
+        ia = idx[i, 0]
+        ib = idx[i, 1]
+        # Scalars, no helper given arrays (see solve_pass); the arithmetic of _row_velocity.
+        dv0 = vel[ib, 0] - vel[ia, 0]
+        dv1 = vel[ib, 1] - vel[ia, 1]
+        dv2 = vel[ib, 2] - vel[ia, 2]
+        wa0, wa1, wa2 = vel[ia, 3], vel[ia, 4], vel[ia, 5]
+        wb0, wb1, wb2 = vel[ib, 3], vel[ib, 4], vel[ib, 5]
         a = accel_n[j]
         for p in range(4):
-            vn0 = _row_velocity(i, p, dirs, jang, v) if p < count[i] else 0.0
+            vn0 = 0.0
+            if p < count[i]:
+                vn0 += dirs[i, 0, 0] * dv0
+                vn0 += dirs[i, 0, 1] * dv1
+                vn0 += dirs[i, 0, 2] * dv2
+                vn0 += jang[i, p, 0] * wa0 + jang[i, p, 3] * wb0
+                vn0 += jang[i, p, 1] * wa1 + jang[i, p, 4] * wb1
+                vn0 += jang[i, p, 2] * wa2 + jang[i, p, 5] * wb2
             c0 = vn0 + 0.5 * a * h
             s = sep[j, p]
             if s > 0.0:
