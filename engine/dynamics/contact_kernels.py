@@ -491,10 +491,6 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
     only (the rest of K is zeroed only where a slot is unused), and no helper is given
     arrays (numba takes and drops a reference on each array an inlined helper gets: atomic
     calls). The arithmetic is the same, in the same order, as a plain product over J."""
-    work = np.empty((PINV_BATCH, 4, 4))      # normal blocks of K, for pinv_psd4
-    vec = np.empty((PINV_BATCH, 4, 4))
-    inv = np.empty((PINV_BATCH, 4, 4))
-    done = np.empty(PINV_BATCH, np.bool_)
     live = np.empty(12, np.int64)     # the live rows of a manifold, and their directions
     ldir = np.empty(12, np.int64)
     for j in range(rows.shape[0]):
@@ -582,25 +578,27 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
                 kmat[i, s, r] = acc
             kr = kmat[i, r, r]
             eff[i, r] = 1.0 / kr if kr > 1e-12 else 0.0
-        # kp by batches of manifolds (see pinv_psd4).
-        nb = j % PINV_BATCH
+        # kp: eigenvalues below PINV_RTOL x the largest are taken as zero, the rest inverted.
+        ev = _eigen_psd4(kmat[i, 0, 0], kmat[i, 0, 1], kmat[i, 0, 2], kmat[i, 0, 3],
+                         kmat[i, 1, 1], kmat[i, 1, 2], kmat[i, 1, 3], kmat[i, 2, 2],
+                         kmat[i, 2, 3], kmat[i, 3, 3])
+        cut = PINV_RTOL * max(max(ev[0], ev[1]), max(ev[2], ev[3]))
         for p in range(4):
             for q in range(4):
-                work[nb, p, q] = kmat[i, p, q]
-        if nb == PINV_BATCH - 1 or j == rows.shape[0] - 1:
-            pinv_psd4(work, vec, inv, done, nb + 1)
-            for c in range(nb + 1):
-                o = rows[j - nb + c]
+                kp[i, p, q] = 0.0
+        for k in range(4):
+            e = ev[k]
+            if e > cut:
+                inv = 1.0 / e
                 for p in range(4):
+                    w = ev[4 + 4 * p + k] * inv
                     for q in range(4):
-                        kp[o, p, q] = inv[c, p, q]
+                        kp[i, p, q] += w * ev[4 + 4 * q + k]
 
 
-# Matrices pinv_psd4 takes at once in build_rows (enough to overlap their rotations).
-PINV_BATCH = 32
-# Relative cut of pinv_psd4: eigenvalues below PINV_RTOL x the largest count as zero.
+# Relative cut of build_rows' pseudo-inverse: eigenvalues below PINV_RTOL x the largest count as zero.
 PINV_RTOL = 1e-9
-# Jacobi sweeps of pinv_psd4: each sweep squares the off-diagonal's relative size, so a
+# Jacobi sweeps of _eigen_psd4: each sweep squares the off-diagonal's relative size, so a
 # 4 x 4 is diagonal to round-off in 4-6; the cap only bounds a pathological input.
 JACOBI_SWEEPS = 30
 # Done when the off-diagonal's sum of squares is below this times the diagonal's: entries
@@ -609,101 +607,129 @@ JACOBI_SWEEPS = 30
 JACOBI_TOL = 1e-30
 
 
-@kernel
-def pinv_psd4(a, vec, out, done, n):
-    """out[b] (4, 4) = the pseudo-inverse of the symmetric positive semi-definite a[b] (4, 4)
-    (overwritten; bit for bit symmetric) for b < n: eigenvalues below PINV_RTOL x the
-    largest are taken as zero, the rest inverted. The eigen-decomposition by cyclic Jacobi
-    rotations (exact to round-off on a symmetric matrix; vec (B, 4, 4) scratch for the
-    eigenvectors, as columns; done (B,) scratch).
+@kernel(inline="always")
+def _jacobi_angle(app, aqq, apq):
+    """(cos, sin) of the Jacobi rotation that zeroes apq (apq != 0): t = tan(angle), the
+    smaller root of t^2 + 2 theta t - 1 = 0."""
+    theta = (aqq - app) / (2.0 * apq)
+    if abs(theta) > 1e150:
+        t = 0.5 / theta
+    else:
+        t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
+        if theta < 0.0:
+            t = -t
+    c = 1.0 / math.sqrt(t * t + 1.0)
+    return c, t * c
 
-    Many matrices at once, in lockstep, each with its own arithmetic and stop: a rotation
-    waits on its divisions and square roots and the next rotation of the same matrix on it,
-    but the same rotation of the next matrix does not (the processor overlaps those); one at
-    a time the 4 x 4 took ~500 ns (cubes1000: 3-5 sweeps of 6 rotations), most of
-    build_rows."""
-    for b in range(n):
-        done[b] = False
-        for p in range(4):
-            for q in range(4):
-                vec[b, p, q] = 1.0 if p == q else 0.0
+
+@kernel(inline="always")
+def _turn(x, y, c, sn):
+    """Entries x (column p), y (column q) of a row of a matrix times the rotation."""
+    return c * x - sn * y, sn * x + c * y
+
+
+@kernel(inline="always")
+def _turn_diagonal(app, aqq, apq, c, sn):
+    """a[p, p], a[q, q] of R^T a R, a symmetric: columns p, q of a R, then rows p, q."""
+    bpp = c * app - sn * apq
+    bpq = sn * app + c * apq
+    bqp = c * apq - sn * aqq
+    bqq = sn * apq + c * aqq
+    return c * bpp - sn * bqp, sn * bpq + c * bqq
+
+
+@kernel(inline="always")
+def _eigen_psd4(a00, a01, a02, a03, a11, a12, a13, a22, a23, a33):
+    """The eigen-decomposition of the symmetric 4 x 4 a (its upper triangle) by cyclic Jacobi
+    rotations (exact to round-off on a symmetric matrix): (the eigenvalues (4), the
+    eigenvectors as columns of v (16, row by row)).
+
+    On scalars, not on a 4 x 4 array: the matrix stays in registers (an array's entries were
+    stored and loaded again at every rotation, ~500 ns a matrix on cubes1000, most of
+    build_rows). Each rotation is R^T a R with a[p, q] zeroed; outside the p, q block a
+    row's entries are its column's (the same products of the same numbers), so the
+    symmetric matrix is kept once."""
+    v00, v01, v02, v03 = 1.0, 0.0, 0.0, 0.0
+    v10, v11, v12, v13 = 0.0, 1.0, 0.0, 0.0
+    v20, v21, v22, v23 = 0.0, 0.0, 1.0, 0.0
+    v30, v31, v32, v33 = 0.0, 0.0, 0.0, 1.0
     for _ in range(JACOBI_SWEEPS):
-        going = False
-        for b in range(n):
-            if done[b]:
-                continue
-            off = 0.0
-            diag = 0.0
-            for p in range(4):
-                diag += a[b, p, p] * a[b, p, p]
-                for q in range(p + 1, 4):
-                    off += a[b, p, q] * a[b, p, q]
-            if not off > JACOBI_TOL * diag:   # diagonal to round-off (a NaN stops too)
-                done[b] = True
-            else:
-                going = True
-        if not going:
+        diag = 0.0
+        diag += a00 * a00
+        diag += a11 * a11
+        diag += a22 * a22
+        diag += a33 * a33
+        off = 0.0
+        off += a01 * a01
+        off += a02 * a02
+        off += a03 * a03
+        off += a12 * a12
+        off += a13 * a13
+        off += a23 * a23
+        if not off > JACOBI_TOL * diag:   # diagonal to round-off (a NaN stops too)
             break
-        for p in range(3):
-            for q in range(p + 1, 4):
-                for b in range(n):
-                    apq = a[b, p, q]
-                    if done[b] or apq == 0.0:
-                        continue
-                    # The rotation that zeroes a[p, q]: t = tan(angle), the smaller root of
-                    # t^2 + 2 theta t - 1 = 0.
-                    app = a[b, p, p]
-                    aqq = a[b, q, q]
-                    theta = (aqq - app) / (2.0 * apq)
-                    if abs(theta) > 1e150:
-                        t = 0.5 / theta
-                    else:
-                        t = 1.0 / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                        if theta < 0.0:
-                            t = -t
-                    c = 1.0 / math.sqrt(t * t + 1.0)
-                    sn = t * c
-                    # R^T a R: columns p, q of a R, then rows p, q of R^T (a R). Outside the
-                    # p, q block a row's entries are its column's (the same products of the
-                    # same numbers), so each is taken once; inside it the two roundings of
-                    # the two passes are kept, and a[p, q] becomes 0.
-                    for k in range(4):
-                        if k != p and k != q:
-                            akp = a[b, k, p]
-                            akq = a[b, k, q]
-                            x = c * akp - sn * akq
-                            y = sn * akp + c * akq
-                            a[b, k, p] = x
-                            a[b, p, k] = x
-                            a[b, k, q] = y
-                            a[b, q, k] = y
-                    bpp = c * app - sn * apq          # column pass: a[p, p], a[p, q]
-                    bpq = sn * app + c * apq
-                    bqp = c * apq - sn * aqq          # a[q, p], a[q, q]
-                    bqq = sn * apq + c * aqq
-                    a[b, p, p] = c * bpp - sn * bqp   # row pass
-                    a[b, q, q] = sn * bpq + c * bqq
-                    a[b, p, q] = 0.0
-                    a[b, q, p] = 0.0
-                    for k in range(4):
-                        vkp = vec[b, k, p]
-                        vkq = vec[b, k, q]
-                        vec[b, k, p] = c * vkp - sn * vkq
-                        vec[b, k, q] = sn * vkp + c * vkq
-    for b in range(n):
-        top = max(max(a[b, 0, 0], a[b, 1, 1]), max(a[b, 2, 2], a[b, 3, 3]))
-        cut = PINV_RTOL * top
-        for p in range(4):
-            for q in range(4):
-                out[b, p, q] = 0.0
-        for k in range(4):
-            e = a[b, k, k]
-            if e > cut:
-                inv = 1.0 / e
-                for p in range(4):
-                    w = vec[b, p, k] * inv
-                    for q in range(4):
-                        out[b, p, q] += w * vec[b, q, k]
+        if a01 != 0.0:
+            c, sn = _jacobi_angle(a00, a11, a01)
+            a02, a12 = _turn(a02, a12, c, sn)
+            a03, a13 = _turn(a03, a13, c, sn)
+            a00, a11 = _turn_diagonal(a00, a11, a01, c, sn)
+            a01 = 0.0
+            v00, v01 = _turn(v00, v01, c, sn)
+            v10, v11 = _turn(v10, v11, c, sn)
+            v20, v21 = _turn(v20, v21, c, sn)
+            v30, v31 = _turn(v30, v31, c, sn)
+        if a02 != 0.0:
+            c, sn = _jacobi_angle(a00, a22, a02)
+            a01, a12 = _turn(a01, a12, c, sn)
+            a03, a23 = _turn(a03, a23, c, sn)
+            a00, a22 = _turn_diagonal(a00, a22, a02, c, sn)
+            a02 = 0.0
+            v00, v02 = _turn(v00, v02, c, sn)
+            v10, v12 = _turn(v10, v12, c, sn)
+            v20, v22 = _turn(v20, v22, c, sn)
+            v30, v32 = _turn(v30, v32, c, sn)
+        if a03 != 0.0:
+            c, sn = _jacobi_angle(a00, a33, a03)
+            a01, a13 = _turn(a01, a13, c, sn)
+            a02, a23 = _turn(a02, a23, c, sn)
+            a00, a33 = _turn_diagonal(a00, a33, a03, c, sn)
+            a03 = 0.0
+            v00, v03 = _turn(v00, v03, c, sn)
+            v10, v13 = _turn(v10, v13, c, sn)
+            v20, v23 = _turn(v20, v23, c, sn)
+            v30, v33 = _turn(v30, v33, c, sn)
+        if a12 != 0.0:
+            c, sn = _jacobi_angle(a11, a22, a12)
+            a01, a02 = _turn(a01, a02, c, sn)
+            a13, a23 = _turn(a13, a23, c, sn)
+            a11, a22 = _turn_diagonal(a11, a22, a12, c, sn)
+            a12 = 0.0
+            v01, v02 = _turn(v01, v02, c, sn)
+            v11, v12 = _turn(v11, v12, c, sn)
+            v21, v22 = _turn(v21, v22, c, sn)
+            v31, v32 = _turn(v31, v32, c, sn)
+        if a13 != 0.0:
+            c, sn = _jacobi_angle(a11, a33, a13)
+            a01, a03 = _turn(a01, a03, c, sn)
+            a12, a23 = _turn(a12, a23, c, sn)
+            a11, a33 = _turn_diagonal(a11, a33, a13, c, sn)
+            a13 = 0.0
+            v01, v03 = _turn(v01, v03, c, sn)
+            v11, v13 = _turn(v11, v13, c, sn)
+            v21, v23 = _turn(v21, v23, c, sn)
+            v31, v33 = _turn(v31, v33, c, sn)
+        if a23 != 0.0:
+            c, sn = _jacobi_angle(a22, a33, a23)
+            a02, a03 = _turn(a02, a03, c, sn)
+            a12, a13 = _turn(a12, a13, c, sn)
+            a22, a33 = _turn_diagonal(a22, a33, a23, c, sn)
+            a23 = 0.0
+            v02, v03 = _turn(v02, v03, c, sn)
+            v12, v13 = _turn(v12, v13, c, sn)
+            v22, v23 = _turn(v22, v23, c, sn)
+            v32, v33 = _turn(v32, v33, c, sn)
+    return (a00, a11, a22, a33,
+            v00, v01, v02, v03, v10, v11, v12, v13, v20, v21, v22, v23, v30, v31, v32, v33)
 
 
 # -- preparation (ContactSolver.__init__, replace, refresh_inertia) ----------------------
