@@ -42,8 +42,9 @@ def capture(scene, frames):
 
     def wrapped(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x, q, dpose,
                 *a, **k):
-        kept.update(solver=solver, vel=vel.copy(), dpose=dpose.copy(), imp=solver.imp.copy(),
-                    max_normal=solver.max_normal.copy())
+        if solver is not None:   # (a pass in free flight runs without contacts)
+            kept.update(solver=solver, vel=vel.copy(), dpose=dpose.copy(),
+                        imp=solver.imp.copy(), max_normal=solver.max_normal.copy())
         t0 = time.process_time()
         out = inner(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x, q,
                     dpose, *a, **k)
