@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.vec_kernels import tangent_basis
 from .clip_kernels import _segment_closest, reduce4_row
 
 
@@ -213,20 +214,6 @@ def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops
 
 
 # -- 4-point reduction ----------------------------------------------------------------------------
-@kernel(inline="always")
-def _tangent_basis(n, u, v):
-    """clip.tangent_basis for one unit normal (Duff et al. 2017)."""
-    sign = 1.0 if n[2] >= 0 else -1.0
-    a = -1.0 / (sign + n[2])
-    b = n[0] * n[1] * a
-    u[0] = 1.0 + sign * n[0] * n[0] * a
-    u[1] = sign * b
-    u[2] = -sign * n[0]
-    v[0] = n[1] * u[2] - n[2] * u[1]
-    v[1] = n[2] * u[0] - n[0] * u[2]
-    v[2] = n[0] * u[1] - n[1] * u[0]
-
-
 # -- reduction of a body pair's triangle contacts -----------------------------------------------
 @kernel
 def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max_clusters,
@@ -371,7 +358,7 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
         size = b - a
         sn = normal[src[seed_c[q], 0]]
         out_n[q] = sn
-        _tangent_basis(sn, u, v)
+        tangent_basis(sn, u, v)
         x = np.empty(size)
         y = np.empty(size)
         depth = np.empty(size)
@@ -422,7 +409,7 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
         valid[c] = False
     u = frame[1]
     v = frame[2]
-    _tangent_basis(n, u, v)
+    tangent_basis(n, u, v)
     for j in range(3):
         frame[0, j] = ref[0, j]
     o = frame[0]
