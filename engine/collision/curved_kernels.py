@@ -25,8 +25,8 @@ import numpy as np
 
 from ..core import detmath
 from ..core.jit import kernel
-from ..core.vec_kernels import dot, pose_into
-from ..shapes.curved import CAP_DIRS, local_support_row
+from ..core.vec_kernels import dot, pose_into, unpose_into
+from ..shapes.curved import CAP_DIRS, local_support_row, radial_unit
 from .clip_kernels import SNAP, reduce4_row
 from .gjk_kernels import (
     epa_pair,
@@ -212,13 +212,7 @@ def _curved_feature(tab, kind, s, rot, off, d, fpts, fnormal, tmp):
     l0 = d[0] * rot[0, 0] + d[1] * rot[1, 0] + d[2] * rot[2, 0]     # rot^T d
     l1 = d[0] * rot[0, 1] + d[1] * rot[1, 1] + d[2] * rot[2, 1]
     dz = d[0] * rot[0, 2] + d[1] * rot[1, 2] + d[2] * rot[2, 2]
-    lxy = math.sqrt(l0 ** 2 + l1 ** 2)
-    if lxy > 1e-300:
-        ux = l0 / lxy
-        uy = l1 / lxy
-    else:
-        ux = 1.0
-        uy = 0.0
+    lxy, ux, uy = radial_unit(l0, l1)
     cone = kind == CONE
     top = not cone and dz >= COS_FLAT
     bottom = -dz >= COS_FLAT
@@ -472,17 +466,28 @@ def manifold(tab, sa, sb, margin, scale, force, dist, normal, wa, wb, pts_a, pts
 
 # ------------------------------------------------------------------------------- rows
 @kernel
+def distance_scratch(tab):
+    """The row loops' signed_distance arrays: core points of both sides (room for the largest
+    shape), identity pose, normal and witnesses, GJK and EPA state."""
+    vmax = max(tab[0].shape[1], 3)
+    return (np.empty((vmax, 3)), np.empty((vmax, 3)), np.eye(3), np.zeros(3), np.empty(3),
+            np.empty(3), np.empty(3), gjk_arrays(), epa_arrays())
+
+
+@kernel
+def contact_scratch(width):
+    """The row loops' manifold arrays: up to 4 points, separations, ids, manifold's scratch."""
+    return np.empty((4, 3)), np.empty(4), np.empty(4, np.int64), manifold_scratch(width)
+
+
+@kernel
 def _relative_pose(rot_a, pos_a, rot_b, pos_b, rel_rot, rel):
     """B's pose in A's frame: rot_a^T rot_b and rot_a^T (pos_b - pos_a)."""
     for r in range(3):
         for c in range(3):
             rel_rot[r, c] = (rot_a[0, r] * rot_b[0, c] + rot_a[1, r] * rot_b[1, c]
                              + rot_a[2, r] * rot_b[2, c])
-    x = pos_b[0] - pos_a[0]
-    y = pos_b[1] - pos_a[1]
-    z = pos_b[2] - pos_a[2]
-    for r in range(3):
-        rel[r] = rot_a[0, r] * x + rot_a[1, r] * y + rot_a[2, r] * z
+    unpose_into(rot_a, pos_b, pos_a, rel)
 
 
 @kernel
@@ -491,23 +496,11 @@ def curved_pairs(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, width, n
     """narrowphase's curved group: Manifolds rows (world) of M pairs with a cylinder or cone,
     computed in A's frame (precision far from the world origin)."""
     kind, radius, bound = tab[2], tab[3], tab[4]
-    vmax = max(tab[0].shape[1], 3)
-    pts_a = np.empty((vmax, 3))
-    pts_b = np.empty((vmax, 3))
-    eye = np.eye(3)
-    zero = np.zeros(3)
+    pts_a, pts_b, eye, zero, n, wa, wb, g, e = distance_scratch(tab)
     no_tri = np.zeros((3, 3))
     rel_rot = np.empty((3, 3))
     rel = np.empty(3)
-    n = np.empty(3)
-    wa = np.empty(3)
-    wb = np.empty(3)
-    p = np.empty((4, 3))
-    sp = np.empty(4)
-    pid = np.empty(4, np.int64)
-    g = gjk_arrays()
-    e = epa_arrays()
-    ms = manifold_scratch(width)
+    p, sp, pid, ms = contact_scratch(width)
     for i in range(len(ids_a)):
         a = ids_a[i]
         b = ids_b[i]
@@ -542,20 +535,8 @@ def curved_triangle_rows(tab, ids, tri, tri_n, active, margin, width, normal, po
     the face normal, as for the other shapes. cid: the curved ids (mesh_contacts remaps
     them)."""
     kind, bound = tab[2], tab[4]
-    vmax = max(tab[0].shape[1], 3)
-    pts_a = np.empty((vmax, 3))
-    pts_b = np.empty((vmax, 3))
-    eye = np.eye(3)
-    zero = np.zeros(3)
-    n = np.empty(3)
-    wa = np.empty(3)
-    wb = np.empty(3)
-    p = np.empty((4, 3))
-    sp = np.empty(4)
-    pid = np.empty(4, np.int64)
-    g = gjk_arrays()
-    e = epa_arrays()
-    ms = manifold_scratch(width)
+    pts_a, pts_b, eye, zero, n, wa, wb, g, e = distance_scratch(tab)
+    p, sp, pid, ms = contact_scratch(width)
     for i in range(len(ids)):
         s = ids[i]
         t = tri[i]
@@ -598,19 +579,10 @@ def curved_distance_rows(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, distance
     """Exact signed distance of M pairs (either shape may be curved), world answers
     (queries.pair_distance)."""
     kind, radius, bound = tab[2], tab[3], tab[4]
-    vmax = max(tab[0].shape[1], 3)
-    pts_a = np.empty((vmax, 3))
-    pts_b = np.empty((vmax, 3))
-    eye = np.eye(3)
-    zero = np.zeros(3)
+    pts_a, pts_b, eye, zero, n, wa, wb, g, e = distance_scratch(tab)
     no_tri = np.zeros((3, 3))
     rel_rot = np.empty((3, 3))
     rel = np.empty(3)
-    n = np.empty(3)
-    wa = np.empty(3)
-    wb = np.empty(3)
-    g = gjk_arrays()
-    e = epa_arrays()
     for i in range(len(ids_a)):
         a = ids_a[i]
         b = ids_b[i]
