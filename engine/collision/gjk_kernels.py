@@ -82,6 +82,20 @@ def gjk_scratch():
     return np.empty(128), np.empty((15, 3)), np.empty((15, 4)), np.empty((4, 3)), np.empty(4)
 
 
+@kernel(inline="always")
+def _triangle_weights(m, e1, e2, p, cr):
+    """Barycentric weights (lb, lc) of e1, e2 for the point p (relative to the triangle's first
+    corner) projected along m onto the triangle's plane: ratios of the areas m . (x x y).
+    cr: 3 scratch."""
+    cross_into(e1, e2, cr)
+    area = dot(m, cr)
+    cross_into(p, e2, cr)
+    lb = dot(m, cr) / area
+    cross_into(e1, p, cr)
+    lc = dot(m, cr) / area
+    return lb, lc
+
+
 @kernel
 def closest_on_simplex(S, used, lam, v, cand_v, cand_lam, norm2, tmp):
     """Closest point v to the origin of conv(S[used]) and its barycentric weights lam (0 off the
@@ -127,11 +141,7 @@ def closest_on_simplex(S, used, lam, v, cand_v, cand_lam, norm2, tmp):
                 ac[k] = S[m, k] - S[i, k]
                 ma[k] = -S[i, k]
             cross_into(ab, ac, nrm)
-            nn = dot(nrm, nrm)
-            cross_into(ma, ac, c1)
-            lb = dot(nrm, c1) / nn
-            cross_into(ab, ma, c1)
-            lc = dot(nrm, c1) / nn
+            lb, lc = _triangle_weights(nrm, ab, ac, ma, c1)
             la = 1.0 - lb - lc
             if la > 0 and lb > 0 and lc > 0:
                 for k in range(3):
@@ -615,9 +625,6 @@ def epa_pair(ca, cb, scale, S, SA, SB, size, tol, V, VA, VB, F, alive, N, Dst, n
     depth = Dst[best]
     a, b, c = F[best, 0], F[best, 1], F[best, 2]
     n = N[best]
-    area = 0.0
-    lb = 0.0
-    lc = 0.0
     e1 = ws[47:50]
     e2 = ws[50:53]
     pp = ws[53:56]
@@ -626,12 +633,7 @@ def epa_pair(ca, cb, scale, S, SA, SB, size, tol, V, VA, VB, F, alive, N, Dst, n
         e1[k] = V[b, k] - V[a, k]
         e2[k] = V[c, k] - V[a, k]
         pp[k] = depth * n[k] - V[a, k]
-    cross_into(e1, e2, cr)
-    area = dot(n, cr)
-    cross_into(pp, e2, cr)
-    lb = dot(n, cr) / area
-    cross_into(e1, pp, cr)
-    lc = dot(n, cr) / area
+    lb, lc = _triangle_weights(n, e1, e2, pp, cr)
     la = 1.0 - lb - lc
     for k in range(3):
         wit_a[k] = la * VA[a, k] + lb * VA[b, k] + lc * VA[c, k]
