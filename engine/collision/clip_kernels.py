@@ -430,7 +430,10 @@ def _scratch_for(tab):
 
 @kernel
 def _segment_closest(p0, p1, q0, q1, eps, cp, cq):
-    """clip.segment_closest for one pair of segments: closest points into cp, cq."""
+    """Closest points of segments [p0, p1] and [q0, q1] into cp, cq; returns their parameters
+    (s, t). Ericson's clamped parametric solution; parallel segments (den ~ 0) take s = 0 then
+    clamp, which yields one valid closest pair (callers wanting the overlap use
+    clip.segment_overlap)."""
     d10 = p1[0] - p0[0]
     d11 = p1[1] - p0[1]
     d12 = p1[2] - p0[2]
@@ -472,6 +475,15 @@ def _segment_closest(p0, p1, q0, q1, eps, cp, cq):
     cq[0] = q0[0] + t * d20
     cq[1] = q0[1] + t * d21
     cq[2] = q0[2] + t * d22
+    return s, t
+
+
+@kernel
+def segment_closest_rows(p0, p1, q0, q1, eps, s, t, cp, cq):
+    """_segment_closest of M segment pairs (all (M, 3)): parameters s, t (M,) and closest points
+    cp, cq (M, 3) (clip.segment_closest)."""
+    for i in range(p0.shape[0]):
+        s[i], t[i] = _segment_closest(p0[i], p1[i], q0[i], q1[i], eps, cp[i], cq[i])
 
 
 @kernel
