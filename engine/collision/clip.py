@@ -43,11 +43,8 @@ from .clip_kernels import (  # noqa: F401  (the ids' layout, imported by other m
     T_HULL_VERTEX,
     T_INC_VERTEX,
     T_REF_VERTEX,
+    segment_closest_rows,
 )
-
-
-def _dot(a, b):
-    return np.einsum("...i,...i->...", a, b)
 
 # Feature-id layout (int64). Face contacts, written in terms of A and B (not reference and
 # incident), so a point keeps its id when the SAT switches between A's face, B's face and an
@@ -71,37 +68,13 @@ def tangent_basis(n):
 
 
 def segment_closest(p0, p1, q0, q1, eps=1e-12):
-    """Closest points of segments [p0, p1] and [q0, q1] (all (M, 3)) -> (s, t, cp, cq).
-
-    Ericson's clamped parametric solution; parallel segments (den ~ 0) take s = 0 then
-    clamp, which yields one valid closest pair (callers wanting the overlap use segment_overlap).
-    """
-    d1 = p1 - p0
-    d2 = q1 - q0
-    r = p0 - q0
-    a = _dot(d1, d1)
-    e = _dot(d2, d2)
-    f = _dot(d2, r)
-    c = _dot(d1, r)
-    b = _dot(d1, d2)
-    a_ok = a > eps
-    e_ok = e > eps
-    sa = np.where(a_ok, a, 1.0)
-    se = np.where(e_ok, e, 1.0)
-    den = a * e - b * b
-    par = den <= eps * np.maximum(a * e, eps)
-    # General case: s from the lines' closest points, t from s, then clamp t and redo s.
-    s = np.where(par, 0.0, np.clip((b * f - c * e) / np.where(par, 1.0, den), 0.0, 1.0))
-    t = (b * s + f) / se
-    s = np.where(t < 0, np.clip(-c / sa, 0.0, 1.0), np.where(t > 1, np.clip((b - c) / sa, 0.0, 1.0), s))
-    t = np.clip(t, 0.0, 1.0)
-    # Second segment a point: t = 0, s from the point. First segment a point: s = 0.
-    s = np.where(e_ok, s, np.clip(-c / sa, 0.0, 1.0))
-    t = np.where(e_ok, t, 0.0)
-    s = np.where(a_ok, s, 0.0)
-    t = np.where(a_ok, t, np.where(e_ok, np.clip(f / se, 0.0, 1.0), 0.0))
-    cp = p0 + s[:, None] * d1
-    cq = q0 + t[:, None] * d2
+    """Closest points of segments [p0, p1] and [q0, q1] (all (M, 3)) -> (s, t, cp, cq), one
+    compiled call (clip_kernels._segment_closest per row)."""
+    p0, p1, q0, q1 = (np.ascontiguousarray(x, dtype=np.float64) for x in (p0, p1, q0, q1))
+    m = len(p0)
+    s, t = np.empty(m), np.empty(m)
+    cp, cq = np.empty((m, 3)), np.empty((m, 3))
+    segment_closest_rows(p0, p1, q0, q1, float(eps), s, t, cp, cq)
     return s, t, cp, cq
 
 

@@ -17,6 +17,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.vec_kernels import pose_into, tangent_basis
 
 # Same values as engine/collision/clip.py (which imports them from here).
 T_INC_VERTEX, T_REF_VERTEX, T_CROSSING, T_HULL_VERTEX = 0, 1, 2, 3
@@ -95,26 +96,6 @@ def reduce4_row(x, y, sep, valid, n, eps, idx, ok, score):
     ok[1] = ok2
     ok[2] = ok3
     ok[3] = ok4
-
-
-@kernel(inline="always")
-def _tangent_basis(n, basis):
-    """Rows u, v, n of basis: (u, v, n) right-handed (clip.tangent_basis)."""
-    sign = 1.0 if n[2] >= 0 else -1.0
-    a = -1.0 / (sign + n[2])
-    b = n[0] * n[1] * a
-    u0 = 1.0 + sign * n[0] * n[0] * a
-    u1 = sign * b
-    u2 = -sign * n[0]
-    basis[0, 0] = u0
-    basis[0, 1] = u1
-    basis[0, 2] = u2
-    basis[1, 0] = n[1] * u2 - n[2] * u1
-    basis[1, 1] = n[2] * u0 - n[0] * u2
-    basis[1, 2] = n[0] * u1 - n[1] * u0
-    basis[2, 0] = n[0]
-    basis[2, 1] = n[1]
-    basis[2, 2] = n[2]
 
 
 @kernel
@@ -206,7 +187,9 @@ def face_clip(tab, ref, ref_face, inc, rot, trans, margin, flip, inc_face, norma
     d = planes[ref, ref_face, 3]
     for k in range(3):
         nvec[k] = normal[k] if tilted else n_ref[k]
-    _tangent_basis(nvec, basis)
+    tangent_basis(nvec, basis[0], basis[1])    # rows u, v, n: (u, v, n) right-handed
+    for k in range(3):
+        basis[2, k] = nvec[k]
     if inc_face < 0:
         inc_face = incident_face(tab, inc, rot, n_ref)
     for a in range(3):
@@ -447,7 +430,10 @@ def _scratch_for(tab):
 
 @kernel
 def _segment_closest(p0, p1, q0, q1, eps, cp, cq):
-    """clip.segment_closest for one pair of segments: closest points into cp, cq."""
+    """Closest points of segments [p0, p1] and [q0, q1] into cp, cq; returns their parameters
+    (s, t). Ericson's clamped parametric solution; parallel segments (den ~ 0) take s = 0 then
+    clamp, which yields one valid closest pair (callers wanting the overlap use
+    clip.segment_overlap)."""
     d10 = p1[0] - p0[0]
     d11 = p1[1] - p0[1]
     d12 = p1[2] - p0[2]
@@ -489,13 +475,15 @@ def _segment_closest(p0, p1, q0, q1, eps, cp, cq):
     cq[0] = q0[0] + t * d20
     cq[1] = q0[1] + t * d21
     cq[2] = q0[2] + t * d22
+    return s, t
 
 
-@kernel(inline="always")
-def _rotate_into(rot, p, off, out):
-    """out = rot @ p + off."""
-    for k in range(3):
-        out[k] = (rot[k, 0] * p[0] + rot[k, 1] * p[1] + rot[k, 2] * p[2]) + off[k]
+@kernel
+def segment_closest_rows(p0, p1, q0, q1, eps, s, t, cp, cq):
+    """_segment_closest of M segment pairs (all (M, 3)): parameters s, t (M,) and closest points
+    cp, cq (M, 3) (clip.segment_closest)."""
+    for i in range(p0.shape[0]):
+        s[i], t[i] = _segment_closest(p0[i], p1[i], q0[i], q1[i], eps, cp[i], cq[i])
 
 
 @kernel
@@ -507,8 +495,8 @@ def _edge_point(tab, a, b, ea, eb, rot, trans, axis, w):
     pb1 = w[6:9]
     ca = w[9:12]
     cb = w[12:15]
-    _rotate_into(rot, points[b, edges[b, eb, 0]], trans, pb0)
-    _rotate_into(rot, points[b, edges[b, eb, 1]], trans, pb1)
+    pose_into(rot, points[b, edges[b, eb, 0]], trans, pb0)
+    pose_into(rot, points[b, edges[b, eb, 1]], trans, pb1)
     _segment_closest(points[a, edges[a, ea, 0]], points[a, edges[a, ea, 1]], pb0, pb1, 1e-12,
                      ca, cb)
     s = ((cb[0] - ca[0]) * axis[0] + (cb[1] - ca[1]) * axis[1]) + (cb[2] - ca[2]) * axis[2]
@@ -614,11 +602,11 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
                 eb = edge_index[i, 1]
                 s = _edge_point(tab, a, b, ea, eb, r, t, ax, w)
                 keep = s <= margin[i]
-                _rotate_into(rot_a[i], w[0:3], pos_a[i], points[i, 0])
+                pose_into(rot_a[i], w[0:3], pos_a[i], points[i, 0])
                 sep[i, 0] = s if keep else np.inf
                 ids[i, 0] = (np.int64(ID_EDGE) << 59) | (np.int64(ea) << 24) | np.int64(eb)
                 count[i] = 1 if keep else 0
-                _rotate_into(rot_a[i], ax, zero, normal[i])
+                pose_into(rot_a[i], ax, zero, normal[i])
                 axis_kind[i] = EDGE
                 axis_index[i, 0] = ea
                 axis_index[i, 1] = eb
@@ -645,14 +633,14 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
                 count[i] = cnt
                 if flip:
                     for j in range(cnt):
-                        _rotate_into(r, pts[j], t, w[0:3])
+                        pose_into(r, pts[j], t, w[0:3])
                         pts[j, :] = w[0:3]
                 ref_rot = rot_a[i]
                 ref_pos = pos_a[i]
             else:
                 break
             for j in range(4):
-                _rotate_into(ref_rot, pts[j], ref_pos, points[i, j])
+                pose_into(ref_rot, pts[j], ref_pos, points[i, j])
                 sep[i, j] = s4[j]
                 ids[i, j] = id4[j]
         if count[i] == 0:
@@ -671,17 +659,17 @@ def _last_resort(points_t, npoints, a, b, pos_a, rot_a, pos_b, rot_b, n, margin,
     separation (so an overlap can never lose its contact)."""
     top = -np.inf
     for v in range(npoints[a]):
-        _rotate_into(rot_a, points_t[a, v], pos_a, w)
+        pose_into(rot_a, points_t[a, v], pos_a, w)
         top = max(top, (w[0] * n[0] + w[1] * n[1]) + w[2] * n[2])
     low = np.inf
     k = 0
     for v in range(npoints[b]):
-        _rotate_into(rot_b, points_t[b, v], pos_b, w)
+        pose_into(rot_b, points_t[b, v], pos_b, w)
         h = (w[0] * n[0] + w[1] * n[1]) + w[2] * n[2]
         if h < low:
             low = h
             k = v
-    _rotate_into(rot_b, points_t[b, k], pos_b, w)
+    pose_into(rot_b, points_t[b, k], pos_b, w)
     s = low - top
     for j in range(3):
         out_p[j] = w[j] - (0.5 * s) * n[j]

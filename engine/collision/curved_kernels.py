@@ -25,7 +25,8 @@ import numpy as np
 
 from ..core import detmath
 from ..core.jit import kernel
-from ..shapes.curved import CAP_DIRS, local_support_row
+from ..core.vec_kernels import dot, pose_into, unpose_into
+from ..shapes.curved import CAP_DIRS, local_support_row, radial_unit
 from .clip_kernels import SNAP, reduce4_row
 from .gjk_kernels import (
     epa_pair,
@@ -79,22 +80,6 @@ def curved_table(table):
             t.curved_radius, t.half_height, t.nfaces, t.planes, t.patch_sizes, t.patch_loops)
 
 
-@kernel(inline="always")
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@kernel(inline="always")
-def _pose_into(rot, p, off, out):
-    """out = rot @ p + off."""
-    x = rot[0, 0] * p[0] + rot[0, 1] * p[1] + rot[0, 2] * p[2]
-    y = rot[1, 0] * p[0] + rot[1, 1] * p[1] + rot[1, 2] * p[2]
-    z = rot[2, 0] * p[0] + rot[2, 1] * p[1] + rot[2, 2] * p[2]
-    out[0] = x + off[0]
-    out[1] = y + off[1]
-    out[2] = z + off[2]
-
-
 @kernel
 def _is_curved(kind):
     if kind == CYLINDER:
@@ -116,7 +101,7 @@ def side_core(tab, kind, s, rot, off, tri, pts):
         return (pts, np.int64(0), np.int64(kind), crad[s], hh[s], rot, off)
     n = npoints[s]
     for j in range(n):
-        _pose_into(rot, points[s, j], off, pts[j])
+        pose_into(rot, points[s, j], off, pts[j])
     return (pts, np.int64(n), np.int64(0), 0.0, 0.0, rot, off)
 
 
@@ -158,7 +143,7 @@ def signed_distance(ca, cb, swell_a, swell_b, scale, coarse, d0, n, wa, wb, g, e
                 wa[k] = ea[k]
                 wb[k] = eb[k]
     if not (math.isfinite(n[0]) and math.isfinite(n[1]) and math.isfinite(n[2])) \
-            or _dot(n, n) < 0.5:
+            or dot(n, n) < 0.5:
         n[0] = 0.0
         n[1] = 0.0
         n[2] = 1.0
@@ -193,7 +178,7 @@ def _points_feature(P, n, d, fpts):
     i1 = 0
     h1 = -np.inf
     for j in range(n):
-        h = _dot(P[j], d)
+        h = dot(P[j], d)
         if h > h1 or j == 0:
             h1 = h
             i1 = j
@@ -202,7 +187,7 @@ def _points_feature(P, n, d, fpts):
     for j in range(n):
         if P[j, 0] == P[i1, 0] and P[j, 1] == P[i1, 1] and P[j, 2] == P[i1, 2]:
             continue          # copies of the top point (a sphere's core, padding)
-        h = _dot(P[j], d)
+        h = dot(P[j], d)
         if h > h2 or i2 < 0:
             h2 = h
             i2 = j
@@ -227,13 +212,7 @@ def _curved_feature(tab, kind, s, rot, off, d, fpts, fnormal, tmp):
     l0 = d[0] * rot[0, 0] + d[1] * rot[1, 0] + d[2] * rot[2, 0]     # rot^T d
     l1 = d[0] * rot[0, 1] + d[1] * rot[1, 1] + d[2] * rot[2, 1]
     dz = d[0] * rot[0, 2] + d[1] * rot[1, 2] + d[2] * rot[2, 2]
-    lxy = math.sqrt(l0 ** 2 + l1 ** 2)
-    if lxy > 1e-300:
-        ux = l0 / lxy
-        uy = l1 / lxy
-    else:
-        ux = 1.0
-        uy = 0.0
+    lxy, ux, uy = radial_unit(l0, l1)
     cone = kind == CONE
     top = not cone and dz >= COS_FLAT
     bottom = -dz >= COS_FLAT
@@ -244,7 +223,7 @@ def _curved_feature(tab, kind, s, rot, off, d, fpts, fnormal, tmp):
             p[0] = CAP_DIRS[j, 0] * rad
             p[1] = CAP_DIRS[j, 1] * rad
             p[2] = CAP_DIRS[j, 2] * rad + z
-            _pose_into(rot, p, off, fpts[j])
+            pose_into(rot, p, off, fpts[j])
         sg = 1.0 if top else -1.0
         for k in range(3):
             fnormal[k] = sg * rot[k, 2]
@@ -258,15 +237,15 @@ def _curved_feature(tab, kind, s, rot, off, d, fpts, fnormal, tmp):
         p[0] = rad * ux
         p[1] = rad * uy
         p[2] = -hh
-        _pose_into(rot, p, off, fpts[0])
+        pose_into(rot, p, off, fpts[0])
         if cone:
             p[0] = 0.0
             p[1] = 0.0
         p[2] = hh
-        _pose_into(rot, p, off, fpts[1])
+        pose_into(rot, p, off, fpts[1])
         return 2, 1, F_SIDE
     local_support_row(kind, rad, hh, l0, l1, dz, p)
-    _pose_into(rot, p, off, fpts[0])
+    pose_into(rot, p, off, fpts[0])
     for k in range(3):
         fpts[1, k] = fpts[0, k]
     return 1, 0, F_POINT
@@ -279,7 +258,7 @@ def feature(tab, kind, s, rot, off, swell, tri, tn, d, pts, fpts, fnormal, tmp, 
     as side_core posed them. Returns (point count, dim 0 point / 1 segment / 2 face, code)."""
     points, planes, patch_sizes, patch_loops, nfaces = tab[0], tab[8], tab[9], tab[10], tab[7]
     if kind == TRIANGLE:
-        if _dot(tn, d) >= COS_FLAT:
+        if dot(tn, d) >= COS_FLAT:
             for j in range(3):
                 for k in range(3):
                     fpts[j, k] = tri[j, k]
@@ -297,7 +276,7 @@ def feature(tab, kind, s, rot, off, swell, tri, tn, d, pts, fpts, fnormal, tmp, 
             for k in range(3):
                 nrm[k] = rot[k, 0] * planes[s, g, 0] + rot[k, 1] * planes[s, g, 1] \
                     + rot[k, 2] * planes[s, g, 2]
-            al = _dot(nrm, d)
+            al = dot(nrm, d)
             if al > best:
                 best = al
                 f = g
@@ -306,13 +285,13 @@ def feature(tab, kind, s, rot, off, swell, tri, tn, d, pts, fpts, fnormal, tmp, 
         if best >= COS_FLAT:
             size = patch_sizes[s, f]
             for j in range(size):
-                _pose_into(rot, points[s, patch_loops[s, f, j]], off, fpts[j])
+                pose_into(rot, points[s, patch_loops[s, f, j]], off, fpts[j])
             return size, 2, F_FACE + f
         c, dim = _points_feature(pts, tab[1][s], d, fpts)
         return c, dim, F_EDGE if dim else F_VERTEX
     # Sphere / capsule: the core (swollen by its radius along d), into core (2, 3).
     for j in range(2):
-        _pose_into(rot, points[s, min(j, points.shape[1] - 1)], off, core[j])
+        pose_into(rot, points[s, min(j, points.shape[1] - 1)], off, core[j])
         for k in range(3):
             core[j, k] = core[j, k] + swell * d[k]
     c, dim = _points_feature(core, 2, d, fpts)
@@ -367,7 +346,7 @@ def manifold(tab, sa, sb, margin, scale, force, dist, normal, wa, wb, pts_a, pts
         cb, dimb, code_b = 3, 2, F_FACE
     # ---- a face involved: clip the other feature to it.
     if dima == 2 or dimb == 2:
-        ref_b = dimb == 2 and (dima < 2 or -_dot(fnb, nl) > _dot(fna, nl))
+        ref_b = dimb == 2 and (dima < 2 or -dot(fnb, nl) > dot(fna, nl))
         ref, nr_, inc, nk = (fpb, cb, fpa, ca) if ref_b else (fpa, ca, fpb, cb)
         nref = fnb if ref_b else fna
         inc_dim = dima if ref_b else dimb
@@ -413,8 +392,8 @@ def manifold(tab, sa, sb, margin, scale, force, dist, normal, wa, wb, pts_a, pts
         cx = da[1] * db[2] - da[2] * db[1]
         cy = da[2] * db[0] - da[0] * db[2]
         cz = da[0] * db[1] - da[1] * db[0]
-        la = _dot(da, da)
-        lb = _dot(db, db)
+        la = dot(da, da)
+        lb = dot(db, db)
         if cx * cx + cy * cy + cz * cz <= SIN_FLAT ** 2 * la * lb and la > 0 and lb > 0:
             t0 = ((fpb[0, 0] - fpa[0, 0]) * da[0] + (fpb[0, 1] - fpa[0, 1]) * da[1]
                   + (fpb[0, 2] - fpa[0, 2]) * da[2]) / la
@@ -487,17 +466,28 @@ def manifold(tab, sa, sb, margin, scale, force, dist, normal, wa, wb, pts_a, pts
 
 # ------------------------------------------------------------------------------- rows
 @kernel
+def distance_scratch(tab):
+    """The row loops' signed_distance arrays: core points of both sides (room for the largest
+    shape), identity pose, normal and witnesses, GJK and EPA state."""
+    vmax = max(tab[0].shape[1], 3)
+    return (np.empty((vmax, 3)), np.empty((vmax, 3)), np.eye(3), np.zeros(3), np.empty(3),
+            np.empty(3), np.empty(3), gjk_arrays(), epa_arrays())
+
+
+@kernel
+def contact_scratch(width):
+    """The row loops' manifold arrays: up to 4 points, separations, ids, manifold's scratch."""
+    return np.empty((4, 3)), np.empty(4), np.empty(4, np.int64), manifold_scratch(width)
+
+
+@kernel
 def _relative_pose(rot_a, pos_a, rot_b, pos_b, rel_rot, rel):
     """B's pose in A's frame: rot_a^T rot_b and rot_a^T (pos_b - pos_a)."""
     for r in range(3):
         for c in range(3):
             rel_rot[r, c] = (rot_a[0, r] * rot_b[0, c] + rot_a[1, r] * rot_b[1, c]
                              + rot_a[2, r] * rot_b[2, c])
-    x = pos_b[0] - pos_a[0]
-    y = pos_b[1] - pos_a[1]
-    z = pos_b[2] - pos_a[2]
-    for r in range(3):
-        rel[r] = rot_a[0, r] * x + rot_a[1, r] * y + rot_a[2, r] * z
+    unpose_into(rot_a, pos_b, pos_a, rel)
 
 
 @kernel
@@ -506,23 +496,11 @@ def curved_pairs(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, width, n
     """narrowphase's curved group: Manifolds rows (world) of M pairs with a cylinder or cone,
     computed in A's frame (precision far from the world origin)."""
     kind, radius, bound = tab[2], tab[3], tab[4]
-    vmax = max(tab[0].shape[1], 3)
-    pts_a = np.empty((vmax, 3))
-    pts_b = np.empty((vmax, 3))
-    eye = np.eye(3)
-    zero = np.zeros(3)
+    pts_a, pts_b, eye, zero, n, wa, wb, g, e = distance_scratch(tab)
     no_tri = np.zeros((3, 3))
     rel_rot = np.empty((3, 3))
     rel = np.empty(3)
-    n = np.empty(3)
-    wa = np.empty(3)
-    wb = np.empty(3)
-    p = np.empty((4, 3))
-    sp = np.empty(4)
-    pid = np.empty(4, np.int64)
-    g = gjk_arrays()
-    e = epa_arrays()
-    ms = manifold_scratch(width)
+    p, sp, pid, ms = contact_scratch(width)
     for i in range(len(ids_a)):
         a = ids_a[i]
         b = ids_b[i]
@@ -538,9 +516,9 @@ def curved_pairs(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, width, n
                                   g, e)
         c, dist = manifold(tab, sa, sb, margin[i], scale, False, dist, n, wa, wb, pts_a, pts_b,
                            width, p, sp, pid, ms)
-        _pose_into(rot_a[i], n, zero, normal[i])
+        pose_into(rot_a[i], n, zero, normal[i])
         for j in range(c):
-            _pose_into(rot_a[i], p[j], pos_a[i], points[i, j])
+            pose_into(rot_a[i], p[j], pos_a[i], points[i, j])
             separation[i, j] = sp[j]
             ids[i, j] = pid[j]
         count[i] = c
@@ -557,20 +535,8 @@ def curved_triangle_rows(tab, ids, tri, tri_n, active, margin, width, normal, po
     the face normal, as for the other shapes. cid: the curved ids (mesh_contacts remaps
     them)."""
     kind, bound = tab[2], tab[4]
-    vmax = max(tab[0].shape[1], 3)
-    pts_a = np.empty((vmax, 3))
-    pts_b = np.empty((vmax, 3))
-    eye = np.eye(3)
-    zero = np.zeros(3)
-    n = np.empty(3)
-    wa = np.empty(3)
-    wb = np.empty(3)
-    p = np.empty((4, 3))
-    sp = np.empty(4)
-    pid = np.empty(4, np.int64)
-    g = gjk_arrays()
-    e = epa_arrays()
-    ms = manifold_scratch(width)
+    pts_a, pts_b, eye, zero, n, wa, wb, g, e = distance_scratch(tab)
+    p, sp, pid, ms = contact_scratch(width)
     for i in range(len(ids)):
         s = ids[i]
         t = tri[i]
@@ -581,7 +547,7 @@ def curved_triangle_rows(tab, ids, tri, tri_n, active, margin, width, normal, po
         cb = side_core(tab, sb[0], s, eye, zero, t, pts_b)
         scale = bound[s]
         dist, _ = signed_distance(ca, cb, 0.0, 0.0, scale, True, zero, n, wa, wb, g, e)
-        face = -_dot(n, tn) >= COS_FLAT
+        face = -dot(n, tn) >= COS_FLAT
         force = not face and not _feature_active_row(t, n, active[i], SNAP * scale)
         if force:
             for k in range(3):
@@ -613,19 +579,10 @@ def curved_distance_rows(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, distance
     """Exact signed distance of M pairs (either shape may be curved), world answers
     (queries.pair_distance)."""
     kind, radius, bound = tab[2], tab[3], tab[4]
-    vmax = max(tab[0].shape[1], 3)
-    pts_a = np.empty((vmax, 3))
-    pts_b = np.empty((vmax, 3))
-    eye = np.eye(3)
-    zero = np.zeros(3)
+    pts_a, pts_b, eye, zero, n, wa, wb, g, e = distance_scratch(tab)
     no_tri = np.zeros((3, 3))
     rel_rot = np.empty((3, 3))
     rel = np.empty(3)
-    n = np.empty(3)
-    wa = np.empty(3)
-    wb = np.empty(3)
-    g = gjk_arrays()
-    e = epa_arrays()
     for i in range(len(ids_a)):
         a = ids_a[i]
         b = ids_b[i]
@@ -636,6 +593,6 @@ def curved_distance_rows(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, distance
         d, ov = signed_distance(ca, cb, radius[a], radius[b], scale, False, rel, n, wa, wb, g, e)
         distance[i] = d
         overlap[i] = ov
-        _pose_into(rot_a[i], n, zero, normal[i])
-        _pose_into(rot_a[i], wa, pos_a[i], point_a[i])
-        _pose_into(rot_a[i], wb, pos_a[i], point_b[i])
+        pose_into(rot_a[i], n, zero, normal[i])
+        pose_into(rot_a[i], wa, pos_a[i], point_a[i])
+        pose_into(rot_a[i], wb, pos_a[i], point_b[i])

@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.vec_kernels import cross_into, dot
 from ..shapes.curved import local_support_row
 
 # The 15 faces of a 4-slot simplex, smallest first (ties prefer the earlier = smaller face).
@@ -33,21 +34,6 @@ _TI = np.array([0, 0, 0, 1])
 _TJ = np.array([1, 1, 2, 2])
 _TK = np.array([2, 3, 3, 3])
 _TET_FACES = np.array([[0, 1, 2], [0, 3, 1], [0, 2, 3], [1, 3, 2]])
-
-
-@kernel(inline="always")
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@kernel(inline="always")
-def _cross_into(a, b, out):
-    x = a[1] * b[2] - a[2] * b[1]
-    y = a[2] * b[0] - a[0] * b[2]
-    z = a[0] * b[1] - a[1] * b[0]
-    out[0] = x
-    out[1] = y
-    out[2] = z
 
 
 @kernel
@@ -96,6 +82,20 @@ def gjk_scratch():
     return np.empty(128), np.empty((15, 3)), np.empty((15, 4)), np.empty((4, 3)), np.empty(4)
 
 
+@kernel(inline="always")
+def _triangle_weights(m, e1, e2, p, cr):
+    """Barycentric weights (lb, lc) of e1, e2 for the point p (relative to the triangle's first
+    corner) projected along m onto the triangle's plane: ratios of the areas m . (x x y).
+    cr: 3 scratch."""
+    cross_into(e1, e2, cr)
+    area = dot(m, cr)
+    cross_into(p, e2, cr)
+    lb = dot(m, cr) / area
+    cross_into(e1, p, cr)
+    lc = dot(m, cr) / area
+    return lb, lc
+
+
 @kernel
 def closest_on_simplex(S, used, lam, v, cand_v, cand_lam, norm2, tmp):
     """Closest point v to the origin of conv(S[used]) and its barycentric weights lam (0 off the
@@ -119,18 +119,18 @@ def closest_on_simplex(S, used, lam, v, cand_v, cand_lam, norm2, tmp):
             for k in range(3):
                 cand_v[j, k] = S[j, k]
             cand_lam[j, j] = 1.0
-            norm2[j] = _dot(S[j], S[j])
+            norm2[j] = dot(S[j], S[j])
     for c in range(6):
         i, j = _EI[c], _EJ[c]
         for k in range(3):
             ab[k] = S[j, k] - S[i, k]
-        t = -_dot(S[i], ab) / _dot(ab, ab)
+        t = -dot(S[i], ab) / dot(ab, ab)
         if used[i] and used[j] and t > 0 and t < 1:
             for k in range(3):
                 cand_v[4 + c, k] = S[i, k] + t * ab[k]
             cand_lam[4 + c, i] = 1.0 - t
             cand_lam[4 + c, j] = t
-            norm2[4 + c] = _dot(cand_v[4 + c], cand_v[4 + c])
+            norm2[4 + c] = dot(cand_v[4 + c], cand_v[4 + c])
     if nused >= 3:
         for c in range(4):
             i, j, m = _TI[c], _TJ[c], _TK[c]
@@ -140,12 +140,8 @@ def closest_on_simplex(S, used, lam, v, cand_v, cand_lam, norm2, tmp):
                 ab[k] = S[j, k] - S[i, k]
                 ac[k] = S[m, k] - S[i, k]
                 ma[k] = -S[i, k]
-            _cross_into(ab, ac, nrm)
-            nn = _dot(nrm, nrm)
-            _cross_into(ma, ac, c1)
-            lb = _dot(nrm, c1) / nn
-            _cross_into(ab, ma, c1)
-            lc = _dot(nrm, c1) / nn
+            cross_into(ab, ac, nrm)
+            lb, lc = _triangle_weights(nrm, ab, ac, ma, c1)
             la = 1.0 - lb - lc
             if la > 0 and lb > 0 and lc > 0:
                 for k in range(3):
@@ -153,20 +149,20 @@ def closest_on_simplex(S, used, lam, v, cand_v, cand_lam, norm2, tmp):
                 cand_lam[10 + c, i] = la
                 cand_lam[10 + c, j] = lb
                 cand_lam[10 + c, m] = lc
-                norm2[10 + c] = _dot(cand_v[10 + c], cand_v[10 + c])
+                norm2[10 + c] = dot(cand_v[10 + c], cand_v[10 + c])
     if nused == 4:
         for k in range(3):
             ab[k] = S[1, k] - S[0, k]
             ac[k] = S[2, k] - S[0, k]
             ad[k] = S[3, k] - S[0, k]
             ma[k] = -S[0, k]
-        _cross_into(ac, ad, nrm)
-        det = _dot(ab, nrm)
-        lb = _dot(ma, nrm) / det
-        _cross_into(ma, ad, c1)
-        lc = _dot(ab, c1) / det
-        _cross_into(ac, ma, c1)
-        ld = _dot(ab, c1) / det
+        cross_into(ac, ad, nrm)
+        det = dot(ab, nrm)
+        lb = dot(ma, nrm) / det
+        cross_into(ma, ad, c1)
+        lc = dot(ab, c1) / det
+        cross_into(ac, ma, c1)
+        ld = dot(ab, c1) / det
         la = 1.0 - lb - lc - ld
         if la > 0 and lb > 0 and lc > 0 and ld > 0:
             for k in range(3):
@@ -175,7 +171,7 @@ def closest_on_simplex(S, used, lam, v, cand_v, cand_lam, norm2, tmp):
             cand_lam[14, 1] = lb
             cand_lam[14, 2] = lc
             cand_lam[14, 3] = ld
-            norm2[14] = _dot(cand_v[14], cand_v[14])
+            norm2[14] = dot(cand_v[14], cand_v[14])
     best = np.inf
     for c in range(15):
         if norm2[c] < best:
@@ -215,7 +211,7 @@ def gjk_pair(ca, cb, scale, d0, tol, max_iterations, use_margin, margin, S, SA, 
     tol_abs = tol * scale
     for k in range(3):
         d[k] = d0[k]
-    if _dot(d, d) == 0:
+    if dot(d, d) == 0:
         d[0] = 1.0
     support(ca, 1.0, d, wa)
     support(cb, -1.0, d, wb)
@@ -233,7 +229,7 @@ def gjk_pair(ca, cb, scale, d0, tol, max_iterations, use_margin, margin, S, SA, 
         v[k] = S[0, k]
     used[0] = True
     lam[0] = 1.0
-    vv = _dot(v, v)
+    vv = dot(v, v)
     overlap = vv <= tol_abs * tol_abs
     if use_margin and math.sqrt(vv) <= margin + tol_abs:
         overlap = True
@@ -247,7 +243,7 @@ def gjk_pair(ca, cb, scale, d0, tol, max_iterations, use_margin, margin, S, SA, 
         for k in range(3):
             w[k] = wb[k] - wa[k]
         nv = math.sqrt(vv)
-        vw = _dot(v, w)
+        vw = dot(v, w)
         if vv - vw <= nv * (tol_abs + tol * nv):
             break
         seen = False
@@ -271,7 +267,7 @@ def gjk_pair(ca, cb, scale, d0, tol, max_iterations, use_margin, margin, S, SA, 
         was = used[slot]
         used[slot] = True
         closest_on_simplex(S2, used, lam2, v2, cand_v, cand_lam, norm2, tmp)
-        vvnew = _dot(v2, v2)
+        vvnew = dot(v2, v2)
         if not vvnew < vv:
             used[slot] = was          # no progress: keep the last state, stop
             break
@@ -359,7 +355,7 @@ def _blow_up(ca, cb, pts, pa_, pb_, size, tol_abs, touch_n, ws):
         for k in range(3):
             e[k] = pts[1, k] - pts[0, k]
             d[k] = pts[2, k] - pts[0, k]
-        _cross_into(e, d, n)
+        cross_into(e, d, n)
         best = -1.0
         first = 0
         for j in range(3):
@@ -370,7 +366,7 @@ def _blow_up(ca, cb, pts, pa_, pb_, size, tol_abs, touch_n, ws):
             if ll > best:
                 best = ll
                 first = j
-        if _dot(n, n) <= 1e-24 * best * best:
+        if dot(n, n) <= 1e-24 * best * best:
             second = (first + 1) % 3
             for arr in (pts, pa_, pb_):
                 for k in range(3):
@@ -382,7 +378,7 @@ def _blow_up(ca, cb, pts, pa_, pb_, size, tol_abs, touch_n, ws):
     if size == 2:
         for k in range(3):
             e[k] = pts[1, k] - pts[0, k]
-        if _dot(e, e) <= 1e-24 * max(_dot(pts[0], pts[0]), tol_abs * tol_abs):
+        if dot(e, e) <= 1e-24 * max(dot(pts[0], pts[0]), tol_abs * tol_abs):
             size = 1
     for stage in range(1, 3):
         if size != stage:
@@ -402,12 +398,12 @@ def _blow_up(ca, cb, pts, pa_, pb_, size, tol_abs, touch_n, ws):
             n[1] = 0.0
             n[2] = 0.0
             n[ax] = 1.0
-            _cross_into(e, n, d)
-            ln = math.sqrt(_dot(d, d))
+            cross_into(e, n, d)
+            ln = math.sqrt(dot(d, d))
             for k in range(3):
                 d[k] = d[k] / ln
         _support_d(ca, cb, 1.0, d, w, wa, wb)
-        if _dot(w, d) <= tol_abs:
+        if dot(w, d) <= tol_abs:
             for k in range(3):
                 touch_n[k] = d[k]
             return size, True
@@ -420,14 +416,14 @@ def _blow_up(ca, cb, pts, pa_, pb_, size, tol_abs, touch_n, ws):
         for k in range(3):
             e[k] = pts[1, k] - pts[0, k]
             d[k] = pts[2, k] - pts[0, k]
-        _cross_into(e, d, n)
-        ln = math.sqrt(_dot(n, n))
+        cross_into(e, d, n)
+        ln = math.sqrt(dot(n, n))
         for k in range(3):
             n[k] = n[k] / ln
         _support_d(ca, cb, 1.0, n, wp, wpa, wpb)
         _support_d(ca, cb, -1.0, n, w, wa, wb)
-        hp = _dot(wp, n)
-        hm = -_dot(w, n)
+        hp = dot(wp, n)
+        hm = -dot(w, n)
         if min(hp, hm) <= tol_abs:
             s = 1.0 if hp <= hm else -1.0
             for k in range(3):
@@ -593,7 +589,7 @@ def epa_pair(ca, cb, scale, S, SA, SB, size, tol, V, VA, VB, F, alive, N, Dst, n
         F[f, 1] = _TET_FACES[f, 1]
         F[f, 2] = _TET_FACES[f, 2]
         dst, _ = _face_plane(V, F[f, 0], F[f, 1], F[f, 2], N[f])
-        if _dot(N[f], cen) > dst:       # orient every face away from the centroid
+        if dot(N[f], cen) > dst:       # orient every face away from the centroid
             t = F[f, 1]
             F[f, 1] = F[f, 2]
             F[f, 2] = t
@@ -615,7 +611,7 @@ def epa_pair(ca, cb, scale, S, SA, SB, size, tol, V, VA, VB, F, alive, N, Dst, n
         support(cb, 1.0, N[best], wb)
         for k in range(3):
             w[k] = wb[k] - wa[k]
-        if _dot(w, N[best]) - Dst[best] <= tol_abs:
+        if dot(w, N[best]) - Dst[best] <= tol_abs:
             converged = True
             break
         if nv >= nvc:
@@ -629,9 +625,6 @@ def epa_pair(ca, cb, scale, S, SA, SB, size, tol, V, VA, VB, F, alive, N, Dst, n
     depth = Dst[best]
     a, b, c = F[best, 0], F[best, 1], F[best, 2]
     n = N[best]
-    area = 0.0
-    lb = 0.0
-    lc = 0.0
     e1 = ws[47:50]
     e2 = ws[50:53]
     pp = ws[53:56]
@@ -640,12 +633,7 @@ def epa_pair(ca, cb, scale, S, SA, SB, size, tol, V, VA, VB, F, alive, N, Dst, n
         e1[k] = V[b, k] - V[a, k]
         e2[k] = V[c, k] - V[a, k]
         pp[k] = depth * n[k] - V[a, k]
-    _cross_into(e1, e2, cr)
-    area = _dot(n, cr)
-    _cross_into(pp, e2, cr)
-    lb = _dot(n, cr) / area
-    _cross_into(e1, pp, cr)
-    lc = _dot(n, cr) / area
+    lb, lc = _triangle_weights(n, e1, e2, pp, cr)
     la = 1.0 - lb - lc
     for k in range(3):
         wit_a[k] = la * VA[a, k] + lb * VA[b, k] + lc * VA[c, k]

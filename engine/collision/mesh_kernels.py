@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.vec_kernels import tangent_basis
 from .clip_kernels import _segment_closest, reduce4_row
 
 
@@ -213,20 +214,6 @@ def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops
 
 
 # -- 4-point reduction ----------------------------------------------------------------------------
-@kernel(inline="always")
-def _tangent_basis(n, u, v):
-    """clip.tangent_basis for one unit normal (Duff et al. 2017)."""
-    sign = 1.0 if n[2] >= 0 else -1.0
-    a = -1.0 / (sign + n[2])
-    b = n[0] * n[1] * a
-    u[0] = 1.0 + sign * n[0] * n[0] * a
-    u[1] = sign * b
-    u[2] = -sign * n[0]
-    v[0] = n[1] * u[2] - n[2] * u[1]
-    v[1] = n[2] * u[0] - n[0] * u[2]
-    v[2] = n[0] * u[1] - n[1] * u[0]
-
-
 # -- reduction of a body pair's triangle contacts -----------------------------------------------
 @kernel
 def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max_clusters,
@@ -371,7 +358,7 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
         size = b - a
         sn = normal[src[seed_c[q], 0]]
         out_n[q] = sn
-        _tangent_basis(sn, u, v)
+        tangent_basis(sn, u, v)
         x = np.empty(size)
         y = np.empty(size)
         depth = np.empty(size)
@@ -409,6 +396,19 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
 
 # -- face clipping ------------------------------------------------------------------------------
 @kernel
+def _polygon_edges(x, y, n, ex, ey, elen):
+    """Edge vectors (ex, ey) and lengths elen of the plane polygon (x, y)[:n]; returns its
+    orientation, 1.0 counter-clockwise (signed area >= 0) else -1.0."""
+    area = 0.0
+    for j in range(n):
+        ex[j] = x[(j + 1) % n] - x[j]
+        ey[j] = y[(j + 1) % n] - y[j]
+        elen[j] = math.sqrt(ex[j] * ex[j] + ey[j] * ey[j])
+        area += x[j] * ey[j] - y[j] * ex[j]
+    return 1.0 if area >= 0 else -1.0
+
+
+@kernel
 def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, valid, frame,
              sc):
     """mesh_contacts._clip for one pair: the candidates of a reference polygon ref (nr, 3) and
@@ -422,7 +422,7 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
         valid[c] = False
     u = frame[1]
     v = frame[2]
-    _tangent_basis(n, u, v)
+    tangent_basis(n, u, v)
     for j in range(3):
         frame[0, j] = ref[0, j]
     o = frame[0]
@@ -437,21 +437,9 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
         iy[i] = dx * v[0] + dy * v[1] + dz * v[2]
         iz[i] = dx * n[0] + dy * n[1] + dz * n[2]
     rex, rey, rlen = sc[5], sc[6], sc[7]
-    area = 0.0
-    for j in range(nr):
-        rex[j] = rx[(j + 1) % nr] - rx[j]
-        rey[j] = ry[(j + 1) % nr] - ry[j]
-        rlen[j] = math.sqrt(rex[j] * rex[j] + rey[j] * rey[j])
-        area += rx[j] * rey[j] - ry[j] * rex[j]
-    r_or = 1.0 if area >= 0 else -1.0
+    r_or = _polygon_edges(rx, ry, nr, rex, rey, rlen)
     kex, key, klen = sc[8], sc[9], sc[10]
-    area = 0.0
-    for i in range(nk):
-        kex[i] = ix[(i + 1) % nk] - ix[i]
-        key[i] = iy[(i + 1) % nk] - iy[i]
-        klen[i] = math.sqrt(kex[i] * kex[i] + key[i] * key[i])
-        area += ix[i] * key[i] - iy[i] * kex[i]
-    k_or = 1.0 if area >= 0 else -1.0
+    k_or = _polygon_edges(ix, iy, nk, kex, key, klen)
     # (1) incident vertices inside the reference polygon.
     for i in range(nk):
         inside = True

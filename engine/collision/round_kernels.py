@@ -20,7 +20,8 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
-from .clip_kernels import ID_ROUND, SNAP, _segment_closest, _tangent_basis
+from ..core.vec_kernels import dot, pose_into, tangent_basis, unpose_into
+from .clip_kernels import ID_ROUND, SNAP, _segment_closest
 from .gjk_kernels import gjk_pair, gjk_scratch
 from .sat_kernels import PARALLEL_SIN
 
@@ -39,44 +40,17 @@ def round_table(table):
             t.patch_loops, t.nedges, t.edges, t.edge_dirs, t.edge_normals)
 
 
-@kernel(inline="always")
-def _dot(a, b):
-    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]
-
-
-@kernel(inline="always")
-def _rotate_into(rot, p, off, out):
-    """out = rot @ p + off."""
-    x = rot[0, 0] * p[0] + rot[0, 1] * p[1] + rot[0, 2] * p[2]
-    y = rot[1, 0] * p[0] + rot[1, 1] * p[1] + rot[1, 2] * p[2]
-    z = rot[2, 0] * p[0] + rot[2, 1] * p[1] + rot[2, 2] * p[2]
-    out[0] = x + off[0]
-    out[1] = y + off[1]
-    out[2] = z + off[2]
-
-
-@kernel(inline="always")
-def _unrotate_into(rot, p, off, out):
-    """out = rot^T @ (p - off)."""
-    x = p[0] - off[0]
-    y = p[1] - off[1]
-    z = p[2] - off[2]
-    out[0] = rot[0, 0] * x + rot[1, 0] * y + rot[2, 0] * z
-    out[1] = rot[0, 1] * x + rot[1, 1] * y + rot[2, 1] * z
-    out[2] = rot[0, 2] * x + rot[1, 2] * y + rot[2, 2] * z
-
-
 @kernel
 def perpendicular(axis, hint, out, basis):
     """Unit vector along hint with its component along axis removed, or any unit normal to
     axis (basis: 3x3 scratch)."""
-    ax2 = _dot(axis, axis)
-    k = _dot(hint, axis) / (ax2 if ax2 > 0 else 1.0)
+    ax2 = dot(axis, axis)
+    k = dot(hint, axis) / (ax2 if ax2 > 0 else 1.0)
     h0 = hint[0] - k * axis[0]
     h1 = hint[1] - k * axis[1]
     h2 = hint[2] - k * axis[2]
     hn = math.sqrt(h0 * h0 + h1 * h1 + h2 * h2)
-    if hn > 1e-12 * max(math.sqrt(_dot(hint, hint)), 1e-300):
+    if hn > 1e-12 * max(math.sqrt(dot(hint, hint)), 1e-300):
         out[0] = h0 / hn
         out[1] = h1 / hn
         out[2] = h2 / hn
@@ -85,7 +59,7 @@ def perpendicular(axis, hint, out, basis):
         basis[2, 0] = axis[0] / s
         basis[2, 1] = axis[1] / s
         basis[2, 2] = axis[2] / s
-        _tangent_basis(basis[2], basis)      # (reads row 2 before rewriting it unchanged)
+        tangent_basis(basis[2], basis[0], basis[1])
         out[0] = basis[0, 0]
         out[1] = basis[0, 1]
         out[2] = basis[0, 2]
@@ -106,8 +80,8 @@ def perpendicular_rows(axis, hint, out):
 @kernel(inline="always")
 def _core(points, rot, pos, s, p0, p1):
     """World core segment (p0, p1) of round shape s (a sphere's second point repeats the first)."""
-    _rotate_into(rot, points[s, 0], pos, p0)
-    _rotate_into(rot, points[s, min(1, points.shape[1] - 1)], pos, p1)
+    pose_into(rot, points[s, 0], pos, p0)
+    pose_into(rot, points[s, min(1, points.shape[1] - 1)], pos, p1)
 
 
 @kernel
@@ -134,14 +108,14 @@ def _round_round_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, i, normal, 
         d1[k] = p1[k] - p0[k]
         d2[k] = q1[k] - q0[k]
         n[k] = cq[k] - cp[k]
-    dist = math.sqrt(_dot(n, n))
+    dist = math.sqrt(dot(n, n))
     scale = min(bound[a], bound[b])
     if dist <= 1e-12 * scale:
         # Cores touching: no direction from the closest points; the centres' offset made
         # normal to A's axis (or B's), else any direction normal to it.
         for k in range(3):
             c[k] = 0.5 * (q0[k] + q1[k]) - 0.5 * (p0[k] + p1[k])
-        perpendicular(d1 if _dot(d1, d1) > 0 else d2, c, n, basis)
+        perpendicular(d1 if dot(d1, d1) > 0 else d2, c, n, basis)
     else:
         s = max(dist, 1e-300)
         for k in range(3):
@@ -159,8 +133,8 @@ def _round_round_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, i, normal, 
     # side by side (B's ends projected on A's axis give it), so a capsule lying on another does
     # not rock on one point. The first point stays the exact closest pair; the second gets its
     # own true core distance (never deeper than the truth).
-    l1 = _dot(d1, d1)
-    l2 = _dot(d2, d2)
+    l1 = dot(d1, d1)
+    l2 = dot(d2, d2)
     cx = d1[1] * d2[2] - d1[2] * d2[1]
     cy = d1[2] * d2[0] - d1[0] * d2[2]
     cz = d1[0] * d2[1] - d1[1] * d2[0]
@@ -348,7 +322,7 @@ def _face_contact(tab, b, f, p0, p1, rad, scale, margin, rot_b, pos_b, i, normal
         # A's surface is rad below the core along n; B's surface is the face plane: midway.
         for k in range(3):
             mid[k] = (p0[k] + t * (p1[k] - p0[k])) - (0.5 * (h + rad)) * n[k]
-        _rotate_into(rot_b, mid, pos_b, pt)
+        pose_into(rot_b, mid, pos_b, pt)
         for k in range(3):
             points[i, slot, k] = pt[k]
         separation[i, slot] = s
@@ -377,7 +351,7 @@ def _edge_contact(tab, b, e, p0, p1, u, s, rot_b, pos_b, rad, margin, i, normal,
     # Surface of A along the normal, surface of B at the edge point; midway.
     for k in range(3):
         mid[k] = 0.5 * ((cp[k] + rad * u[k]) + cq[k])
-    _rotate_into(rot_b, mid, pos_b, pt)
+    pose_into(rot_b, mid, pos_b, pt)
     for k in range(3):
         points[i, 0, k] = pt[k]
         normal[i, k] = rot_b[k, 0] * u[0] + rot_b[k, 1] * u[1] + rot_b[k, 2] * u[2]
@@ -409,20 +383,20 @@ def _round_polytope_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, consts, 
     rad = radius[a]
     # GJK on the cores in A's frame (precision far from the origin): A's core as is, B's
     # points posed by rot_a^T rot_b and rot_a^T (pos_b - pos_a).
-    _unrotate_into(rot_a, pos_b, pos_a, rel)
+    unpose_into(rot_a, pos_b, pos_a, rel)
     ext = 0.0
     for j in range(2):
         for k in range(3):
             pa[j, k] = points_t[a, min(j, points_t.shape[1] - 1), k]
-        ext = max(ext, _dot(pa[j], pa[j]))
+        ext = max(ext, dot(pa[j], pa[j]))
     nb = npoints[b]
     for r in range(3):
         for col in range(3):
             rel_rot[r, col] = (rot_a[0, r] * rot_b[0, col] + rot_a[1, r] * rot_b[1, col]
                                + rot_a[2, r] * rot_b[2, col])
     for j in range(nb):
-        _rotate_into(rel_rot, points_t[b, j], rel, pb[j])
-        ext = max(ext, _dot(points_t[b, j], points_t[b, j]))
+        pose_into(rel_rot, points_t[b, j], rel, pb[j])
+        ext = max(ext, dot(points_t[b, j], points_t[b, j]))
     ext = max(math.sqrt(ext), rad)
     scale = ext if ext > 0 else 1.0
     eye = consts[1]
@@ -434,15 +408,15 @@ def _round_polytope_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, consts, 
     size = 0
     for j in range(4):
         if used[j]:
-            _rotate_into(rot_a, S[j], consts[0], c)
+            pose_into(rot_a, S[j], consts[0], c)
             for k in range(3):
                 simplex[i, size, k] = c[k]
             size += 1
     simplex_size[i] = size
     # Everything below in B's frame.
     _core(points_t, rot_a, pos_a, a, w0, w1)
-    _unrotate_into(rot_b, w0, pos_b, p0)
-    _unrotate_into(rot_b, w1, pos_b, p1)
+    unpose_into(rot_b, w0, pos_b, p0)
+    unpose_into(rot_b, w1, pos_b, p1)
     scale2 = min(bound[a], bound[b])
     axis_kind[i] = AXIS_ROUND
     ids[i, 0] = _BASE
@@ -451,7 +425,7 @@ def _round_polytope_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, consts, 
         nv = math.sqrt(vv)
         for k in range(3):
             n_loc[k] = v[k] / nv
-        _rotate_into(rot_a, n_loc, consts[0], c)           # the world normal
+        pose_into(rot_a, n_loc, consts[0], c)           # the world normal
         dist = nv - rad
         for k in range(3):
             normal[i, k] = c[k]
@@ -459,14 +433,14 @@ def _round_polytope_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, consts, 
             cb_k = lam[0] * SB[0, k] + lam[1] * SB[1, k] + lam[2] * SB[2, k] + lam[3] * SB[3, k]
             w0[k] = ca_k
             w1[k] = cb_k
-        _rotate_into(rot_a, w0, pos_a, wk[0:3])
-        _rotate_into(rot_a, w1, pos_a, wk[3:6])
+        pose_into(rot_a, w0, pos_a, wk[0:3])
+        pose_into(rot_a, w1, pos_a, wk[3:6])
         for k in range(3):
             points[i, 0, k] = 0.5 * ((wk[k] + rad * c[k]) + wk[3 + k])
         distance[i] = dist
         separation[i, 0] = dist
         count[i] = 1 if dist <= margin else 0
-        _unrotate_into(rot_b, c, consts[0], n_loc)
+        unpose_into(rot_b, c, consts[0], n_loc)
         best = np.inf
         face = 0
         for f in range(nfaces[b]):

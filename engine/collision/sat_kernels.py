@@ -19,15 +19,11 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.vec_kernels import dot_parts
 
 PARALLEL_SIN = 1e-5      # sat.PARALLEL_SIN (sat.py imports this module's constants)
 PRUNE_TOL = 1e-6         # sat.PRUNE_TOL
 FACE_A, FACE_B, EDGE = 0, 1, 2   # sat's axis kinds
-
-
-@kernel(inline="always")
-def _dot3(a0, a1, a2, b0, b1, b2):
-    return a0 * b0 + a1 * b1 + a2 * b2
 
 
 @kernel
@@ -295,28 +291,28 @@ def _edge_query(i, a, b, r, na, ka, keep_a, kb, keep_b, points, edges, edge_dirs
         for q in range(kb):
             nc = nrm_b[q, 0]
             nd = nrm_b[q, 1]
-            cba = _dot3(nc[0], nc[1], nc[2], bx, by, bz)
-            dba = _dot3(nd[0], nd[1], nd[2], bx, by, bz)
+            cba = dot_parts(nc[0], nc[1], nc[2], bx, by, bz)
+            dba = dot_parts(nd[0], nd[1], nd[2], bx, by, bz)
             if not cba * dba < 0:
                 continue
             dx = nd[1] * nc[2] - nd[2] * nc[1]
             dy = nd[2] * nc[0] - nd[0] * nc[2]
             dz = nd[0] * nc[1] - nd[1] * nc[0]
-            adc = _dot3(na1[0], na1[1], na1[2], dx, dy, dz)
-            bdc = _dot3(na2[0], na2[1], na2[2], dx, dy, dz)
+            adc = dot_parts(na1[0], na1[1], na1[2], dx, dy, dz)
+            bdc = dot_parts(na2[0], na2[1], na2[2], dx, dy, dz)
             if not (adc * bdc < 0 and cba * bdc > 0):
                 continue
             db = dir_b[q]
-            cosang = _dot3(da[0], da[1], da[2], db[0], db[1], db[2])
+            cosang = dot_parts(da[0], da[1], da[2], db[0], db[1], db[2])
             len2 = max(1.0 - cosang * cosang, 0.0)
             if not len2 > PARALLEL_SIN * PARALLEL_SIN:
                 continue
             b0 = pb[edges[b, keep_b[q], 0]]
             # u . b0 = da . (db x b0)
-            u_pb = _dot3(da[0], da[1], da[2], db[1] * b0[2] - db[2] * b0[1],
+            u_pb = dot_parts(da[0], da[1], da[2], db[1] * b0[2] - db[2] * b0[1],
                          db[2] * b0[0] - db[0] * b0[2], db[0] * b0[1] - db[1] * b0[0])
-            u_pa = _dot3(ax_, ay_, az_, db[0], db[1], db[2])
-            u_ca = _dot3(gx, gy, gz, db[0], db[1], db[2])
+            u_pa = dot_parts(ax_, ay_, az_, db[0], db[1], db[2])
+            u_ca = dot_parts(gx, gy, gz, db[0], db[1], db[2])
             sign = -1.0 if u_pa - u_ca < 0 else 1.0
             s = sign * (u_pb - u_pa) / math.sqrt(len2)
             if s > best:

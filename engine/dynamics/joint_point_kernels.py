@@ -18,6 +18,7 @@ made (within a colour no moving body appears twice, so they commuted).
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.vec_kernels import cross_parts
 from .joint_inertia import rotated_inverse_inertia
 from .joint_row_kernels import _quat_mul
 from .joint_warm import kept_fraction
@@ -91,10 +92,10 @@ def point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, 
             else:
                 v0, v1, v2 = -rb0, -rb1, -rb2
             for r in range(3):
-                ang[j, e, r, 0], ang[j, e, r, 1], ang[j, e, r, 2] = _cross(
+                ang[j, e, r, 0], ang[j, e, r, 1], ang[j, e, r, 2] = cross_parts(
                     v0, v1, v2, inertia[j, e, r, 0], inertia[j, e, r, 1], inertia[j, e, r, 2])
             for c in range(3):
-                c0, c1, c2 = _cross(v0, v1, v2, ang[j, e, 0, c], ang[j, e, 1, c], ang[j, e, 2, c])
+                c0, c1, c2 = cross_parts(v0, v1, v2, ang[j, e, 0, c], ang[j, e, 1, c], ang[j, e, 2, c])
                 k[0, c] += c0
                 k[1, c] += c1
                 k[2, c] += c2
@@ -113,12 +114,6 @@ def point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, 
         f = min(1.0, reach / max(gap, 1e-300))
         e0, e1, e2 = _block_vec(kinv, j, d0 * f, d1 * f, d2 * f)
         err[j, 0], err[j, 1], err[j, 2] = err_scale * e0, err_scale * e1, err_scale * e2
-
-
-@kernel
-def _cross(a0, a1, a2, b0, b1, b2):
-    """a x b of two 3-vectors given by components."""
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
 @kernel
@@ -147,10 +142,10 @@ def point_sweep(vel, a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, 
             continue
         ia, ib = a[j], b[j]
         # G v = v_b + w_b x r_b - v_a - w_a x s
-        c0, c1, c2 = _cross(vel[ib, 3], vel[ib, 4], vel[ib, 5], rb[j, 0], rb[j, 1], rb[j, 2])
+        c0, c1, c2 = cross_parts(vel[ib, 3], vel[ib, 4], vel[ib, 5], rb[j, 0], rb[j, 1], rb[j, 2])
         g0, g1, g2 = vel[ib, 0] + c0, vel[ib, 1] + c1, vel[ib, 2] + c2
         if not world[j]:
-            c0, c1, c2 = _cross(vel[ia, 3], vel[ia, 4], vel[ia, 5], s[j, 0], s[j, 1], s[j, 2])
+            c0, c1, c2 = cross_parts(vel[ia, 3], vel[ia, 4], vel[ia, 5], s[j, 0], s[j, 1], s[j, 2])
             g0 -= vel[ia, 0] + c0
             g1 -= vel[ia, 1] + c1
             g2 -= vel[ia, 2] + c2
@@ -196,11 +191,11 @@ def point_warm_start(vel, a, b, world, broken, ima, imb, s, rb, ang, imp, terms,
             ia, ib = a[j], b[j]
             l0, l1, l2 = imp[j, 0], imp[j, 1], imp[j, 2]
             # lam . G v, G v = v_b + w_b x r_b - v_a - w_a x s
-            c0, c1, c2 = _cross(vel[ib, 3], vel[ib, 4], vel[ib, 5], rb[j, 0], rb[j, 1],
+            c0, c1, c2 = cross_parts(vel[ib, 3], vel[ib, 4], vel[ib, 5], rb[j, 0], rb[j, 1],
                                 rb[j, 2])
             g0, g1, g2 = vel[ib, 0] + c0, vel[ib, 1] + c1, vel[ib, 2] + c2
             if not world[j]:
-                c0, c1, c2 = _cross(vel[ia, 3], vel[ia, 4], vel[ia, 5], s[j, 0], s[j, 1],
+                c0, c1, c2 = cross_parts(vel[ia, 3], vel[ia, 4], vel[ia, 5], s[j, 0], s[j, 1],
                                     s[j, 2])
                 g0 -= vel[ia, 0] + c0
                 g1 -= vel[ia, 1] + c1
@@ -217,12 +212,12 @@ def point_warm_start(vel, a, b, world, broken, ima, imb, s, rb, ang, imp, terms,
             # lam K lam: the sum over the blocks of p . dv, p = G^T lam, dv = M^-1 G^T lam
             ll = l0 * l0 + l1 * l1 + l2 * l2
             qk = imb[j] * ll
-            p0, p1, p2 = _cross(rb[j, 0], rb[j, 1], rb[j, 2], l0, l1, l2)   # p_wb = r_b x lam
+            p0, p1, p2 = cross_parts(rb[j, 0], rb[j, 1], rb[j, 2], l0, l1, l2)   # p_wb = r_b x lam
             d0, d1, d2 = _side_vec(ang, j, 1, l0, l1, l2)
             qk += p0 * d0 + p1 * d1 + p2 * d2
             if not world[j]:
                 qk += ima[j] * ll
-                p0, p1, p2 = _cross(l0, l1, l2, s[j, 0], s[j, 1], s[j, 2])  # p_wa = lam x s
+                p0, p1, p2 = cross_parts(l0, l1, l2, s[j, 0], s[j, 1], s[j, 2])  # p_wa = lam x s
                 d0, d1, d2 = _side_vec(ang, j, 0, l0, l1, l2)
                 qk += p0 * d0 + p1 * d1 + p2 * d2
             terms[j, 0] = qk

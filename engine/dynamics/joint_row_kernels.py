@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.vec_kernels import cross_parts
 from .joint_chain import chain_factor, chain_solve, spd_inverse
 from .joint_inertia import retake
 from .joint_springs import limit_as_spring, spring_blocks
@@ -154,12 +155,6 @@ def _frame(q, i, identity, f, j, out):
 
 
 @kernel
-def _cross(a0, a1, a2, b0, b1, b2):
-    """a x b of two 3-vectors given by components."""
-    return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
-
-
-@kernel
 def geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, coord, rel):
     """Per joint at the poses x (N, 3), q (N, 4): the frames fa, fb (m, 3, 3) (columns are the
     axes in the world), the linear rows' Jacobians and coordinates, rel = FA^T FB (m, 3, 3)
@@ -193,9 +188,9 @@ def geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, c
             a0, a1, a2 = fa[j, 0, k], fa[j, 1, k], fa[j, 2, k]
             coord[j, k] = a0 * d0 + a1 * d1 + a2 * d2
             jac[j, k, 6], jac[j, k, 7], jac[j, k, 8] = a0, a1, a2
-            jac[j, k, 9], jac[j, k, 10], jac[j, k, 11] = _cross(rb0, rb1, rb2, a0, a1, a2)
+            jac[j, k, 9], jac[j, k, 10], jac[j, k, 11] = cross_parts(rb0, rb1, rb2, a0, a1, a2)
             if ext:
-                c0, c1, c2 = _cross(ra0 + d0, ra1 + d1, ra2 + d2, a0, a1, a2)
+                c0, c1, c2 = cross_parts(ra0 + d0, ra1 + d1, ra2 + d2, a0, a1, a2)
                 jac[j, k, 0], jac[j, k, 1], jac[j, k, 2] = -a0, -a1, -a2
                 jac[j, k, 3], jac[j, k, 4], jac[j, k, 5] = -c0, -c1, -c2
         for r in range(3):
@@ -208,10 +203,10 @@ def geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, c
         # (e1 x e2, e2 x e0, e0 x e1) / det
         e00, e01, e02 = fa[j, 0, 0], fa[j, 1, 0], fa[j, 2, 0]
         e20, e21, e22 = fb[j, 0, 2], fb[j, 1, 2], fb[j, 2, 2]
-        e10, e11, e12 = _cross(e20, e21, e22, e00, e01, e02)
+        e10, e11, e12 = cross_parts(e20, e21, e22, e00, e01, e02)
         n = max(np.sqrt(e10 * e10 + e11 * e11 + e12 * e12), 1e-9)
         e10, e11, e12 = e10 / n, e11 / n, e12 / n
-        u0, u1, u2 = _cross(e10, e11, e12, e20, e21, e22)
+        u0, u1, u2 = cross_parts(e10, e11, e12, e20, e21, e22)
         det = e00 * u0 + e01 * u1 + e02 * u2
         if abs(det) < 1e-3:   # gimbal lock
             det = np.copysign(1e-3, det)
@@ -219,9 +214,9 @@ def geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, c
             if r == 0:
                 g0, g1, g2 = u0, u1, u2
             elif r == 1:
-                g0, g1, g2 = _cross(e20, e21, e22, e00, e01, e02)
+                g0, g1, g2 = cross_parts(e20, e21, e22, e00, e01, e02)
             else:
-                g0, g1, g2 = _cross(e00, e01, e02, e10, e11, e12)
+                g0, g1, g2 = cross_parts(e00, e01, e02, e10, e11, e12)
             g0, g1, g2 = g0 / det, g1 / det, g2 / det
             jac[j, 3 + r, 9], jac[j, 3 + r, 10], jac[j, 3 + r, 11] = g0, g1, g2
             if ext:

@@ -117,18 +117,22 @@ def is_curved(kind):
 
 
 @kernel
+def radial_unit(d0, d1):
+    """(|d_xy|, unit d_xy) of a local direction's xy part, the x axis where it has none (the
+    rim point facing it: any one for a direction along the axis)."""
+    lxy = math.sqrt(d0 * d0 + d1 * d1)
+    if lxy > 1e-300:
+        return lxy, d0 / lxy, d1 / lxy
+    return lxy, 1.0, 0.0
+
+
+@kernel
 def local_support_row(code, radius, hh, d0, d1, d2, out):
     """Farthest point (into out) of a cylinder/cone (code: its kind) along the local direction
     (d0, d1, d2): the rim point of the cap facing it; for a cone the apex or the base rim point,
     whichever reaches farther (apex when 2 hh d_z >= r |d_xy|). The compiled GJK/EPA read the
     shapes through this (engine.collision.gjk_kernels.support)."""
-    lxy = math.sqrt(d0 * d0 + d1 * d1)
-    if lxy > 1e-300:
-        ux = d0 / lxy
-        uy = d1 / lxy
-    else:
-        ux = 1.0
-        uy = 0.0
+    lxy, ux, uy = radial_unit(d0, d1)
     if code == _CONE:
         apex = 2.0 * hh * d2 >= radius * lxy
         z = hh if apex else -hh
