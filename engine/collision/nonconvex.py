@@ -119,6 +119,16 @@ def _any_nonconvex(kinds):
     return bool(np.any((kinds == _COMPOUND) | (kinds == _MESH)))
 
 
+def _within_reach(table, sid_a, pos_a, sid_b, pos_b, margin):
+    """(M,) bool: the bounding spheres of the shapes (about their origins) come within margin.
+    The broadphase's boxes are grown by the motion and are loose about round or turned
+    shapes: a sheet of jointed spheres gives ~20 candidates per manifold, each costing a
+    narrowphase row. A NaN margin is kept (narrowphase.collide reports it)."""
+    d = pos_b - pos_a
+    reach = table.bound_radius[sid_a] + table.bound_radius[sid_b] + margin
+    return ~(np.einsum("ij,ij->i", d, d) > reach * reach)
+
+
 def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, collide=None):
     """Manifolds of M body pairs whose shapes may be convex, Compound or TriangleMesh.
 
@@ -134,12 +144,16 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     margin = per_row(margin, m)
     first, count, psid, ppos, pq, nonconvex = _parts(table)
     kinds = table.kind
-    if not nonconvex or not (_any_nonconvex(kinds[sid_a]) or _any_nonconvex(kinds[sid_b])):
-        # Convex pairs only: one manifold per pair, straight from the narrowphase.
-        man = collide(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=margin)
-        return BodyContacts(man, np.arange(m), np.zeros(m, np.int64))
     pos_a = np.asarray(pos_a, dtype=np.float64).reshape(m, 3)
     pos_b = np.asarray(pos_b, dtype=np.float64).reshape(m, 3)
+    if not nonconvex or not (_any_nonconvex(kinds[sid_a]) or _any_nonconvex(kinds[sid_b])):
+        # Convex pairs only: one manifold per pair the bounding spheres do not rule out,
+        # straight from the narrowphase.
+        rows = np.flatnonzero(_within_reach(table, sid_a, pos_a, sid_b, pos_b, margin))
+        man = collide(table, sid_a[rows], pos_a[rows], np.asarray(q_a).reshape(m, 4)[rows],
+                      sid_b[rows], pos_b[rows], np.asarray(q_b).reshape(m, 4)[rows],
+                      margin=margin[rows])
+        return BodyContacts(man, rows, np.zeros(len(rows), np.int64))
     q_a = quat.normalize(np.asarray(q_a, dtype=np.float64).reshape(m, 4))
     q_b = quat.normalize(np.asarray(q_b, dtype=np.float64).reshape(m, 4))
 
@@ -160,10 +174,7 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
         xa, xb = pos_a[pair], pos_b[pair]
     sub = local                      # = ja * cb + jb: the part pair, unique within the pair
     marg = margin[pair]
-    # Bounding-sphere cull of part pairs (the body pair already passed the broadphase).
-    d = xb - xa
-    reach = table.bound_radius[sa] + table.bound_radius[sb] + marg
-    keep = (n_rows[pair] == 1) | (np.einsum("ij,ij->i", d, d) <= reach * reach)
+    keep = _within_reach(table, sa, xa, sb, xb, marg)
     ka, kb = kinds[sa], kinds[sb]
     keep &= ~((ka == _MESH) & (kb == _MESH))
     pair, sa, sb, xa, xb, qa, qb, sub, marg = (
