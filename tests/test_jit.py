@@ -274,7 +274,7 @@ def test_each_import_name_of_the_engine_caches_apart(tmp_path):
     module: a process importing the engine as ``engine`` failed to load a kernel cached by
     one importing this checkout as ``hullabaloo`` (hullabaloo_cli.py, the demo), with
     ModuleNotFoundError at its first step. Another import name gets a folder of its own."""
-    out = run_py(f"""
+    code = f"""
         import importlib.util, json, sys
         spec = importlib.util.spec_from_file_location(
             "hb_alias", {os.path.join(ROOT, "__init__.py")!r},
@@ -285,10 +285,15 @@ def test_each_import_name_of_the_engine_caches_apart(tmp_path):
         aliased.activate()
         plain.activate()
         print(json.dumps([aliased.describe(), plain.describe()]))
-    """, tmp_path)
-    aliased, plain = out
+    """
+    aliased, plain = run_py(code, tmp_path)
     assert os.path.join("engine", "__pycache__", "numba-hb_alias.engine") in aliased
     assert "numba-" not in plain
+    # The same with NUMBA_CACHE_DIR set (a developer's or a farm's shared cache).
+    shared = str(tmp_path / "shared")
+    aliased, plain = run_py(code, tmp_path, {"NUMBA_CACHE_DIR": shared})
+    assert os.path.join(shared, "numba-hb_alias.engine") in aliased
+    assert f"cache: {shared})" in plain
 
 
 CALLEE = '''

@@ -34,7 +34,7 @@ from typing import Any
 
 _KERNELS: list = []     # every _Stub made by kernel(), in definition order
 _STATE: dict[str, Any] = {"mode": None, "numba": None, "reason": "", "cache_dir": None,
-                          "cache": True, "stamp": None}
+                          "cache": True, "stamp": None, "cache_path": None}
 # Activation happens once: the add-on may warm the engine up in a thread of its own while
 # Blender's main thread calls a kernel too (addon/compiler.py).
 _LOCK = threading.RLock()
@@ -122,11 +122,19 @@ def _configure_cache(numba):
     if callable(_STATE["cache_dir"]):
         found = _STATE["cache_dir"]()
         _STATE["cache_dir"] = None if found is None else str(found)
-    path = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"]
+    package = __name__.rsplit(".core.jit", 1)[0]
+    path = _STATE["cache_dir"]
+    if os.environ.get("NUMBA_CACHE_DIR"):
+        # The same source files imported under another name than ``engine`` (the add-on
+        # run from a checkout, hullabaloo_cli.py) keep their kernels apart: see below.
+        path = os.environ["NUMBA_CACHE_DIR"]
+        if package != "engine":
+            path = os.path.join(path, "numba-" + package)
     if path:
         if _writable(path):
             numba.config.CACHE_DIR = path
             _STATE["cache"] = True
+            _STATE["cache_path"] = path
         else:
             _STATE["cache"] = False
         return
@@ -136,7 +144,6 @@ def _configure_cache(numba):
     # as ``hullabaloo.engine`` (hullabaloo_cli.py, the demo) had saved: ModuleNotFoundError
     # at the first step. Any other name than the plain ``engine`` caches in a folder of its
     # own beside the engine's modules.
-    package = __name__.rsplit(".core.jit", 1)[0]
     if package != "engine":
         root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         path = os.path.join(root, "__pycache__", "numba-" + package)
@@ -234,7 +241,7 @@ def describe():
     """One line for reports and logs: how the engine runs, and why if uncompiled."""
     mode, reason = _STATE["mode"], _STATE["reason"]
     if mode == "numba":
-        where = os.environ.get("NUMBA_CACHE_DIR") or _STATE["cache_dir"] or "numba's default"
+        where = _STATE.get("cache_path") or _STATE["cache_dir"] or "numba's default"
         cache = where if _STATE["cache"] else "none, compiled in memory"
         return f"compiled (numba {_STATE['numba'].__version__}; cache: {cache})"
     if mode == "python":
