@@ -8,9 +8,10 @@ One ``World.step(dt)``:
    persistent Broadphase, its pairs filtered to this step's exact box overlaps);
 3. waking: a sleeping island whose box overlaps a moving body wakes up (then the broadphase
    is redone so the woken bodies' own pairs are found);
-4. narrowphase (engine.collision.nonconvex.collide_bodies) once for all candidate pairs with at least
-   one awake dynamic body, keeping points within a per-pair speculative distance (base +
-   how far the surfaces can close over dt). Convex pairs give one manifold; a Compound
+4. narrowphase once for all candidate pairs with at least one awake dynamic body (pairs of
+   two polytopes in one kernel, engine.collision.polytope_pairs; the rest through
+   engine.collision.nonconvex.collide_bodies), keeping points within a per-pair speculative
+   distance (base + how far the surfaces can close over dt). Convex pairs give one manifold; a Compound
    expands into its parts and a TriangleMesh (static or kinematic only) into the triangles
    its BVH returns, so a body pair may give several manifolds, told apart by a ``sub`` key;
 5. the pair table (engine.collision.contacts, keyed by (body pair, sub)) matches points by feature id
@@ -975,64 +976,70 @@ class World(BodyControl, JointWorldMixin):
         return out
 
     def _narrowphase(self, ia, ib, vel, dt, rot):
-        """Contact manifolds of the candidate body pairs (engine.collision.nonconvex.collide_bodies:
-        engine.collision.narrowphase.collide for convex pairs, expanded for compounds and meshes), a
-        polytope pair's manifold reused from the pair table while its bodies barely moved
-        relative to each other (engine.collision.manifold_cache).
+        """Contact manifolds of the candidate body pairs. Pairs of two polytopes (boxes,
+        hulls) go through one kernel (engine.collision.polytope_pairs), which also reuses a
+        pair table's manifold while its bodies barely moved relative to each other
+        (engine.collision.manifold_cache); the other pairs (round and curved shapes,
+        compounds, meshes) through engine.collision.nonconvex.collide_bodies, never reused (a
+        round shape's contact point is not a material point; compounds and meshes have
+        several manifolds per pair). A collide hook (tests) sends every pair the second way.
 
         Returns (ia, ib, sub, manifolds as a dict of arrays, with "geo" their captured
         geometry for the pair table): one row per manifold with points, sorted by
         (ia, ib, sub)."""
-        t = self.table
-        sid = self._v("shape")
-        pos, q = self._v("pos"), self._v("q")
         margin = self._speculative_margin(ia, ib, vel, dt)
-        st = self.settings
-        if len(ia) and self._collide is None and self._convex_pairs(ia, ib).all():
-            # Polytopes only (boxes, hulls): the pass's whole narrowphase, the reuse of the
-            # pair table's manifolds included, in one kernel.
-            pair, out = collide_polytope_bodies(
-                t, sid, pos, q, rot, ia, ib, margin, self.pairs,
-                self._reuse_mode(len(ia), vel, dt), st.manifold_reuse_distance,
-                st.manifold_reuse_angle)
-            if st.manifold_reuse_distance <= 0:
-                del out["geo"]                  # nothing is reusable (store: NaN captures)
-            return ia[pair], ib[pair], np.zeros(len(pair), dtype=np.int64), out
-        reuse, rows = self._reusable(ia, ib, margin, vel, dt)
-        fresh = np.flatnonzero(~reuse) if reuse.any() else np.arange(len(ia))
-        fa, fb = ia[fresh], ib[fresh]
-        if len(fresh) or not len(ia):
-            res = collide_bodies(t, sid[fa], pos[fa], q[fa], sid[fb], pos[fb], q[fb],
-                                 margin=margin[fresh], collide=self._collide)
-            man = res.manifolds
-            live = np.flatnonzero((man.count[:] > 0) & sound_manifolds(
-                man.normal, man.points, man.separation, man.count))
-            out = {k: getattr(man, k)[live] for k in ("normal", "points", "separation",
-                                                       "count", "ids", "axis_kind",
-                                                       "axis_index")}
-            pair, sub = fresh[res.pair[live]], res.sub[live]
-        else:                                   # everything reused: no narrowphase at all
-            out = {"normal": np.zeros((0, 3)), "points": np.zeros((0, 4, 3)),
-                   "separation": np.zeros((0, 4)), "count": np.zeros(0, np.int64),
-                   "ids": np.zeros((0, 4), np.int64), "axis_kind": np.zeros(0, np.int8),
-                   "axis_index": np.zeros((0, 2), np.int64)}
-            pair = sub = np.zeros(0, dtype=np.int64)
-        if self.settings.manifold_reuse_distance > 0:
-            pa, pb = ia[pair], ib[pair]
-            out["geo"] = manifold_cache.capture(out, pos[pa], q[pa], pos[pb], q[pb],
-                                                margin[pair])
-            # Pairs with another shape than a polytope: never reused.
-            out["geo"]["margin"] = np.where(self._convex_pairs(pa, pb), margin[pair], np.nan)
-            if reuse.any():
-                pair, sub, out = self._merge_reused(ia, ib, reuse, rows, pair, sub, out)
+        poly = self._convex_pairs(ia, ib) if self._collide is None else np.zeros(len(ia), bool)
+        if len(ia) and poly.all():
+            pair, out = self._polytope_manifolds(ia, ib, margin, vel, dt, rot)
+            sub = np.zeros(len(pair), dtype=np.int64)
+        elif not poly.any():
+            pair, sub, out = self._other_manifolds(ia, ib, margin)
+        else:
+            # A mixed pass: each kind of pair its own way, merged in (pair, sub) order.
+            p, o = np.flatnonzero(poly), np.flatnonzero(~poly)
+            pair_p, out_p = self._polytope_manifolds(ia[p], ib[p], margin[p], vel, dt, rot)
+            pair_o, sub_o, out_o = self._other_manifolds(ia[o], ib[o], margin[o])
+            pair = np.concatenate((p[pair_p], o[pair_o]))
+            sub = np.concatenate((np.zeros(len(pair_p), dtype=np.int64), sub_o))
+            order = np.lexsort((sub, pair))
+            pair, sub = pair[order], sub[order]
+            out = {k: np.concatenate((v, out_o[k]))[order] for k, v in out_p.items()
+                   if k != "geo"}
+            out["geo"] = {k: np.concatenate((v, out_o["geo"][k]))[order]
+                          for k, v in out_p["geo"].items()}
+        if self.settings.manifold_reuse_distance <= 0:
+            del out["geo"]                      # nothing is reusable (store: NaN captures)
         return ia[pair], ib[pair], sub, out
 
+    def _polytope_manifolds(self, ia, ib, margin, vel, dt, rot):
+        """(pair, out) of collide_polytope_bodies for pairs of two polytopes, reusing the
+        pair table's manifolds as _reuse_mode allows."""
+        st = self.settings
+        return collide_polytope_bodies(
+            self.table, self._v("shape"), self._v("pos"), self._v("q"), rot, ia, ib, margin,
+            self.pairs, self._reuse_mode(len(ia), vel, dt), st.manifold_reuse_distance,
+            st.manifold_reuse_angle)
+
+    def _other_manifolds(self, ia, ib, margin):
+        """(pair, sub, out) of collide_bodies for the other pairs, with captures that are
+        never reused (manifold_cache.empty: a NaN margin)."""
+        sid, pos, q = self._v("shape"), self._v("pos"), self._v("q")
+        res = collide_bodies(self.table, sid[ia], pos[ia], q[ia], sid[ib], pos[ib], q[ib],
+                             margin=margin, collide=self._collide)
+        man = res.manifolds
+        live = np.flatnonzero((man.count[:] > 0) & sound_manifolds(
+            man.normal, man.points, man.separation, man.count))
+        out = {k: getattr(man, k)[live] for k in ("normal", "points", "separation", "count",
+                                                   "ids", "axis_kind", "axis_index")}
+        out["geo"] = manifold_cache.empty(len(live))
+        return res.pair[live], res.sub[live], out
+
     def _reuse_mode(self, m, vel, dt):
-        """How a pass of m candidate pairs may reuse the pair table's manifolds (the modes of
-        engine.collision.polytope_pairs). A few candidates cost the narrowphase its fixed
-        per-call price whatever their number, so below reuse_min_pairs a pass reuses only when
-        it can reuse everything, and tries only when no awake body moves by the tolerance in
-        this pass (a cheap test that fails at once in a tumbling scene)."""
+        """How a pass of m candidate polytope pairs may reuse the pair table's manifolds (the
+        modes of engine.collision.polytope_pairs). A few candidates cost the narrowphase its
+        fixed per-call price whatever their number, so below reuse_min_pairs a pass reuses
+        only when it can reuse everything, and tries only when no awake body moves by the
+        tolerance in this pass (a cheap test that fails at once in a tumbling scene)."""
         d, ang = self.settings.manifold_reuse_distance, self.settings.manifold_reuse_angle
         if d <= 0 or not m or not len(self.pairs):
             return NO_REUSE
@@ -1042,57 +1049,11 @@ class World(BodyControl, JointWorldMixin):
                           ang * ang / (dt * dt))
         return REUSE_ALL if calm else NO_REUSE
 
-    def _reusable(self, ia, ib, margin, vel, dt):
-        """Candidate pairs whose manifold the pair table can give again: (reuse (M,) bool,
-        the table row of each pair or -1), as _reuse_mode allows (passes with other shapes
-        than polytopes; polytope-only passes decide in their kernel)."""
-        m = len(ia)
-        d, ang = self.settings.manifold_reuse_distance, self.settings.manifold_reuse_angle
-        none = np.zeros(m, dtype=bool), np.full(m, -1, dtype=np.int64)
-        mode = self._reuse_mode(m, vel, dt)
-        if mode == NO_REUSE:
-            return none
-        rows = self.pairs._find(pair_keys(ia, ib), np.zeros(m, dtype=np.int64))
-        hit = np.flatnonzero((rows >= 0) & self._convex_pairs(ia, ib))
-        if mode == REUSE_ALL and len(hit) < m:
-            return none
-        reuse = np.zeros(m, dtype=bool)
-        if len(hit):
-            a, b = ia[hit], ib[hit]
-            pos, q = self._v("pos"), self._v("q")
-            reuse[hit] = manifold_cache.still_valid(self.pairs.geometry(rows[hit]), pos[a],
-                                                    q[a], pos[b], q[b], margin[hit], d, ang)
-        if mode == REUSE_ALL and not reuse.all():
-            return none
-        return reuse, rows
-
     def _convex_pairs(self, ia, ib):
         """(M,) bool: both bodies are polytopes (Box, ConvexHull): one manifold per pair whose
-        points are features of the shapes. A round shape's contact point is not a material
-        point (a lying capsule rolls under it: reused, the point would roll up with it and the
-        capsule roll on), and compounds and meshes have several manifolds per pair."""
+        points are features of the shapes."""
         poly = self.table.kind[self._v("shape")] == POLYTOPE
         return poly[ia] & poly[ib]
-
-    def _merge_reused(self, ia, ib, reuse, rows, pair, sub, out):
-        """The fresh manifold rows (pair, sub, out) plus those rebuilt from the pair table for
-        the candidates ``reuse``, sorted by (pair, sub)."""
-        r = np.flatnonzero(reuse)
-        trow = rows[r]
-        geo = self.pairs.geometry(trow)
-        pos, q = self._v("pos"), self._v("q")
-        count = self.pairs.count[trow]
-        normal, points, sep = manifold_cache.rebuild(geo, count, pos[ia[r]], q[ia[r]],
-                                                     pos[ib[r]], q[ib[r]])
-        old = {"normal": normal, "points": points, "separation": sep, "count": count,
-               "ids": self.pairs.ids[trow], "axis_kind": geo["axis_kind"],
-               "axis_index": geo["axis_index"]}
-        pair = np.concatenate((pair, r))
-        sub = np.concatenate((sub, np.zeros(len(r), dtype=np.int64)))
-        order = np.lexsort((sub, pair))
-        merged = {k: np.concatenate((out[k], old[k]))[order] for k in old}
-        merged["geo"] = {k: np.concatenate((v, geo[k]))[order] for k, v in out["geo"].items()}
-        return pair[order], sub[order], merged
 
     def _speculative_margin(self, ia, ib, vel, dt):
         """Per pair: points closer than this are contacts. The base distance plus, with ccd,
