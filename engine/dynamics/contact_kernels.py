@@ -66,7 +66,7 @@ def _row_velocity(i, r, dirs, jang, v):
     return s
 
 
-@kernel
+@kernel(refcount=False)
 def warm_start(vel, idx, count, dirs, ima, imb, mang, imp):
     """vel += M^-1 J^T imp for every manifold (the impulses carried into the substep).
 
@@ -156,7 +156,7 @@ def _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, tangents):
     vel[b, 5] += wb2
 
 
-@kernel
+@kernel(refcount=False)
 def separations(rows, idx, count, dirs, jang, sep0, dpose, out):
     """out (K, 4) = the separation now of each point of the manifolds rows (K,): sep0 + J_n
     dpose (linearised; see solver); unused slots keep sep0."""
@@ -750,7 +750,7 @@ def _tangents(n0, n1, n2):
     return a0, a1, a2, n1 * a2 - n2 * a1, n2 * a0 - n0 * a2, n0 * a1 - n1 * a0
 
 
-@kernel
+@kernel(refcount=False)
 def set_directions(rows, src, normal, dirs):
     """dirs[rows[j]] (3, 3) = (normal, tangent 1, tangent 2) of the unit normal normal[src[j]]
     (see _tangents)."""
@@ -763,7 +763,7 @@ def set_directions(rows, src, normal, dirs):
         dirs[i, 2, 0], dirs[i, 2, 1], dirs[i, 2, 2] = b0, b1, b2
 
 
-@kernel
+@kernel(refcount=False)
 def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, reach, ra, rb):
     """Lever arms ra, rb (m, 4, 3) of manifolds rows (K,) from the narrowphase's manifolds
     src (K,) of points (., 4, 3): the points' arms about the centres of mass x_com, clamped
@@ -831,7 +831,7 @@ def set_arms(rows, src, idx, count, points, x_com, box_axes, box_lo, box_hi, rea
                     rb[i, p, 0], rb[i, p, 1], rb[i, p, 2] = a0, a1, a2
 
 
-@kernel
+@kernel(refcount=False)
 def start_state(src, count, friction, warm_normal, warm_friction, sep, dirs, imp, sep0):
     """Per manifold i (from the caller's manifold src[i]): the warm-start impulses imp (m, 12)
     (normal as carried, friction world vectors projected on the tangents, scaled into the
@@ -863,7 +863,7 @@ def start_state(src, count, friction, warm_normal, warm_friction, sep, dirs, imp
                 sep0[i, p] = UNUSED_SEPARATION
 
 
-@kernel
+@kernel(refcount=False)
 def impact_speeds(rows, idx, count, dirs, jang, vel, accel_n, h, sep, out):
     """out (K, 4) = the impact speeds of the manifolds rows (K,) (engine.dynamics.solver's
     docstring), accel_n (K,) and sep (K, 4) theirs: under the relative normal acceleration
@@ -931,7 +931,7 @@ def prepare(order, ia, ib, normal, points, separation, count, friction, restitut
     impact_speeds(every, idx, cnt, dirs, jang, vel, acc, h, sep0, v_impact)
 
 
-@kernel
+@kernel(refcount=False)
 def impulses_by_manifold(order, imp, dirs, normal, world, tangent):
     """ContactSolver.impulses: the accumulated impulses of sweep manifold i (the caller's
     order[i]) back in the caller's order: normal (M, 4), friction along the tangents

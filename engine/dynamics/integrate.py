@@ -204,7 +204,7 @@ def integrate_velocities(vel, active, gravity, lin_factor, ang_factor, h,
         gyro_kick(vel, gyro_index, q, inertia_body, float(h), 2)
 
 
-@kernel
+@kernel(refcount=False)
 def _kick(vel, active, gravity, lin_factor, ang_factor, h):
     """Gravity then damping over h for the bodies active (see integrate_velocities)."""
     for j in range(active.shape[0]):
@@ -221,7 +221,7 @@ def integrate_positions(x, q, vel, index, h):
         _advance(x, q, vel, index, h)
 
 
-@kernel
+@kernel(refcount=False)
 def _advance(x, q, vel, index, h):
     """quat.integrate's arithmetic per body, with x += h v (see integrate_positions)."""
     for j in range(index.shape[0]):
@@ -251,7 +251,7 @@ def _advance(x, q, vel, index, h):
         q[b, 3] = oz / n
 
 
-@kernel
+@kernel(refcount=False)
 def settle_poses(index, x, q, vel, pos, com):
     """A pass's last word on the bodies index: orientations q renormalised (quat.normalize),
     origins pos = x - q com (quat.rotate's arithmetic). Returns how many of them have a

@@ -42,7 +42,7 @@ def rotate(w, x, y, z, v0, v1, v2):
 # counting of the arrays passed, most likely, as inline="always" did not help). Helpers of
 # scalars, or tiny reads of one array, are inlined and free.
 
-@kernel
+@kernel(refcount=False)
 def point_geometry(x, q, a, b, world, anchor_a, anchor_b, msum, inertia, aniso, inv_body,
                    broken, reach, err_scale, s, rb, kinv, err, ang, qa, work):
     """Per joint at the poses x (N, 3), q (N, 4): s, r_b, K^-1 (the adjugate, joint_math.inv3's
@@ -132,7 +132,7 @@ def _side_vec(ang, j, e, v0, v1, v2):
             ang[j, e, 2, 0] * v0 + ang[j, e, 2, 1] * v1 + ang[j, e, 2, 2] * v2)
 
 
-@kernel
+@kernel(refcount=False)
 def point_sweep(vel, a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, use_bias,
                 mscale, iscale):
     """One Gauss-Seidel sweep in joint order: dl = -(ms K^-1 G v + err + is lam) biased,
@@ -175,14 +175,24 @@ def point_sweep(vel, a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, 
             vel[ia, 5] -= d2
 
 
-@kernel
+@kernel(inline="always")
+def _copy_rows(src, dst):
+    """dst[:] = src for (N, 6) arrays, element by element: a slice assignment may copy its
+    source (numba checks for overlap), which needs numba's allocator, not there in the
+    kernels compiled without reference counting."""
+    for i in range(src.shape[0]):
+        for k in range(6):
+            dst[i, k] = src[i, k]
+
+
+@kernel(refcount=False)
 def point_warm_start(vel, a, b, world, broken, ima, imb, s, rb, ang, imp, terms, vel0):
     """The carried impulses imp applied to the bodies, each cut by engine.dynamics.joint_warm's
     kept_fraction (impacts are not carried over), judged after all of them are applied
     (q = lam K lam and w0 = lam . G v before, into terms (m, 2); w1 = lam . G v after).
     vel0 (like vel) is scratch."""
     m = len(a)
-    vel0[:] = vel
+    _copy_rows(vel, vel0)
     cut = False
     for rnd in range(2):     # 0: before the warm starts, 1: after
         for j in range(m):
@@ -225,12 +235,12 @@ def point_warm_start(vel, a, b, world, broken, ima, imb, s, rb, ang, imp, terms,
         if rnd == 0:
             point_warm_start_apply(vel, a, b, world, broken, ima, imb, ang, imp)
     if cut:   # again from the start, with the impulses kept
-        vel[:] = vel0
+        _copy_rows(vel0, vel)
         point_warm_start_apply(vel, a, b, world, broken, ima, imb, ang, imp)
     return cut
 
 
-@kernel
+@kernel(refcount=False)
 def point_warm_start_apply(vel, a, b, world, broken, ima, imb, ang, imp):
     """vel += M^-1 G^T lam of every joint's impulse imp."""
     for j in range(len(a)):
@@ -255,7 +265,7 @@ def point_warm_start_apply(vel, a, b, world, broken, ima, imb, ang, imp):
             vel[ia, 5] += d2
 
 
-@kernel
+@kernel(refcount=False)
 def point_breaks(imp, h, break_force, broken):
     """Joints whose substep reaction |lam| / h exceeds break_force break (their impulse
     dropped); returns how many broke."""
@@ -281,7 +291,7 @@ POINT_PACK = ("a", "b", "world", "broken", "ima", "imb", "s", "rb", "kinv", "err
 BREAKABLE, STALE = 0, 1
 
 
-@kernel
+@kernel(refcount=False)
 def points_prepare(x, q, p):
     """PointLocks.prepare: the rows' geometry at the poses x, q."""
     (a, b, world, broken, ima, imb, s, rb, kinv, err, ang, imp, terms, vel0, anchor_a,
@@ -291,14 +301,14 @@ def points_prepare(x, q, p):
     flags[STALE] = 0
 
 
-@kernel
+@kernel(refcount=False)
 def points_warm(vel, p):
     """PointLocks.warm_start (the rows prepared)."""
     point_warm_start(vel, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[10], p[11], p[12],
                      p[13])
 
 
-@kernel
+@kernel(refcount=False)
 def points_solve(vel, p, use_bias):
     """PointLocks.solve (the rows prepared); the poses move after a biased sweep."""
     point_sweep(vel, p[0], p[1], p[2], p[3], p[4], p[5], p[6], p[7], p[8], p[9], p[10], p[11],
@@ -306,14 +316,14 @@ def points_solve(vel, p, use_bias):
     p[24][STALE] = 1 if use_bias else 0
 
 
-@kernel
+@kernel(refcount=False)
 def points_end_substep(p):
     """PointLocks.end_substep: breaking, where a joint can break."""
     if p[24][BREAKABLE]:
         point_breaks(p[11], p[23][4], p[22], p[3])
 
 
-@kernel
+@kernel(refcount=False)
 def frame_impulses(qa, frame_a, v, to_world, out):
     """Impulses between frame A's axes and the world: out[j] = F_j v[j] (to_world) or
     F_j^T v[j], F_j the rotation of qa[j] frame_a[j] (frame A's axes in the world: body A's

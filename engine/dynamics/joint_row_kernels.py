@@ -45,7 +45,7 @@ def _scalar_row(j, t, k, sign, v, jac, mj, imp, gain, bias, leak, lo, hi):
         v[c] += dl * mj[j, k, c]
 
 
-@kernel
+@kernel(refcount=False)
 def sweep(vel, a, b, world, jac, mj, imp, present, gain, bias, leak, lo, hi, springs,
           sgain, sbias, sleak, locks, w_op, err, use_bias, bias_rate, mscale, iscale, v):
     """One Gauss-Seidel sweep over all joints in order.
@@ -154,7 +154,7 @@ def _frame(q, i, identity, f, j, out):
     out[j, 2, 2] = 1 - 2 * (xx + yy)
 
 
-@kernel
+@kernel(refcount=False)
 def geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, coord, rel):
     """Per joint at the poses x (N, 3), q (N, 4): the frames fa, fb (m, 3, 3) (columns are the
     axes in the world), the linear rows' Jacobians and coordinates, rel = FA^T FB (m, 3, 3)
@@ -223,7 +223,7 @@ def geometry(x, q, a, b, world, frame_a, frame_b, la_f, lb_f, nr, fa, fb, jac, c
                 jac[j, 3 + r, 3], jac[j, 3 + r, 4], jac[j, 3 + r, 5] = -g0, -g1, -g2
 
 
-@kernel
+@kernel(refcount=False)
 def angular_rows(jac, flip, ima, imb, iia, iib, mj, kdiag, eff):
     """Finish the rows: the y rate's row reversed where the joint measures the second Euler
     triple (flip (m,): its y runs back), then mj = M^-1 J^T, the rows' inverse effective
@@ -290,7 +290,7 @@ def direct_solve(vel, rj, rk, ra, rb, jac, mj, off_c, live, imp, use_bias, bias_
             vel[rb[r], c] += dl * mj[r, 6 + c]
 
 
-@kernel
+@kernel(refcount=False)
 def lock_blocks(jac, mj, lock, coord, target, reach, on, w_op, err, k, kinv):
     """The Gauss-Seidel lock blocks (sweep's locks) of every joint: for each block e on
     (linear, angular) K = J M^-1 J^T (3 x 3) over the locked rows lock (m, 6) (the others
@@ -334,7 +334,7 @@ def lock_blocks(jac, mj, lock, coord, target, reach, on, w_op, err, k, kinv):
                 err[j, e, r] = t
 
 
-@kernel
+@kernel(refcount=False)
 def row_coefficients(eff, coord, limited, lower, upper, motor, motor_speed, motor_max, broken,
                      fold, present, use_bias, h, bias_rate, mscale, iscale, max_push, gain,
                      bias, leak, lo, hi):
@@ -456,7 +456,7 @@ def rows_warm_start(vel, a, b, world, imp, jac, mj, add, wterms, scale):
             vel[i, c] += add[i, c]
 
 
-@kernel
+@kernel(refcount=False)
 def limit_folds(vel, a, b, jac, coord, limited, lower, upper, spring, eff, broken, spring_on,
                 omega, zeta, h, fold):
     """fold (m, 6): the violated limits the biased pass solves inside their joint's spring
@@ -495,7 +495,7 @@ def limit_folds(vel, a, b, jac, coord, limited, lower, upper, spring, eff, broke
                     fold[j, i] = kl * (cb - upper[j, i]) + sl * u > 0.0
 
 
-@kernel
+@kernel(refcount=False)
 def stiff_springs(spring, stiffness, kdiag, broken, spring_on, h):
     """Whether a live spring row is stiffer than STIFF_HOMEGA (h omega, omega^2 = k K on the
     row's own inverse effective mass K)."""
@@ -512,7 +512,7 @@ def stiff_springs(spring, stiffness, kdiag, broken, spring_on, h):
     return False
 
 
-@kernel
+@kernel(refcount=False)
 def reaction(imp, jac, h, force, torque):
     """Force and torque on B (m, 3) of the last substep, from its impulses along B's
     Jacobians (torque from the angular rows, where there are any)."""
@@ -529,7 +529,7 @@ def reaction(imp, jac, h, force, torque):
                 torque[j, c] = t
 
 
-@kernel
+@kernel(refcount=False)
 def rows_breaks(imp, jac, h, break_force, break_torque, broken, lock, w_op, err, force,
                 torque):
     """The substep's reaction (force, torque), then breaking: joints whose reaction exceeds
@@ -552,13 +552,13 @@ def rows_breaks(imp, jac, h, break_force, break_torque, broken, lock, w_op, err,
     return n
 
 
-@kernel
+@kernel(refcount=False)
 def rows_warm(vel, p):
     """JointSolver.warm_start on the packed rows p (after the prepare)."""
     rows_warm_start(vel, p[0], p[1], p[2], p[5], p[3], p[4], p[58], p[59], p[60])
 
 
-@kernel
+@kernel(refcount=False)
 def rows_biased_sweeps(p):
     """Biased sweeps this substep: STIFF_SWEEPS while a spring is stiff, else 1."""
     spring_on = p[27]
@@ -608,7 +608,7 @@ def rows_solve(vel, p, use_bias):
                      d_x, d_blk)
 
 
-@kernel
+@kernel(refcount=False)
 def rows_end_substep(p, geo):
     """JointSolver.end_substep on the packed rows p (geo: JointSolver.geometry_pack()): the
     reaction and breaking where a joint can break; a direct solve that lost rows is factored
@@ -630,7 +630,7 @@ def _wrap(a):
     return np.pi - (np.pi - a) % (2.0 * np.pi)
 
 
-@kernel
+@kernel(refcount=False)
 def euler_angles(rel, prev, out, flip):
     """XYZ Euler angles (m, 3) of the relative rotations rel (m, 3, 3) into out, the triple
     nearest prev (m, 3) of the two (joint_solver.continuous_euler says why), and which used

@@ -52,7 +52,7 @@ NO_JOINTS, POINT_JOINTS, ROW_JOINTS = 0, 1, 2
 # sweep kernel once per literal (and once more for Python's bool), some 3 s a copy.
 _BIASED = np.array([True, False])
 
-@kernel
+@kernel(refcount=False)
 def _struck(vel, bodies, arm, start, allow, t_left):
     for j in range(bodies.shape[0]):
         b = bodies[j]
