@@ -409,11 +409,17 @@ def _rebuilt_pairs(rebuilt, escaped, lo, hi, group, mask, static, keys):
 
 
 def _same_filters(a, b):
+    """Whether the filters a (group, mask, static) are those kept in b (once a pass: a plain
+    loop with an element-wise compare, not np.array_equal's dispatch)."""
     if b is None:
         return False
-    return all((x is None and y is None) or
-               (x is not None and y is not None and np.array_equal(x, y))
-               for x, y in zip(a, b))
+    for x, y in zip(a, b):
+        if x is None or y is None:
+            if x is not y:
+                return False
+        elif (x := np.asarray(x)).shape != y.shape or not (x == y).all():
+            return False
+    return True
 
 
 @kernel

@@ -72,6 +72,14 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
     return Colouring(colour, n_colours, order, offsets, overflow)
 
 
+def sweep_order(body_a, body_b, is_static):
+    """colour_constraints(body_a, body_b, is_static).order, without its checks: for the
+    world's own arrays (int64 body indices within is_static's), once a collision pass."""
+    colour = np.zeros(len(body_a), dtype=np.int64)
+    return _colour(body_a, body_b, is_static, _hash_order(len(body_a)), DEFAULT_MAX_COLOURS,
+                   colour)[0]
+
+
 def islands(n_bodies, body_a, body_b, is_static):
     """Island label per body: the smallest body index in its island, -1 for static bodies.
 
@@ -241,6 +249,7 @@ def _check_graph(body_a, body_b, is_static):
 
 
 _PERM_CACHE: dict = {}
+_ORDER_CACHE: dict = {}      # m -> _hash_order(m)
 
 
 def _hash_order(m):
@@ -249,7 +258,11 @@ def _hash_order(m):
 
     The hash order of 0..M-1 (M = m rounded up to a power of two) is computed once and
     cached; the order for any m <= M is that order restricted to indices below m, so
-    changing m from step to step costs no sort."""
+    changing m from step to step costs no sort; the order for each m is kept too (a world
+    asks for a few counts of manifolds, pass after pass)."""
+    order = _ORDER_CACHE.get(m)
+    if order is not None:
+        return order
     size = 1 << max(int(m - 1).bit_length(), 4)
     perm = _PERM_CACHE.get(size)
     if perm is None:
@@ -264,4 +277,10 @@ def _hash_order(m):
         if len(_PERM_CACHE) > 8:
             _PERM_CACHE.clear()
         _PERM_CACHE[size] = perm
-    return perm[perm < m]
+    order = perm[perm < m]
+    # (shared by every call for m, so never written: _colour only reads it; left writable,
+    # since numba types a read-only array apart and would compile _colour twice)
+    if len(_ORDER_CACHE) > 64:
+        _ORDER_CACHE.clear()
+    _ORDER_CACHE[m] = order
+    return order

@@ -54,7 +54,7 @@ class InertiaRefresh:
     orientations now (the pass's start); inv_inertia (N, 3, 3) the world inverse inertia the
     solver was built with (updated in place for the bodies refreshed); inv_body (N, 3, 3) the
     body-frame inverse inertia; axial (K,) bool, optional: which of the bodies are round about
-    their local Z axis (engine.dynamics.round_bodies.round_about_z), with reach (K,) their bounding
+    their local Z axis (engine.dynamics.round_bodies.round_flags), with reach (K,) their bounding
     radii about the centre of mass.
 
     The work is the kernels update_rows / follow_rows, which the compiled substeps call after

@@ -5,7 +5,7 @@ that axis (always, unless a caller moved it), a turn about the axis moves none o
 and leaves its world inertia as it is. A ball centred on its centre of mass is round about every
 axis.
 
-- Balls (centred_balls): their contacts' normal rows have no angular part at all, so their spin
+- Balls (round_flags): their contacts' normal rows have no angular part at all, so their spin
   calls for no collision pass (World.collision_steps_for): a ball pit's rolling balls took 4
   passes a frame instead of 2 (bench/bench_speed.py balls216).
 - Contact rows (engine.dynamics.solver._rows, round_axes): a round body's normal rows have no part along
@@ -25,8 +25,6 @@ axis.
 """
 import math
 
-import numpy as np
-
 from ..core.jit import kernel
 from ..core.kinds import ShapeKind
 
@@ -35,24 +33,22 @@ from ..core.kinds import ShapeKind
 ROLLING = 0.1
 
 ROUND_KINDS = (ShapeKind.SPHERE, ShapeKind.CAPSULE, ShapeKind.CYLINDER, ShapeKind.CONE)
-# Lookups by shape kind (np.isin and the enum's attribute access cost more than the question).
-_ROUND = np.zeros(max(ShapeKind) + 1, dtype=bool)
-_ROUND[list(ROUND_KINDS)] = True
-_SPHERE = int(ShapeKind.SPHERE)
+# Plain ints: a kernel compares a shape kind with them.
+_SPHERE, _CAPSULE = int(ShapeKind.SPHERE), int(ShapeKind.CAPSULE)
+_CYLINDER, _CONE = int(ShapeKind.CYLINDER), int(ShapeKind.CONE)
 
 
-def round_about_z(shape_kind, com):
-    """(K,) bool: shapes round about their local Z axis (Sphere, Capsule, Cylinder, Cone)
-    with the centre of mass on it, but not centred balls: their normal rows have no angular
-    part to leave out, and the solver then skips the projection for scenes of balls."""
-    return (_ROUND[shape_kind] & (com[:, 0] == 0.0) & (com[:, 1] == 0.0)
-            & ~centred_balls(shape_kind, com))
-
-
-def centred_balls(shape_kind, com):
-    """(K,) bool: Spheres (shape kinds shape_kind (K,)) with the centre of mass com (K, 3) at
-    their centre."""
-    return (shape_kind == _SPHERE) & ~com.any(axis=1)
+@kernel(inline="always")
+def round_flags(shape_kind, com, ball, axial, b):
+    """Body b's two flags, into ball and axial (N,) bool: a centred ball (a Sphere with its
+    centre of mass com (N, 3) at its centre), and round about its local Z axis (Sphere,
+    Capsule, Cylinder, Cone with the centre of mass on that axis) but not a centred ball:
+    a ball's normal rows have no angular part to leave out, and the solver then skips the
+    projection for scenes of balls."""
+    k = shape_kind
+    ball[b] = k == _SPHERE and com[b, 0] == 0.0 and com[b, 1] == 0.0 and com[b, 2] == 0.0
+    axial[b] = (k in (_SPHERE, _CAPSULE, _CYLINDER, _CONE)
+                and com[b, 0] == 0.0 and com[b, 1] == 0.0 and not ball[b])
 
 
 @kernel

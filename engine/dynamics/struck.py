@@ -17,12 +17,14 @@ and narrowphase at the present poses and speeds) takes the rest of its time, at 
 substep length (World.step). A body that only turns back (a bounce) gains no speed: the
 margins are speeds, whatever the direction, so it stays covered.
 
-Cost: a few numpy calls per substep. At most MAX_EARLY_ENDS extra passes per step.
+Cost: one kernel loop over the awake bodies per substep (`struck`, in the compiled substeps);
+the starting speeds come from the world's per-pass kernel (engine.world.pass_kernels). At most
+MAX_EARLY_ENDS extra passes per step.
 Only with ``ccd`` (without it no pass looks ahead at all).
 """
-import numpy as np
+import math
 
-from ..core.vec import norm
+from ..core.jit import kernel
 
 # Share of a body's reach it may move unseen (beyond the base speculative distance) before
 # the pass ends: a quarter is where the fuzzer's tolerance for overlaps with static bodies
@@ -33,24 +35,28 @@ MAX_EARLY_ENDS = 4
 
 
 class StruckBodies:
-    """The early-end test of one pass. bodies (K,) the awake dynamic bodies, vel (N, 6) the
-    velocities at the pass's start, reach (N,) the bodies' reaches, ball (K,) bool which of
-    them are centred balls (their spin moves no surface: engine.dynamics.round_bodies), slack (m) the
-    base speculative distance."""
+    """The early-end test of one pass: bodies (K,) the awake dynamic bodies, and per body
+    its arm (K,) (its reach, 0 for a centred ball: its spin moves no surface,
+    engine.dynamics.round_bodies), its speed at the pass's start, |v| + |w| arm, and what
+    it may gain unseen, allow (K,): the base speculative distance + REACH_SHARE * reach
+    (all made by engine.world.pass_kernels.pass_bodies)."""
 
-    def __init__(self, bodies, vel, reach, ball, slack):
-        self.bodies = bodies
-        r = reach[bodies]
-        self.arm = np.where(ball, 0.0, r)
-        self.start = self._speed(vel)
-        self.allow = slack + REACH_SHARE * r
-
-    def _speed(self, vel):
-        v = vel[self.bodies]
-        return norm(v[:, :3], axis=1) + norm(v[:, 3:], axis=1) * self.arm
+    def __init__(self, bodies, arm, start, allow):
+        self.bodies, self.arm, self.start, self.allow = bodies, arm, start, allow
 
     def struck(self, vel, t_left):
         """Whether some body gained enough speed that over t_left (s) it would move further
         than its contacts allow."""
-        gain = self._speed(vel) - self.start
-        return bool(np.any(gain * t_left > self.allow))
+        return struck(vel, self.bodies, self.arm, self.start, self.allow, float(t_left))
+
+
+@kernel
+def struck(vel, bodies, arm, start, allow, t_left):
+    """StruckBodies.struck over vel (N, 6) (the compiled substeps call it after each substep)."""
+    for j in range(bodies.shape[0]):
+        b = bodies[j]
+        speed = (math.sqrt(vel[b, 0] ** 2 + vel[b, 1] ** 2 + vel[b, 2] ** 2)
+                 + math.sqrt(vel[b, 3] ** 2 + vel[b, 4] ** 2 + vel[b, 5] ** 2) * arm[j])
+        if (speed - start[j]) * t_left > allow[j]:
+            return True
+    return False

@@ -21,7 +21,6 @@ call after resumes at the next substep, so the order stays that of the loop of c
   and the pass ends there;
 - RECOLLIDE, after every EVERY-th substep: recollide.py looks at the turning polytope pairs.
 """
-import math
 
 import numpy as np
 
@@ -41,6 +40,7 @@ from .joint_row_kernels import (
     rows_warm,
 )
 from .joint_solver import no_geometry, no_rows
+from .struck import struck as struck_test
 
 # Why run_substeps returned.
 DONE, STRUCK, RECOLLIDE = 0, 1, 2
@@ -51,16 +51,6 @@ NO_JOINTS, POINT_JOINTS, ROW_JOINTS = 0, 1, 2
 # The sweeps' use_bias, read from an array: a literal True / False makes numba compile a
 # sweep kernel once per literal (and once more for Python's bool), some 3 s a copy.
 _BIASED = np.array([True, False])
-
-@kernel(refcount=False)
-def _struck(vel, bodies, arm, start, allow, t_left):
-    for j in range(bodies.shape[0]):
-        b = bodies[j]
-        speed = (math.sqrt(vel[b, 0] ** 2 + vel[b, 1] ** 2 + vel[b, 2] ** 2)
-                 + math.sqrt(vel[b, 3] ** 2 + vel[b, 4] ** 2 + vel[b, 5] ** 2) * arm[j])
-        if (speed - start[j]) * t_left > allow[j]:
-            return True
-    return False
 
 
 @kernel
@@ -150,7 +140,7 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
         s += 1
         if s >= nsub:
             break
-        if _struck(vel, struck_bodies, arm, start, allow, (nsub - s) * h):
+        if struck_test(vel, struck_bodies, arm, start, allow, (nsub - s) * h):
             return s, STRUCK
         if recollide_every and s % recollide_every == 0:
             return s, RECOLLIDE

@@ -33,16 +33,18 @@ class GuardEvent:
 
 
 class StateGuard:
-    """Snapshot of the moving bodies' state at the start of a pass (``save``) and the repair
+    """Snapshot of the moving bodies' state at the start of a pass (``keep``) and the repair
     of the bodies whose state went non-finite (``repair``)."""
 
     def __init__(self):
         self.rows = np.zeros(0, dtype=np.int64)
         self.saved = (np.zeros((0, 3)), np.zeros((0, 4)), np.zeros((0, 6)))
 
-    def save(self, rows, x, q, vel):
+    def keep(self, rows, x0, q0, vel0):
+        """The starting state of the bodies rows this pass may move: x0 (K, 3), q0 (K, 4),
+        vel0 (K, 6), copies the pass's kernel made (engine.world.pass_kernels.pass_bodies)."""
         self.rows = rows
-        self.saved = (x[rows].copy(), q[rows].copy(), vel[rows].copy())
+        self.saved = (x0, q0, vel0)
 
     def repair(self, time, x, q, vel, pos, com_world, sleeping, sleep_time, island):
         """Restore the bodies whose state is not finite; returns their GuardEvents."""
@@ -95,12 +97,6 @@ def sound_manifolds(normal, points, separation, count):
     unit = np.abs(n2 - 1.0) < 1e-6
     pts = np.where(used, np.isfinite(points).all(axis=2) & np.isfinite(separation), True)
     return unit & pts.all(axis=1)
-
-
-def finite_impulses(*arrays):
-    """The impulse arrays with non-finite entries set to 0 (what warm starting may carry)."""
-    return tuple(a if np.isfinite(a).all() else np.where(np.isfinite(a), a, 0.0)
-                 for a in arrays)
 
 
 class SpeedWatch:

@@ -37,7 +37,7 @@ Substeps: ``substeps=None`` picks ceil(dt / max_substep) per step, so the solver
 the same rate whether the bake steps at 1/24 s or 1/60 s.
 """
 import math
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -58,10 +58,10 @@ from ..core.errors import EngineError
 from ..core.kinds import BodyKind, ShapeKind
 from ..dynamics.arm_box import ArmBoxes
 from ..dynamics.field_kernels import field_kick
-from ..dynamics.graph import colour_constraints, islands
+from ..dynamics.graph import islands, sweep_order
 from ..dynamics.inertia_refresh import InertiaRefresh
-from ..dynamics.integrate import damping_factors, settle_poses
-from ..dynamics.round_bodies import centred_balls, fastest_turns, round_about_z
+from ..dynamics.integrate import settle_poses
+from ..dynamics.round_bodies import fastest_turns
 from ..dynamics.sleep import moving_bodies
 from ..dynamics.solver import ContactSolver
 from ..dynamics.struck import MAX_EARLY_ENDS, StruckBodies
@@ -69,8 +69,8 @@ from ..dynamics.substeps import run_pass
 from ..features.deform import deform_mesh_body
 from ..features.fields import FieldTable, field_forces
 from .body_control import BodyControl
-from .guard import StateGuard, finite_impulses, sound_manifolds, unit_quaternion
-from .pass_kernels import calm_awake, solver_inputs
+from .guard import StateGuard, sound_manifolds, unit_quaternion
+from .pass_kernels import body_reach, calm_awake, finite_or_zero, manifold_inputs, pass_bodies
 from .recollide import EVERY, Recollide
 from .record import StepRecord
 from .settings import WorldSettings
@@ -124,6 +124,38 @@ _STATE_FIELDS = ("x", "pos", "q", "vel", "sleep_time", "sleeping", "island", "ha
 # Restored by set_state when present (a body's kind may change mid-simulation, with its
 # inverse mass and inertia: engine.world.body_control).
 _KIND_FIELD = "kind"
+
+
+# What a collision pass's kernel (engine.world.pass_kernels.pass_bodies) writes per body: name ->
+# (trailing shape, dtype). Grow-only buffers kept across passes (World._pass_buffers).
+_PASS_BUFFERS = {
+    "awake": ((), bool), "act": ((), np.int64), "movers": ((), np.int64),
+    "gyro": ((), np.int64), "reach": ((), np.float64), "ball": ((), bool),
+    "axial": ((), bool), "rolling": ((), bool), "inv_mass": ((), np.float64),
+    "inv_i": ((3, 3), np.float64), "box_axes": ((3, 3), np.float64),
+    "box_lo": ((3,), np.float64), "box_hi": ((3,), np.float64),
+    "round_axes": ((3,), np.float64), "lin_f": ((), np.float64), "ang_f": ((), np.float64),
+    "saved_x": ((3,), np.float64), "saved_q": ((4,), np.float64),
+    "saved_v": ((6,), np.float64), "arm": ((), np.float64), "start": ((), np.float64),
+    "allow": ((), np.float64),
+}
+
+
+class PassBodies(NamedTuple):
+    """One collision pass's per-body inputs (World._pass_bodies): views of the world's pass
+    buffers, valid until the next pass."""
+    awake: np.ndarray       # (N,) bool: awake dynamic bodies
+    act: np.ndarray         # awake dynamic bodies (indices)
+    movers: np.ndarray      # those and the kinematic bodies
+    gyro: np.ndarray        # the anisotropic ones of act
+    inv_mass: np.ndarray    # (N,) the solver's: zero but for awake dynamic bodies
+    inv_i: np.ndarray       # (N, 3, 3) world inverse inertia, as inv_mass
+    box: tuple              # arm boxes (engine.dynamics.arm_box): axes, lo, hi
+    rolling: np.ndarray     # (N,) bool: awake and round about an axis (round_bodies)
+    round_axes: Any         # (N, 3) their world axes, zero for the rest; None if none
+    lin_f: np.ndarray       # damping factors over a substep, aligned with act
+    ang_f: np.ndarray
+    struck: tuple           # (arm, start, allow) aligned with act (engine.dynamics.struck)
 
 
 def _vec(value, n, what):
@@ -229,6 +261,10 @@ class World(BodyControl, JointWorldMixin):
         self._field_exempt = np.zeros(0, dtype=np.int64)
         self.guard_events = []     # engine.world.guard.GuardEvent per repaired body (see the class doc)
         self._guard = StateGuard()
+        self._pass_buf: dict = {}      # _PASS_BUFFERS, grow-only
+        self._pass_views: tuple[int, dict] = (-1, {})
+        self._poly_of: tuple[int, Any] = (-1, None)   # _convex_pairs' per-body flags
+        self._idle_refresh: tuple[int, Any] = (-1, None)   # _inertia_refresh with no body
         self._arm_boxes = ArmBoxes()   # where a contact may push a body (engine.dynamics.arm_box)
         self.last_recollided = 0       # manifolds taken again in the last pass (recollide)
         self._recollide_on = False     # this step's choice (collision_steps_for)
@@ -601,7 +637,8 @@ class World(BodyControl, JointWorldMixin):
             # What woke drags in what it is glued to, in this pass (engine.world.world_joints).
             self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)
             ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
-        awake = (kind == DYNAMIC) & ~sleeping
+        pb = self._pass_bodies(rot, h)
+        awake = pb.awake
         keep = awake[ia] | awake[ib]
         ia, ib = ia[keep], ib[keep]
         ia, ib = self.joints.filter_pairs(ia, ib)  # joints' disable_collisions
@@ -619,11 +656,7 @@ class World(BodyControl, JointWorldMixin):
                    "separation": np.zeros((0, 4)), "count": count, "ids": ids}
         keys = pair_keys(ia, ib)
 
-        act = np.flatnonzero(awake)
-        movers = np.flatnonzero(awake | (kind == KINEMATIC))
-        self._guard.save(movers, x, q, vel)
-        lin_f, ang_f = damping_factors(self._v("lin_damp"), self._v("ang_damp"), act, h)
-        gyro = act[~self._v("isotropic")[act]]
+        act, movers, gyro, lin_f, ang_f = pb.act, pb.movers, pb.gyro, pb.lin_f, pb.ang_f
         inertia_g = a["inertia"][gyro]
         if len(ia) == 0 and not self._joints_active(awake):
             # 5-6. No contact this pass: integration alone (the compiled substeps without
@@ -633,9 +666,8 @@ class World(BodyControl, JointWorldMixin):
                      fields=self._field_pass(act))
             imp_n, imp_f, imp_f2 = np.zeros((0, 4)), np.zeros((0, 4, 3)), np.zeros((0, 4, 2))
         else:
-            imp_n, imp_f, imp_f2, done = self._solve(ia, ib, sub, man, keys, awake, rot, h,
-                                                     nsub, act, movers, lin_f, ang_f, gyro,
-                                                     inertia_g, may_end)
+            imp_n, imp_f, imp_f2, done = self._solve(ia, ib, sub, man, keys, pb, rot, h,
+                                                     nsub, inertia_g, may_end)
             if done < nsub:
                 dt, nsub = done * h, done
                 kin_t = kin_t[:0]   # the next pass moves them on to their targets
@@ -647,9 +679,10 @@ class World(BodyControl, JointWorldMixin):
                 ids, count = man["ids"], man["count"]
 
         # 7. Store impulses (never a non-finite one: see engine.world.guard), snap kinematic bodies.
-        imp_n, imp_f, imp_f2 = finite_impulses(imp_n, imp_f, imp_f2)
-        self.pairs.store(keys, ids, count, imp_n, imp_f, keep=self._keep_pair, sub=sub,
-                         geo=man.get("geo"), owned=True)
+        finite_or_zero(imp_n, imp_f, imp_f2)
+        # Old rows are kept only for sleepers (_keep_pair): with none, no old row is asked.
+        self.pairs.store(keys, ids, count, imp_n, imp_f, sub=sub, geo=man.get("geo"),
+                         keep=self._keep_pair if sleeping.any() else None, owned=True)
         if len(kin_t):
             x[kin_t] = a["target_pos"][kin_t] + quat.rotate(a["target_q"][kin_t], a["com"][kin_t])
             q[kin_t] = a["target_q"][kin_t]
@@ -670,50 +703,42 @@ class World(BodyControl, JointWorldMixin):
             self.last_record = self._make_record(ia, ib, sub, man, imp_n, imp_f2, lo, hi)
         return nsub
 
-    def _solve(self, ia, ib, sub, man, keys, awake, rot, h, nsub, act, movers, lin_f, ang_f,
-               gyro, inertia_g, may_end=False):
+    def _solve(self, ia, ib, sub, man, keys, pb, rot, h, nsub, inertia_g, may_end=False):
         """Steps 5-6 of a pass with contacts: warm start from the pair table, the soft-step
         solver over the substeps with integration in between, restitution. Returns the
         impulses (normal (M, 4), friction world vectors (M, 4, 3), along tangents (M, 4, 2))
-        and the substeps run (fewer than nsub if may_end and a body was struck: engine.dynamics.struck)."""
+        and the substeps run (fewer than nsub if may_end and a body was struck: engine.dynamics.struck).
+        pb: the pass's PassBodies."""
         x, q, vel = self._v("x"), self._v("q"), self._v("vel")
+        awake, act, movers, inv_mass, inv_i = pb.awake, pb.act, pb.movers, pb.inv_mass, pb.inv_i
         normal, points, sep, count, ids = (man[k] for k in ("normal", "points", "separation",
                                                              "count", "ids"))
         # 5. Warm start from the pair table.
         warm_n, warm_f, _ = self.pairs.match(keys, ids, count, sub)
 
         # 6. Solver.
-        n, m = self._n, len(ia)
-        inv_mass, inv_i = np.empty(n), np.empty((n, 3, 3))
+        m = len(ia)
         accel_n, mu, e = np.empty(m), np.empty(m), np.empty(m)
-        solver_inputs(ia, ib, normal, awake, self._v("inv_mass"), self._v("inv_inertia"), rot,
-                      self.gravity, self._v("friction"), self._v("restitution"), inv_mass,
-                      inv_i, accel_n, mu, e)
-        col = colour_constraints(ia, ib, ~awake)
-        # Awake bodies round about an axis (engine.dynamics.round_bodies).
-        balls, axial = self._round_flags()
-        axial = axial & awake
+        manifold_inputs(ia, ib, normal, awake, self.gravity, self._v("friction"),
+                        self._v("restitution"), accel_n, mu, e)
         solver = ContactSolver(ia, ib, normal, points, sep, count, mu, e, x, inv_mass, inv_i,
                                vel, accel_n, warm_n, warm_f, h, self.settings,
-                               order=col.order, reach=self._reach(),
-                               box=self._arm_boxes.world(self.table, self._v("shape"),
-                                                         self._v("kind"), self._v("inertia"),
-                                                         self._v("com"), rot),
-                               round_axes=self._round_axes(rot, axial))
+                               order=sweep_order(ia, ib, ~awake), reach=self._reach(),
+                               box=pb.box, round_axes=pb.round_axes)
         joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
                                     contact_bodies=np.concatenate((ia, ib)))
         # Anisotropic bodies that turn far within the pass get their tensor taken again, and
         # round ones their rows whenever their axis tilts (engine.dynamics.inertia_refresh).
-        refresh = self._inertia_refresh(gyro, axial, q, inv_i)
+        refresh = self._inertia_refresh(pb.gyro, pb.rolling, q, inv_i)
         # Polytope pairs whose bodies turn far are taken again between substeps.
         again = self._recollide(ia, ib, normal, awake)
         struck = None
         if may_end and self.settings.ccd and len(act):
-            struck = StruckBodies(act, vel, self._reach(), balls[act],
-                                  self.settings.speculative_distance)
+            struck = StruckBodies(act, *pb.struck)
         dpose = np.zeros((self._n, 6))
         done = self._substeps_compiled(solver, joints, refresh, struck, again, man, nsub, h, act,
-                                       movers, lin_f, ang_f, gyro, inertia_g, dpose, inv_i)
+                                       movers, pb.lin_f, pb.ang_f, pb.gyro, inertia_g, dpose,
+                                       inv_i)
         if joints:
             joints.finish()
         self.last_recollided = 0 if again is None else again.taken
@@ -749,34 +774,84 @@ class World(BodyControl, JointWorldMixin):
         """The pass's InertiaRefresh: the anisotropic awake bodies gyro and the awake bodies
         round about an axis (axial (N,) bool), whose rows follow their axis."""
         bodies = np.union1d(gyro, np.flatnonzero(axial)) if axial.any() else gyro
+        if not len(bodies):
+            # Nothing to follow (boxes, balls lying still): one empty refresh serves every
+            # such pass (it holds no state a pass changes).
+            if self._idle_refresh[0] != self._n:
+                self._idle_refresh = (self._n, InertiaRefresh(bodies, q, inv_i,
+                                                              self._v("inv_inertia")))
+            return self._idle_refresh[1]
         return InertiaRefresh(bodies, q, inv_i, self._v("inv_inertia"), axial=axial[bodies],
                               reach=self._reach()[bodies])
 
-    def _round_axes(self, rot, axial):
-        """(N, 3) world axes of the bodies round about one (axial (N,) bool), zero for the
-        rest; None when there is none."""
-        if not axial.any():
-            return None
-        out = np.zeros((self._n, 3))
-        out[axial] = rot[axial, :, 2]
-        return out
+    def _pass_buffers(self):
+        """Views [:n] of the grow-only buffers the pass kernel writes (_PASS_BUFFERS), kept
+        across passes: a pass allocates none of them."""
+        n = self._n
+        if self._pass_views[0] != n:
+            buf = self._pass_buf
+            if not buf or len(buf["reach"]) < n:
+                buf = {k: np.empty((self._cap,) + shape, dtype)
+                       for k, (shape, dtype) in _PASS_BUFFERS.items()}
+                self._pass_buf = buf
+            self._pass_views = (n, {k: v[:n] for k, v in buf.items()})
+        return self._pass_views[1]
+
+    def _pass_bodies(self, rot, h):
+        """The pass's PassBodies, in one kernel call (engine.world.pass_kernels.pass_bodies):
+        awake and moving bodies, the solver's masses and inertias, arm boxes, reach and
+        round flags (cached for _reach and _round_flags), damping factors, the struck test's
+        speeds, and the guard's copy of the movers' starting state."""
+        b = self._pass_buffers()
+        t, arms = self.table, self._arm_boxes
+        kind, shape, com = self._v("kind"), self._v("shape"), self._v("com")
+        n_act, n_mov, n_gyro, boxes_ok, rolling = pass_bodies(
+            kind, self._v("sleeping"), self._v("isotropic"), DYNAMIC, KINEMATIC, shape, t.kind,
+            t.bound_radius, com, rot, self._v("inv_mass"), self._v("inv_inertia"),
+            self._v("lin_damp"), self._v("ang_damp"), float(h), self._v("x"), self._v("q"),
+            self._v("vel"), self.settings.speculative_distance, arms.axes, arms.lo, arms.hi,
+            arms.done, b["awake"], b["act"], b["movers"], b["gyro"], b["reach"], b["ball"],
+            b["axial"], b["rolling"], b["inv_mass"], b["inv_i"], b["box_axes"], b["box_lo"],
+            b["box_hi"], b["round_axes"], b["lin_f"], b["ang_f"], b["saved_x"],
+            b["saved_q"], b["saved_v"], b["arm"], b["start"], b["allow"])
+        key = (self._pass_count, self._n)
+        self._reach_of = (key, b["reach"])
+        self._round_of = (key, b["ball"], b["axial"])
+        # A shape no dynamic body had before: its principal box, once (arm_box.ArmBoxes).
+        box = ((b["box_axes"], b["box_lo"], b["box_hi"]) if boxes_ok
+               else arms.world(t, shape, kind, self._v("inertia"), com, rot))
+        movers = b["movers"][:n_mov]
+        self._guard.keep(movers, b["saved_x"][:n_mov], b["saved_q"][:n_mov],
+                         b["saved_v"][:n_mov])
+        return PassBodies(b["awake"], b["act"][:n_act], movers, b["gyro"][:n_gyro],
+                          b["inv_mass"], b["inv_i"], box, b["rolling"],
+                          b["round_axes"] if rolling else None, b["lin_f"][:n_act],
+                          b["ang_f"][:n_act],
+                          (b["arm"][:n_act], b["start"][:n_act], b["allow"][:n_act]))
 
     def _reach(self):
         """(N,) bounding radius of each body about its centre of mass (m), taken once a pass
         (the solver, the struck test, the refresh and recollide all read it)."""
         if self._reach_of[0] != (self._pass_count, self._n):
-            self._reach_of = ((self._pass_count, self._n), self.table.bound_radius[self._v("shape")]
-                              + np.linalg.norm(self._v("com"), axis=1))
+            self._body_reach()
         return self._reach_of[1]
 
     def _round_flags(self):
         """(balls, axial) (N,) bool: the centred balls and the bodies round about their Z
         axis (engine.dynamics.round_bodies), taken once a pass."""
         if self._round_of[0] != (self._pass_count, self._n):
-            kind, com = self.table.kind[self._v("shape")], self._v("com")
-            self._round_of = ((self._pass_count, self._n), centred_balls(kind, com),
-                              round_about_z(kind, com))
+            self._body_reach()
         return self._round_of[1:]
+
+    def _body_reach(self):
+        """_reach and _round_flags outside a pass's kernel (collision_steps_for before the
+        first pass)."""
+        b = self._pass_buffers()
+        body_reach(self._v("shape"), self.table.kind, self.table.bound_radius, self._v("com"),
+                   b["reach"], b["ball"], b["axial"])
+        key = (self._pass_count, self._n)
+        self._reach_of = (key, b["reach"])
+        self._round_of = (key, b["ball"], b["axial"])
 
     def collision_steps_for(self, dt):
         """Collision passes one step of dt is split into: ceil(dt / max_collision_step), more
@@ -1052,7 +1127,9 @@ class World(BodyControl, JointWorldMixin):
     def _convex_pairs(self, ia, ib):
         """(M,) bool: both bodies are polytopes (Box, ConvexHull): one manifold per pair whose
         points are features of the shapes."""
-        poly = self.table.kind[self._v("shape")] == POLYTOPE
+        if self._poly_of[0] != self._n:     # (a body's shape never changes)
+            self._poly_of = (self._n, self.table.kind[self._v("shape")] == POLYTOPE)
+        poly = self._poly_of[1]
         return poly[ia] & poly[ib]
 
     def _speculative_margin(self, ia, ib, vel, dt):
@@ -1073,8 +1150,6 @@ class World(BodyControl, JointWorldMixin):
     def _keep_pair(self, keys):
         """Old pair-table rows to keep when not evaluated: both bodies asleep or static."""
         sleeping = self._v("sleeping")
-        if not sleeping.any():              # nothing asleep: nothing kept (most passes)
-            return np.zeros(len(keys), dtype=bool)
         a, b = key_bodies(keys)
         n = self._n
         ok = (a < n) & (b < n)
