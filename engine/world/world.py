@@ -146,6 +146,22 @@ def _scalar(value, what, lo=0.0, hi=None):
     return v
 
 
+def bottom_up(order, points, count, gravity):
+    """The solver's sweep order: manifolds from the lowest (along gravity) to the highest by
+    their points' mean height, ties (a row of boxes on flat ground) in ``order`` (the colour
+    order). One biased Gauss-Seidel sweep leaves the last row it solves exact: swept top
+    down, a rock falling at 4 m/s onto one resting on the ground had its contact solved
+    first, then the ground's pushed the lower rock back up into it, and it sank 16 mm in
+    two substeps (bench/rock_seeds.py seed 8, frame 11, pair 38-87). Supports first, what
+    they carry last, as the load goes."""
+    g = np.asarray(gravity, dtype=np.float64)
+    if not len(order) or not g.any():
+        return order
+    used = np.arange(points.shape[1])[None, :] < count[:, None]
+    down = np.where(used, points @ g, 0.0).sum(axis=1) / np.maximum(count, 1)
+    return order[np.argsort(-down[order], kind="stable")]
+
+
 def _rows_of(man, keep):
     """The manifolds dict (and its "geo" dict) at rows keep."""
     return {k: (_rows_of(v, keep) if isinstance(v, dict) else v[keep]) for k, v in man.items()}
@@ -688,13 +704,13 @@ class World(BodyControl, JointWorldMixin):
         solver_inputs(ia, ib, normal, awake, self._v("inv_mass"), self._v("inv_inertia"), rot,
                       self.gravity, self._v("friction"), self._v("restitution"), inv_mass,
                       inv_i, accel_n, mu, e)
-        col = colour_constraints(ia, ib, ~awake)
+        order = bottom_up(colour_constraints(ia, ib, ~awake).order, points, count, self.gravity)
         # Awake bodies round about an axis (engine.dynamics.round_bodies).
         balls, axial = self._round_flags()
         axial = axial & awake
         solver = ContactSolver(ia, ib, normal, points, sep, count, mu, e, x, inv_mass, inv_i,
                                vel, accel_n, warm_n, warm_f, h, self.settings,
-                               order=col.order, reach=self._reach(),
+                               order=order, reach=self._reach(),
                                box=self._arm_boxes.world(self.table, self._v("shape"),
                                                          self._v("kind"), self._v("inertia"),
                                                          self._v("com"), rot),
