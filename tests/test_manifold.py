@@ -8,7 +8,7 @@ from test_sat import make_hull, random_batch
 from engine.collision.clip import ID_FALLBACK, SNAP
 from engine.collision.narrowphase import collide
 from engine.collision.patches import face_patches
-from engine.collision.sat import ABS_TOL, EDGE, REL_TOL
+from engine.collision.sat import ABS_TOL, EDGE, FACE_B, REL_TOL
 from engine.collision.shape_table import ShapeTable
 from engine.core import quat
 from engine.shapes.primitives import Box
@@ -579,6 +579,36 @@ def test_last_resort_point_when_clipping_finds_nothing(monkeypatch):
     assert man.count[0] == 1 and man.ids[0, 0] >> 59 == ID_FALLBACK
     assert man.separation[0, 0] == pytest.approx(-0.05)
     assert np.allclose(man.points[0, 0], [0.2, 0.1, 0.475])
+
+
+
+@pytest.mark.parametrize("gap", [-0.05, 0.03])
+def test_last_resort_point_is_on_the_tip_under_b_face(monkeypatch, gap):
+    """Where the SAT axis is B's face, the fallback point is A's vertex touching it, not a
+    corner of B's face (all of which tie as B's deepest): a rock's tip poking up into a box
+    bottom, gap below (overlap) or above (speculative, within the margin) the apex. At the
+    corner, 30-50 cm off, the contact spun the falling rock onto the tip (rock_seeds seed 7)."""
+    import engine.collision.narrowphase as nph
+
+    monkeypatch.setattr(nph, "CLIP_FACES", False)
+    real_sat = nph.polytope_sat
+
+    def no_edges(*args, **kw):
+        res = real_sat(*args, **kw)
+        res.edge = np.full_like(res.edge, -np.inf)
+        return res
+
+    monkeypatch.setattr(nph, "polytope_sat", no_edges)
+    apex = np.array([0.0, 0.0, 1.0])
+    pyramid = make_hull(np.array([[-0.5, -0.5, 0], [0.5, -0.5, 0], [0.5, 0.5, 0],
+                                  [-0.5, 0.5, 0], apex]))
+    table = ShapeTable([pyramid, Box([0.5, 0.5, 0.25])])
+    man = run(table, 0, [0, 0, 0], EYE_Q, 1, [0.2, 0.1, 1.25 + gap], EYE_Q, margin=0.05)
+    assert man.axis_kind[0] == FACE_B
+    assert man.count[0] == 1 and man.ids[0, 0] >> 59 == ID_FALLBACK
+    assert man.separation[0, 0] == pytest.approx(gap)
+    # Midway between the apex and the box's bottom face above (or below) it.
+    assert np.allclose(man.points[0, 0], apex + [0, 0, 0.5 * gap])
 
 
 # --------------------------------------------------------------------------- edge axes, parallel faces

@@ -250,3 +250,29 @@ def test_pair_table_matches_by_feature_id():
     np.testing.assert_array_equal(n2[0], [old[13], 0.0, old[10], old[11]])
     np.testing.assert_array_equal(matched, [[True, False, True, True], [False] * 4])
     np.testing.assert_array_equal(n2[1], 0.0)
+
+
+@pytest.mark.parametrize("dt", DTS)
+def test_block_dropped_on_a_plate_edge_stays_out(dt):
+    """A 10 kg block falling at 4 m/s onto the edge of a 1 kg plate lying on the ground: the
+    plate tips under it and the ground holds it. The solver sweeps the ground's contact
+    before the block's (World: bottom_up): swept the other way, the ground's push on the
+    plate, solved last, undid the block's contact in every biased sweep and the block sank
+    44 mm into the plate at 1/60 s. Depth by the exact signed distance (tests/oracle.py)."""
+    import oracle
+
+    w = World(sleeping=False)
+    ground(w, friction=0.6, restitution=0.0)
+    plate_shape, block_shape = Box([0.3, 0.3, 0.1]), Box([0.1, 0.1, 0.1])
+    plate = w.add_body(plate_shape, position=(0, 0, 0.1), mass=1.0, friction=0.6)
+    block = w.add_body(block_shape, position=(0.25, 0, 0.3), mass=10.0, friction=0.6,
+                       linear_velocity=(0, 0, -4.0))
+    deepest = 0.0
+    for _ in range(round(0.5 / dt)):
+        w.step(dt)
+        rot = quat.to_matrix(w.orientations[[plate, block]])
+        s, _, _ = oracle.signed_distance_local(
+            plate_shape.core_points, w.positions[plate], rot[0],
+            block_shape.core_points, w.positions[block], rot[1])
+        deepest = max(deepest, -s)
+    assert deepest < 0.01
