@@ -26,10 +26,13 @@ PRUNE_TOL = 1e-6         # sat.PRUNE_TOL
 FACE_A, FACE_B, EDGE = 0, 1, 2   # sat's axis kinds
 
 
-@kernel
-def _box_pair(ha, hb, rot, t, lut, out_f, out_i, axis, i):
-    """Face and edge queries of one box pair (A's frame; rot, t: B's pose in it)."""
-    absr = np.abs(rot)
+@kernel(refcount=False)
+def _box_pair(ha, hb, rot, t, lut, out_f, out_i, axis, i, absr):
+    """Face and edge queries of one box pair (A's frame; rot, t: B's pose in it); absr (3, 3)
+    scratch."""
+    for j in range(3):
+        for k in range(3):
+            absr[j, k] = abs(rot[j, k])
     best = -np.inf
     fi = 0
     for k in range(3):
@@ -97,7 +100,7 @@ def _box_pair(ha, hb, rot, t, lut, out_f, out_i, axis, i):
     out_i[i, 3] = lut[vb0, vb0 | (1 << ej)]
 
 
-@kernel
+@kernel(refcount=False)
 def _face_query(planes, nf, pts, npts, sep, low):
     """Per face: min over points of the signed distance (sep), the point attaining it (low);
     returns the best face (first of ties)."""
@@ -118,7 +121,7 @@ def _face_query(planes, nf, pts, npts, sep, low):
     return best
 
 
-@kernel
+@kernel(refcount=False)
 def _keep_edges(ne, edge_faces, arcs, theta, keep, prune):
     """Edges whose Gauss-map arc is not covered by the caps of its two faces (sat.py,
     _covered_edges' reasoning); every real edge without pruning. Returns how many."""
@@ -134,7 +137,7 @@ def _keep_edges(ne, edge_faces, arcs, theta, keep, prune):
     return n
 
 
-@kernel
+@kernel(refcount=False)
 def _caps(nf, sep, low, loops, own, other, face_best, tol, theta):
     """Cap radius (angle) about every face axis within which no axis beats face_best: the
     support point of A - B at the axis is a vertex of the face minus the other shape's
@@ -174,23 +177,34 @@ def queries(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
     edge query did not run or found no Minkowski-face pair); out_i (M, 4): A's face, B's face,
     A's edge, B's edge of those; axis (M, 3): the best edge pair's unit axis, A -> B.
     box_path: box-box pairs take the 15-axis test (False: the general path, for tests)."""
-    m = ids_a.shape[0]
     vmax = points.shape[1]
     fmax = planes.shape[1]
     emax = edges.shape[1]
-    pb = np.empty((vmax, 3))          # B's points in A's frame
-    pab = np.empty((vmax, 3))         # A's points in B's frame
-    sep_fa = np.empty(fmax)
-    sep_fb = np.empty(fmax)
-    low_a = np.empty(fmax, np.int64)
-    low_b = np.empty(fmax, np.int64)
-    theta_a = np.empty(fmax)
-    theta_b = np.empty(fmax)
-    keep_a = np.empty(emax, np.int64)
-    keep_b = np.empty(emax, np.int64)
-    dir_b = np.empty((emax, 3))       # B's edge directions and face normals in A's frame
-    nrm_b = np.empty((emax, 2, 3))
-    for i in range(m):
+    scratch = (np.empty((vmax, 3)),             # B's points in A's frame
+               np.empty((vmax, 3)),             # A's points in B's frame
+               np.empty(fmax), np.empty(fmax),  # face separations of A's, B's faces
+               np.empty(fmax, np.int64), np.empty(fmax, np.int64),   # their deepest points
+               np.empty(fmax), np.empty(fmax),  # cap angles
+               np.empty(emax, np.int64), np.empty(emax, np.int64),   # kept edges
+               np.empty((emax, 3)),             # B's edge directions and face normals in A's
+               np.empty((emax, 2, 3)),          # frame
+               np.empty((3, 3)))
+    _query_rows(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin, box_path,
+                prune, is_box, box_half, lut, npoints, points, nfaces, planes, face_loops,
+                nedges, edges, edge_dirs, edge_normals, edge_faces, arcs, bound_radius, out_f,
+                out_i, axis, scratch)
+
+
+@kernel(refcount=False)
+def _query_rows(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin, box_path,
+                prune, is_box, box_half, lut, npoints, points, nfaces, planes, face_loops,
+                nedges, edges, edge_dirs, edge_normals, edge_faces, arcs, bound_radius, out_f,
+                out_i, axis, scratch):
+    """queries' loop over the pairs, with its scratch arrays (allocated by queries: a kernel
+    without reference counting cannot allocate)."""
+    (pb, pab, sep_fa, sep_fb, low_a, low_b, theta_a, theta_b, keep_a, keep_b, dir_b, nrm_b,
+     absr) = scratch
+    for i in range(ids_a.shape[0]):
         a = ids_a[i]
         b = ids_b[i]
         r = rot[i]
@@ -198,7 +212,7 @@ def queries(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
         if poses:
             _relative_pose(pos_a[i], rot_a[i], pos_b[i], rot_b[i], r, t)
         if box_path and is_box[a] and is_box[b]:
-            _box_pair(box_half[a], box_half[b], r, t, lut, out_f, out_i, axis, i)
+            _box_pair(box_half[a], box_half[b], r, t, lut, out_f, out_i, axis, i, absr)
             continue
         na = npoints[a]
         nb = npoints[b]
@@ -241,7 +255,7 @@ def queries(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
                     edge_normals, pb, dir_b, nrm_b, out_f, out_i, axis)
 
 
-@kernel
+@kernel(refcount=False)
 def _edge_query(i, a, b, r, na, ka, keep_a, kb, keep_b, points, edges, edge_dirs,
                 edge_normals, pb, dir_b, nrm_b, out_f, out_i, axis):
     """Best edge-edge axis over the kept edges' Minkowski-face pairs (sat.py's formulas: the
@@ -336,7 +350,7 @@ def _edge_query(i, a, b, r, na, ka, keep_a, kb, keep_b, points, edges, edge_dirs
     axis[i, 2] = (da[0] * db[1] - da[1] * db[0]) * sc
 
 
-@kernel
+@kernel(refcount=False)
 def choose(ids_a, ids_b, rot_a, rot, planes, bound_radius, out_f, out_i, axis_e, rel, ab,
            separation, kind, index, axis_sep, local, normal):
     """The axis each pair's manifold uses, biased towards A's face, then B's face, then the

@@ -285,6 +285,8 @@ class _Stub:
                     no_cfunc_wrapper=True)
         opts.update(self._options)
         opts.pop("literal_arguments", None)
+        if not opts.pop("refcount", True):
+            opts["_nrt"] = False     # see kernel(): no reference counting in this function
         try:
             self._impl = numba.njit(**opts)(self.py_func)
         except RuntimeError:   # "cannot cache function ...: no locator available": our
@@ -313,7 +315,14 @@ def kernel(fn=None, **options):
     """Mark a function as a compiled kernel (``@kernel`` or ``@kernel(inline="always")``).
 
     The function must be numba-compatible (nopython): numpy arrays, scalars, tuples, and
-    calls of other kernels. It also runs as plain Python, unchanged, in the fallback."""
+    calls of other kernels. It also runs as plain Python, unchanged, in the fallback.
+
+    ``@kernel(refcount=False)``: compiled without numba's reference counting, for kernels
+    called per pair or per row that allocate no array and return none (numba refuses to
+    compile an allocation there). A compiled kernel otherwise takes and drops an atomic
+    reference on every array it is given (a tuple's members included) and on every view
+    it makes: a face clip of 50 scratch and table arrays paid ~120 atomic operations a call.
+    Its callers hold the arrays for the call's duration, so nothing is freed under it."""
     def wrap(f):
         stub = _Stub(f, options)
         _KERNELS.append(stub)

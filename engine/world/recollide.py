@@ -83,7 +83,8 @@ class Recollide:
         out = np.empty(len(self.rows))
         w = self.world
         manifold_cache.pair_travel(self.ia, self.ib, w._v("x"), w._v("q"), self.p0, self.q0,
-                                   self.n0, self.reach, self.slide, out)
+                                   self.n0, self.reach, self.slide, out, np.empty(3),
+                                   np.empty(4))
         return out
 
     def update(self, solver, refresh, man, vel, dpose, h, t_left, inv_inertia):
