@@ -50,7 +50,7 @@ def _pick(score, valid, n, tol):
     return 0, best
 
 
-@kernel
+@kernel(refcount=False)
 def reduce4_row(x, y, sep, valid, n, eps, idx, ok, score):
     """clip.reduce4 for one row of n candidates: deepest, farthest from it, largest triangle,
     largest quad. idx (4,) picks, ok (4,) a prefix of True; score: scratch of n floats."""
@@ -98,7 +98,7 @@ def reduce4_row(x, y, sep, valid, n, eps, idx, ok, score):
     ok[3] = ok4
 
 
-@kernel
+@kernel(refcount=False)
 def incident_face(tab, inc, rot, n_ref):
     """clip.incident_face for one pair: of the faces around the incident shape's deepest point
     along -n_ref (reference frame; rot: incident -> reference), the most anti-parallel."""
@@ -126,7 +126,7 @@ def incident_face(tab, inc, rot, n_ref):
     return face
 
 
-@kernel
+@kernel(refcount=False)
 def _outward_2d(x, y, size, clockwise, nx, ny, off, ex, ey, length):
     """Unit outward edge normals, offsets, edge vectors and lengths of a 2D loop."""
     for k in range(size):
@@ -144,7 +144,7 @@ def _outward_2d(x, y, size, clockwise, nx, ny, off, ex, ey, length):
         off[k] = nx[k] * x[k] + ny[k] * y[k]
 
 
-@kernel
+@kernel(refcount=False)
 def _loop_of(tab, shape, face, plain, out):
     """The loop a face clips with (its patch, or its own loop where plain); returns its size."""
     face_sizes, face_loops, patch_sizes, patch_loops = tab[4], tab[5], tab[6], tab[7]
@@ -166,7 +166,7 @@ def _to_plane(m, off, p, out):
         out[k] = (m[k, 0] * p[0] + m[k, 1] * p[1] + m[k, 2] * p[2]) + off[k]
 
 
-@kernel
+@kernel(refcount=False)
 def face_clip(tab, ref, ref_face, inc, rot, trans, margin, flip, inc_face, normal, tilted,
               sc, out_pts, out_sep, out_ids):
     """clip.face_contact for one pair, in the reference shape's frame.
@@ -326,7 +326,7 @@ def face_clip(tab, ref, ref_face, inc, rot, trans, margin, flip, inc_face, norma
     return count, inc_face
 
 
-@kernel
+@kernel(refcount=False)
 def _feature_code(p, pi, pr, px, py, xi, yi, ilen, rlen, t, w, snap):
     """clip._feature_codes for candidate p: vertices keep their code; a crossing within snap
     of a vertex (incident first) takes that vertex's; a reference vertex on an incident vertex
@@ -365,7 +365,7 @@ def _feature_code(p, pi, pr, px, py, xi, yi, ilen, rlen, t, w, snap):
     return (T_CROSSING << 24) | (k << 12) | r
 
 
-@kernel
+@kernel(refcount=False)
 def _face_id(flip, ref_face, inc_face, code):
     """clip._face_ids: the code in terms of A and B (the reference is B where flip)."""
     r = code & 0xFFF
@@ -379,7 +379,7 @@ def _face_id(flip, ref_face, inc_face, code):
             | np.int64(code))
 
 
-@kernel
+@kernel(refcount=False)
 def _sunk_vertices(tab, inc, inc_face, rot, trans, n_ref, d, n, out):
     """clip._sunk_vertices for one pair: incident vertices off the incident face's patch under
     the reference plane, on a face of the incident shape that faces against n. Returns how
@@ -428,7 +428,7 @@ def _scratch_for(tab):
     return scratch(max(tab[5].shape[2], tab[7].shape[2]), tab[0].shape[1])
 
 
-@kernel
+@kernel(refcount=False)
 def _segment_closest(p0, p1, q0, q1, eps, cp, cq):
     """Closest points of segments [p0, p1] and [q0, q1] into cp, cq; returns their parameters
     (s, t). Ericson's clamped parametric solution; parallel segments (den ~ 0) take s = 0 then
@@ -478,7 +478,7 @@ def _segment_closest(p0, p1, q0, q1, eps, cp, cq):
     return s, t
 
 
-@kernel
+@kernel(refcount=False)
 def segment_closest_rows(p0, p1, q0, q1, eps, s, t, cp, cq):
     """_segment_closest of M segment pairs (all (M, 3)): parameters s, t (M,) and closest points
     cp, cq (M, 3) (clip.segment_closest)."""
@@ -486,7 +486,7 @@ def segment_closest_rows(p0, p1, q0, q1, eps, s, t, cp, cq):
         s[i], t[i] = _segment_closest(p0[i], p1[i], q0[i], q1[i], eps, cp[i], cq[i])
 
 
-@kernel
+@kernel(refcount=False)
 def _edge_point(tab, a, b, ea, eb, rot, trans, axis, w):
     """clip.edge_contact for one pair (A's frame): the midpoint of the two SAT edges' closest
     points (into w[0:3]) and their gap along the axis (returned)."""
@@ -505,7 +505,7 @@ def _edge_point(tab, a, b, ea, eb, rot, trans, axis, w):
     return s
 
 
-@kernel
+@kernel(refcount=False)
 def _edge_clip_faces(tab, a, b, ea, eb, rot, axis, consts):
     """The faces beside the two SAT edges that support each shape along the edge axis (the
     better aligned of each edge's two), whether they are close enough to the axis to be
@@ -563,16 +563,22 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
     clip_faces=False (tests) skips stage 0's clip so the fallbacks answer. face_clip has one
     call site per frame with run-time arguments (literal arguments would each compile a
     specialisation of it)."""
-    sc = _scratch_for(tab)
+    work = (np.empty((4, 3)), np.empty(4), np.empty(4, np.int64), np.empty((3, 3)), np.empty(3),
+            np.empty(3), np.empty(15), np.zeros(3))
+    _manifold_rows(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
+                   separation, kind, index, edge_sep, edge_index, edge_axis, consts, clip_faces,
+                   normal, axis_kind, axis_index, points, sep, ids, count, _scratch_for(tab),
+                   work)
+
+
+@kernel(refcount=False)
+def _manifold_rows(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
+                   separation, kind, index, edge_sep, edge_index, edge_axis, consts, clip_faces,
+                   normal, axis_kind, axis_index, points, sep, ids, count, sc, work):
+    """manifolds' loop over the pairs; sc: face_clip's scratch, work: the loop's own (both
+    allocated by manifolds: a kernel without reference counting cannot allocate)."""
     bound_radius, points_t, npoints = tab[13], tab[0], tab[1]
-    pts = np.empty((4, 3))
-    s4 = np.empty(4)
-    id4 = np.empty(4, np.int64)
-    rt = np.empty((3, 3))
-    ti = np.empty(3)
-    nref = np.empty(3)
-    w = np.empty(15)
-    zero = np.zeros(3)
+    pts, s4, id4, rt, ti, nref, w, zero = work
     for i in range(ids_a.shape[0]):
         a = ids_a[i]
         b = ids_b[i]
@@ -634,7 +640,8 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
                 if flip:
                     for j in range(cnt):
                         pose_into(r, pts[j], t, w[0:3])
-                        pts[j, :] = w[0:3]
+                        for k in range(3):
+                            pts[j, k] = w[k]
                 ref_rot = rot_a[i]
                 ref_pos = pos_a[i]
             else:
@@ -653,7 +660,7 @@ def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
             points[i, j, :] = 0.0
 
 
-@kernel
+@kernel(refcount=False)
 def _last_resort(points_t, npoints, a, b, pos_a, rot_a, pos_b, rot_b, n, margin, on_a, out_p,
                  sep, ids, count, i, w):
     """One point at the incident shape's extreme vertex along the normal (A's highest where

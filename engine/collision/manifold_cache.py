@@ -93,13 +93,9 @@ def valid_row(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, 
             and margin <= g_margin + distance)
 
 
-@kernel
+@kernel(refcount=False)
 def _still_valid(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, distance,
-                 cos_half_angle, out):
-    p0 = np.empty(3)
-    p1 = np.empty(3)
-    r0 = np.empty(4)
-    r1 = np.empty(4)
+                 cos_half_angle, out, p0, p1, r0, r1):
     for i in range(out.shape[0]):
         out[i] = valid_row(g_pa[i], g_qa[i], g_pb[i], g_qb[i], g_margin[i], pos_a[i], q_a[i],
                            pos_b[i], q_b[i], margin[i], distance, cos_half_angle, p0, p1, r0, r1)
@@ -114,7 +110,7 @@ def still_valid(geo, pos_a, q_a, pos_b, q_b, margin, distance, angle):
     _still_valid(c(geo["pos_a"]), c(geo["q_a"]), c(geo["pos_b"]), c(geo["q_b"]),
                  c(geo["margin"]), c(pos_a), c(q_a), c(pos_b), c(q_b),
                  c(margin, dtype=np.float64), float(distance), float(detmath.cos(0.5 * angle)),
-                 out)
+                 out, np.empty(3), np.empty(3), np.empty(4), np.empty(4))
     return out
 
 
@@ -166,13 +162,9 @@ def rebuild_row(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a,
         sep[j] = s
 
 
-@kernel
+@kernel(refcount=False)
 def _rebuild(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a, pos_b, q_b,
-             normal, points, sep):
-    ta = np.empty((3, 3))
-    tb = np.empty((3, 3))
-    xa = np.empty(3)
-    xb = np.empty(3)
+             normal, points, sep, ta, tb, xa, xb):
     for i in range(count.shape[0]):
         rebuild_row(g_pa[i], g_qa[i], g_pb[i], g_qb[i], g_n[i], g_points[i], g_sep[i], count[i],
                     pos_a[i], q_a[i], pos_b[i], q_b[i], normal[i], points[i], sep[i], ta, tb,
@@ -189,11 +181,12 @@ def rebuild(geo, count, pos_a, q_a, pos_b, q_b):
     normal, points, sep = np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4))
     _rebuild(c(geo["pos_a"]), c(geo["q_a"]), c(geo["pos_b"]), c(geo["q_b"]), c(geo["normal"]),
              c(geo["points"]), c(geo["separation"]), c(count, dtype=np.int64), c(pos_a), c(q_a),
-             c(pos_b), c(q_b), normal, points, sep)
+             c(pos_b), c(q_b), normal, points, sep, np.empty((3, 3)), np.empty((3, 3)),
+             np.empty(3), np.empty(3))
     return normal, points, sep
 
 
-@kernel
+@kernel(refcount=False)
 def mark_pairs(sel, ia, ib, x, q, normal, p0, q0, n0):
     """For the pairs sel of (ia, ib): B's centre and orientation in A's frame now into p0,
     q0, and the normal (world, (len(sel), 3)) in A's frame into n0 (engine.world.recollide:
@@ -213,12 +206,11 @@ def mark_pairs(sel, ia, ib, x, q, normal, p0, q0, n0):
         n0[k, 2] = v2 + w * t2 + (u0 * t1 - u1 * t0)
 
 
-@kernel
-def pair_travel(ia, ib, x, q, p0, q0, n0, reach, slide, out):
+@kernel(refcount=False)
+def pair_travel(ia, ib, x, q, p0, q0, n0, reach, slide, out, p, r):
     """out (K,): how far each pair's surfaces moved past each other since mark_pairs (m): the
-    relative turn times reach, plus where slide the relative slide across the normal n0."""
-    p = np.empty(3)
-    r = np.empty(4)
+    relative turn times reach, plus where slide the relative slide across the normal n0;
+    p (3,), r (4,) scratch."""
     for k in range(ia.shape[0]):
         _relative(x[ia[k]], q[ia[k]], x[ib[k]], q[ib[k]], p, r)
         d0, d1, d2 = p[0] - p0[k, 0], p[1] - p0[k, 1], p[2] - p0[k, 2]

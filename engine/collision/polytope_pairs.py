@@ -40,38 +40,19 @@ def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, d
     A pair whose manifold the pair table (table_rows: keys, sub, count, ids; geo_in: its
     captured geometry) can give again (manifold_cache.valid_row) is rebuilt from it and
     keeps its capture; reuse says which may (NO_REUSE, REUSE_EACH, or REUSE_ALL: only if every
-    pair can). The others go through the SAT and the clipper and are captured at these poses."""
+    pair can). The others go through the SAT and the clipper and are captured at these poses.
+    This kernel allocates; the per-pair loops run in kernels without reference counting
+    (engine.core.jit.kernel's refcount=False)."""
     m = ia.shape[0]
-    t_keys, t_sub, t_count, t_ids = table_rows
-    g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, g_margin, g_kind, g_index = geo_in
     # 1. Which pairs the table answers.
     row = np.full(m, -1, np.int64)
     n_reused = 0
-    if reuse != NO_REUSE and t_keys.shape[0]:
-        p0 = np.empty(3)
-        p1 = np.empty(3)
-        r0 = np.empty(4)
-        r1 = np.empty(4)
-        for i in range(m):
-            a = ia[i]
-            b = ib[i]
-            r = table_row(t_keys, t_sub, (np.int64(a) << 32) | np.int64(b), 0)
-            if r >= 0 and valid_row(g_pa[r], g_qa[r], g_pb[r], g_qb[r], g_margin[r], pos[a],
-                                    q[a], pos[b], q[b], margin[i], distance, cos_half_angle,
-                                    p0, p1, r0, r1):
-                row[i] = r
-                n_reused += 1
-        if reuse == REUSE_ALL and n_reused < m:
-            row[:] = -1
-            n_reused = 0
+    if reuse != NO_REUSE and table_rows[0].shape[0]:
+        n_reused = _reused_rows(ia, ib, pos, q, margin, reuse, table_rows[0], table_rows[1],
+                                geo_in, distance, cos_half_angle, row, np.empty(3),
+                                np.empty(3), np.empty(4), np.empty(4))
     # 2. The others: SAT and clipping, over the fresh pairs packed.
     f = m - n_reused
-    fresh = np.empty(f, np.int64)
-    k = 0
-    for i in range(m):
-        if row[i] < 0:
-            fresh[k] = i
-            k += 1
     ids_a = np.empty(f, np.int64)
     ids_b = np.empty(f, np.int64)
     pos_a = np.empty((f, 3))
@@ -79,16 +60,8 @@ def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, d
     rot_a = np.empty((f, 3, 3))
     rot_b = np.empty((f, 3, 3))
     marg = np.empty(f)
-    for j in range(f):
-        a = ia[fresh[j]]
-        b = ib[fresh[j]]
-        ids_a[j] = sid[a]
-        ids_b[j] = sid[b]
-        pos_a[j] = pos[a]
-        pos_b[j] = pos[b]
-        rot_a[j] = rot_body[a]
-        rot_b[j] = rot_body[b]
-        marg[j] = margin[fresh[j]]
+    _gather_fresh(ia, ib, sid, pos, rot_body, margin, row, ids_a, ids_b, pos_a, pos_b,
+                  rot_a, rot_b, marg)
     rot = np.empty((f, 3, 3))
     trans = np.empty((f, 3))
     out_f = np.empty((f, 3))
@@ -119,15 +92,82 @@ def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, d
                            out_i[:, 2:].copy(), axis_e, consts, True, nrm, a_kind, a_index,
                            pts, s4, id4, cnt)
     # 3. Every manifold with points, in pair order.
+    return _pack(ia, ib, pos, q, margin, row, table_rows[2], table_rows[3], geo_in,
+                 (nrm, pts, s4, id4, cnt, a_kind, a_index), man, geo, pair, np.empty((3, 3)),
+                 np.empty((3, 3)), np.empty(3), np.empty(3))
+
+
+@kernel(refcount=False)
+def _reused_rows(ia, ib, pos, q, margin, reuse, t_keys, t_sub, geo_in, distance,
+                 cos_half_angle, row, p0, p1, r0, r1):
+    """_collide's step 1: row[i] = the pair table row that gives pair i's manifold again
+    (manifold_cache.valid_row), else -1; under REUSE_ALL all -1 unless every pair has one.
+    Returns how many have one. p0, p1 (3,), r0, r1 (4,) scratch."""
+    g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, g_margin, g_kind, g_index = geo_in
+    m = ia.shape[0]
+    n_reused = 0
+    for i in range(m):
+        a = ia[i]
+        b = ib[i]
+        r = table_row(t_keys, t_sub, (np.int64(a) << 32) | np.int64(b), 0)
+        if r >= 0 and valid_row(g_pa[r], g_qa[r], g_pb[r], g_qb[r], g_margin[r], pos[a], q[a],
+                                pos[b], q[b], margin[i], distance, cos_half_angle, p0, p1, r0,
+                                r1):
+            row[i] = r
+            n_reused += 1
+    if reuse == REUSE_ALL and n_reused < m:
+        for i in range(m):
+            row[i] = -1
+        n_reused = 0
+    return n_reused
+
+
+@kernel(refcount=False)
+def _gather_fresh(ia, ib, sid, pos, rot_body, margin, row, ids_a, ids_b, pos_a, pos_b, rot_a,
+                  rot_b, marg):
+    """_collide's step 2's inputs: the pairs without a table row, in order, with their
+    shapes, body origins, rotations and margins."""
+    j = 0
+    for i in range(ia.shape[0]):
+        if row[i] >= 0:
+            continue
+        a = ia[i]
+        b = ib[i]
+        ids_a[j] = sid[a]
+        ids_b[j] = sid[b]
+        for k in range(3):
+            pos_a[j, k] = pos[a, k]
+            pos_b[j, k] = pos[b, k]
+            for c in range(3):
+                rot_a[j, k, c] = rot_body[a, k, c]
+                rot_b[j, k, c] = rot_body[b, k, c]
+        marg[j] = margin[i]
+        j += 1
+
+
+@kernel(inline="always")
+def _put(dst, src):
+    """dst[:] = src for short 1-D rows (no temporary: inside a kernel without reference
+    counting)."""
+    for k in range(dst.shape[0]):
+        dst[k] = src[k]
+
+
+@kernel(refcount=False)
+def _pack(ia, ib, pos, q, margin, row, t_count, t_ids, geo_in, fresh_man, man, geo, pair, ta,
+          tb, xa, xb):
+    """_collide's step 3: every manifold with points, in pair order, into man and geo (see
+    _collide): rebuilt from the table row (keeping its capture), or the fresh one (fresh_man:
+    normal, points, separation, ids, count, axis kind and index of the fresh pairs in order)
+    if it has points and is sound, captured at these poses. Returns how many.
+    ta, tb (3, 3), xa, xb (3,) scratch."""
+    g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, g_margin, g_kind, g_index = geo_in
+    nrm, pts, s4, id4, cnt, a_kind, a_index = fresh_man
     normal, points, sep, count, ids, axis_kind, axis_index = man
     o_pa, o_qa, o_pb, o_qb, o_n, o_points, o_sep, o_margin, o_kind, o_index = geo
-    ta = np.empty((3, 3))
-    tb = np.empty((3, 3))
-    xa = np.empty(3)
-    xb = np.empty(3)
     out = 0
     j = 0
-    for i in range(m):
+    for i in range(ia.shape[0]):
         a = ia[i]
         b = ib[i]
         r = row[i]
@@ -136,40 +176,43 @@ def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, d
                         t_count[r], pos[a], q[a], pos[b], q[b], normal[out], points[out],
                         sep[out], ta, tb, xa, xb)
             count[out] = t_count[r]
-            ids[out] = t_ids[r]
+            _put(ids[out], t_ids[r])
             axis_kind[out] = g_kind[r]
-            axis_index[out] = g_index[r]
-            o_pa[out] = g_pa[r]
-            o_qa[out] = g_qa[r]
-            o_pb[out] = g_pb[r]
-            o_qb[out] = g_qb[r]
-            o_n[out] = g_n[r]
-            o_points[out] = g_points[r]
-            o_sep[out] = g_sep[r]
+            _put(axis_index[out], g_index[r])
+            _put(o_pa[out], g_pa[r])
+            _put(o_qa[out], g_qa[r])
+            _put(o_pb[out], g_pb[r])
+            _put(o_qb[out], g_qb[r])
+            _put(o_n[out], g_n[r])
+            for p in range(4):
+                _put(o_points[out, p], g_points[r, p])
+            _put(o_sep[out], g_sep[r])
             o_margin[out] = g_margin[r]
         else:
             c = cnt[j]
             if c == 0 or not _sound(nrm[j], pts[j], s4[j], c):
                 j += 1
                 continue
-            normal[out] = nrm[j]
-            points[out] = pts[j]
-            sep[out] = s4[j]
-            ids[out] = id4[j]
+            _put(normal[out], nrm[j])
+            for p in range(4):
+                _put(points[out, p], pts[j, p])
+            _put(sep[out], s4[j])
+            _put(ids[out], id4[j])
             count[out] = c
             axis_kind[out] = a_kind[j]
-            axis_index[out] = a_index[j]
-            o_pa[out] = pos[a]                      # captured at these poses
-            o_qa[out] = q[a]
-            o_pb[out] = pos[b]
-            o_qb[out] = q[b]
-            o_n[out] = nrm[j]
-            o_points[out] = pts[j]
-            o_sep[out] = s4[j]
+            _put(axis_index[out], a_index[j])
+            _put(o_pa[out], pos[a])                 # captured at these poses
+            _put(o_qa[out], q[a])
+            _put(o_pb[out], pos[b])
+            _put(o_qb[out], q[b])
+            _put(o_n[out], nrm[j])
+            for p in range(4):
+                _put(o_points[out, p], pts[j, p])
+            _put(o_sep[out], s4[j])
             o_margin[out] = margin[i]
             j += 1
         o_kind[out] = axis_kind[out]
-        o_index[out] = axis_index[out]
+        _put(o_index[out], axis_index[out])
         pair[out] = i
         out += 1
     return out

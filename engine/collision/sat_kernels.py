@@ -26,10 +26,13 @@ PRUNE_TOL = 1e-6         # sat.PRUNE_TOL
 FACE_A, FACE_B, EDGE = 0, 1, 2   # sat's axis kinds
 
 
-@kernel
-def _box_pair(ha, hb, rot, t, lut, out_f, out_i, axis, i):
-    """Face and edge queries of one box pair (A's frame; rot, t: B's pose in it)."""
-    absr = np.abs(rot)
+@kernel(refcount=False)
+def _box_pair(ha, hb, rot, t, lut, out_f, out_i, axis, i, absr):
+    """Face and edge queries of one box pair (A's frame; rot, t: B's pose in it); absr (3, 3)
+    scratch."""
+    for j in range(3):
+        for k in range(3):
+            absr[j, k] = abs(rot[j, k])
     best = -np.inf
     fi = 0
     for k in range(3):
@@ -97,7 +100,7 @@ def _box_pair(ha, hb, rot, t, lut, out_f, out_i, axis, i):
     out_i[i, 3] = lut[vb0, vb0 | (1 << ej)]
 
 
-@kernel
+@kernel(refcount=False)
 def _face_query(planes, nf, pts, npts, sep, low):
     """Per face: min over points of the signed distance (sep), the point attaining it (low);
     returns the best face (first of ties)."""
@@ -118,27 +121,55 @@ def _face_query(planes, nf, pts, npts, sep, low):
     return best
 
 
-@kernel
-def _keep_edges(ne, edge_faces, arcs, theta, keep, prune):
+@kernel(refcount=False)
+def _keep_edges(ne, edge_faces, arcs, half, theta, keep, prune):
     """Edges whose Gauss-map arc is not covered by the caps of its two faces (sat.py,
-    _covered_edges' reasoning); every real edge without pruning. Returns how many."""
+    _covered_edges' reasoning); every real edge without pruning. Returns how many.
+
+    A cap's angle is 2 asin(half) (half, theta: _caps'). The asin is the query's dearest
+    operation, and 2 asin(y) lies within 2 (y + y^3 / 6) and 2 (y + (pi/2 - 1) y^3) on
+    [0, 1] (its series' terms are all positive and sum to pi/2 at 1), so it is taken only
+    for the faces of edges these bounds leave undecided (a relative margin of 1e-9 covers
+    their rounding): the same edges are kept as with every cap's angle computed."""
     n = 0
     for e in range(ne):
         ok = True
         if prune:
-            ok = not (theta[edge_faces[e, 0]] + theta[edge_faces[e, 1]]
-                      > arcs[e] * (1.0 + 1e-9) + 1e-12)
+            f0 = edge_faces[e, 0]
+            f1 = edge_faces[e, 1]
+            limit = arcs[e] * (1.0 + 1e-9) + 1e-12
+            y0 = half[f0]
+            y1 = half[f1]
+            c0 = y0 * y0 * y0
+            c1 = y1 * y1 * y1
+            if 2.0 * ((y0 + c0 / 6.0) + (y1 + c1 / 6.0)) * (1.0 - 1e-9) > limit:
+                ok = False
+            elif not (2.0 * ((y0 + _ASIN_CUBIC * c0) + (y1 + _ASIN_CUBIC * c1)) * (1.0 + 1e-9)
+                      < limit):
+                ok = not (_cap_angle(half, theta, f0) + _cap_angle(half, theta, f1) > limit)
         if ok:
             keep[n] = e
             n += 1
     return n
 
 
-@kernel
-def _caps(nf, sep, low, loops, own, other, face_best, tol, theta):
+_ASIN_CUBIC = 0.5 * math.pi - 1.0     # asin(y) <= y + (pi/2 - 1) y^3 on [0, 1]
+
+
+@kernel(inline="always")
+def _cap_angle(half, theta, f):
+    """Face f's cap angle 2 asin(half[f]), computed at its first use (theta[f] < 0: not yet)."""
+    if theta[f] < 0.0:
+        theta[f] = 2.0 * math.asin(half[f])
+    return theta[f]
+
+
+@kernel(refcount=False)
+def _caps(nf, sep, low, loops, own, other, face_best, tol, half, theta):
     """Cap radius (angle) about every face axis within which no axis beats face_best: the
     support point of A - B at the axis is a vertex of the face minus the other shape's
-    deepest point (own: this shape's points, other: the other's, in one frame)."""
+    deepest point (own: this shape's points, other: the other's, in one frame). The angle is
+    2 asin(half[f]); theta[f] is set to -1 (taken when needed: _keep_edges)."""
     for f in range(nf):
         v = loops[f, 0]
         k = low[f]
@@ -148,7 +179,8 @@ def _caps(nf, sep, low, loops, own, other, face_best, tol, theta):
         klen = math.sqrt(d0 * d0 + d1 * d1 + d2 * d2)
         gap = max(face_best - sep[f] - tol, 0.0)
         chord = gap / max(klen, 1e-300)
-        theta[f] = 2.0 * math.asin(min(0.5 * chord, 1.0))
+        half[f] = min(0.5 * chord, 1.0)
+        theta[f] = -1.0
 
 
 @kernel(inline="always")
@@ -174,23 +206,35 @@ def queries(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
     edge query did not run or found no Minkowski-face pair); out_i (M, 4): A's face, B's face,
     A's edge, B's edge of those; axis (M, 3): the best edge pair's unit axis, A -> B.
     box_path: box-box pairs take the 15-axis test (False: the general path, for tests)."""
-    m = ids_a.shape[0]
     vmax = points.shape[1]
     fmax = planes.shape[1]
     emax = edges.shape[1]
-    pb = np.empty((vmax, 3))          # B's points in A's frame
-    pab = np.empty((vmax, 3))         # A's points in B's frame
-    sep_fa = np.empty(fmax)
-    sep_fb = np.empty(fmax)
-    low_a = np.empty(fmax, np.int64)
-    low_b = np.empty(fmax, np.int64)
-    theta_a = np.empty(fmax)
-    theta_b = np.empty(fmax)
-    keep_a = np.empty(emax, np.int64)
-    keep_b = np.empty(emax, np.int64)
-    dir_b = np.empty((emax, 3))       # B's edge directions and face normals in A's frame
-    nrm_b = np.empty((emax, 2, 3))
-    for i in range(m):
+    scratch = (np.empty((vmax, 3)),             # B's points in A's frame
+               np.empty((vmax, 3)),             # A's points in B's frame
+               np.empty(fmax), np.empty(fmax),  # face separations of A's, B's faces
+               np.empty(fmax, np.int64), np.empty(fmax, np.int64),   # their deepest points
+               np.empty(fmax), np.empty(fmax),  # cap angles
+               np.empty(fmax), np.empty(fmax),  # their half chords (sines of half angles)
+               np.empty(emax, np.int64), np.empty(emax, np.int64),   # kept edges
+               np.empty((emax, 3)),             # B's edge directions and face normals in A's
+               np.empty((emax, 2, 3)),          # frame
+               np.empty((3, 3)))
+    _query_rows(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin, box_path,
+                prune, is_box, box_half, lut, npoints, points, nfaces, planes, face_loops,
+                nedges, edges, edge_dirs, edge_normals, edge_faces, arcs, bound_radius, out_f,
+                out_i, axis, scratch)
+
+
+@kernel(refcount=False)
+def _query_rows(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin, box_path,
+                prune, is_box, box_half, lut, npoints, points, nfaces, planes, face_loops,
+                nedges, edges, edge_dirs, edge_normals, edge_faces, arcs, bound_radius, out_f,
+                out_i, axis, scratch):
+    """queries' loop over the pairs, with its scratch arrays (allocated by queries: a kernel
+    without reference counting cannot allocate)."""
+    (pb, pab, sep_fa, sep_fb, low_a, low_b, theta_a, theta_b, half_a, half_b, keep_a, keep_b,
+     dir_b, nrm_b, absr) = scratch
+    for i in range(ids_a.shape[0]):
         a = ids_a[i]
         b = ids_b[i]
         r = rot[i]
@@ -198,7 +242,7 @@ def queries(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
         if poses:
             _relative_pose(pos_a[i], rot_a[i], pos_b[i], rot_b[i], r, t)
         if box_path and is_box[a] and is_box[b]:
-            _box_pair(box_half[a], box_half[b], r, t, lut, out_f, out_i, axis, i)
+            _box_pair(box_half[a], box_half[b], r, t, lut, out_f, out_i, axis, i, absr)
             continue
         na = npoints[a]
         nb = npoints[b]
@@ -232,16 +276,16 @@ def queries(ids_a, ids_b, poses, pos_a, rot_a, pos_b, rot_b, rot, trans, margin,
         tol = PRUNE_TOL * min(bound_radius[a], bound_radius[b])
         if prune:
             _caps(nfaces[a], sep_fa, low_b, face_loops[a], points[a], pb, face_best, tol,
-                  theta_a)
+                  half_a, theta_a)
             _caps(nfaces[b], sep_fb, low_a, face_loops[b], points[b], pab, face_best, tol,
-                  theta_b)
-        ka = _keep_edges(nedges[a], edge_faces[a], arcs[a], theta_a, keep_a, prune)
-        kb = _keep_edges(nedges[b], edge_faces[b], arcs[b], theta_b, keep_b, prune)
+                  half_b, theta_b)
+        ka = _keep_edges(nedges[a], edge_faces[a], arcs[a], half_a, theta_a, keep_a, prune)
+        kb = _keep_edges(nedges[b], edge_faces[b], arcs[b], half_b, theta_b, keep_b, prune)
         _edge_query(i, a, b, r, na, ka, keep_a, kb, keep_b, points, edges, edge_dirs,
                     edge_normals, pb, dir_b, nrm_b, out_f, out_i, axis)
 
 
-@kernel
+@kernel(refcount=False)
 def _edge_query(i, a, b, r, na, ka, keep_a, kb, keep_b, points, edges, edge_dirs,
                 edge_normals, pb, dir_b, nrm_b, out_f, out_i, axis):
     """Best edge-edge axis over the kept edges' Minkowski-face pairs (sat.py's formulas: the
@@ -336,7 +380,7 @@ def _edge_query(i, a, b, r, na, ka, keep_a, kb, keep_b, points, edges, edge_dirs
     axis[i, 2] = (da[0] * db[1] - da[1] * db[0]) * sc
 
 
-@kernel
+@kernel(refcount=False)
 def choose(ids_a, ids_b, rot_a, rot, planes, bound_radius, out_f, out_i, axis_e, rel, ab,
            separation, kind, index, axis_sep, local, normal):
     """The axis each pair's manifold uses, biased towards A's face, then B's face, then the

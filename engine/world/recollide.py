@@ -35,8 +35,9 @@ compound, a round shape) still calls for whole passes (World.collision_steps_for
 import numpy as np
 
 from ..collision import manifold_cache
-from ..collision.narrowphase import Manifolds
+from ..collision.narrowphase import WIDTH
 from ..collision.polytope_pairs import collide_polytope_bodies
+from ..collision.sat import KIND_NONE
 from ..core import quat
 
 # Substeps between two looks at the pairs' motion (each look costs some 20 numpy calls; a
@@ -83,7 +84,8 @@ class Recollide:
         out = np.empty(len(self.rows))
         w = self.world
         manifold_cache.pair_travel(self.ia, self.ib, w._v("x"), w._v("q"), self.p0, self.q0,
-                                   self.n0, self.reach, self.slide, out)
+                                   self.n0, self.reach, self.slide, out, np.empty(3),
+                                   np.empty(4))
         return out
 
     def update(self, solver, refresh, man, vel, dpose, h, t_left, inv_inertia):
@@ -115,28 +117,35 @@ def take_again(world, solver, refresh, man, rows, ia, ib, vel, dpose, t_left, in
     qn = quat.normalize(q)
     pos = x - quat.rotate(qn, com)
     margin = world._speculative_margin(ia, ib, vel, t_left)
-    # Polytope pairs: one manifold each, from the pass narrowphase's kernel (no reuse).
+    # Polytope pairs: one manifold each, from the pass narrowphase's kernel (no reuse); it
+    # gives the pairs with points (hit). A pair now beyond its margin keeps an empty manifold
+    # (no rows, its old normal) for the rest of the pass; the world drops it before the pair
+    # table.
     rot = quat.to_matrix(qn)
-    got = Manifolds(len(rows))
     hit, out = collide_polytope_bodies(table, sid, pos, qn, rot, ia, ib, margin)
-    for k in ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index"):
-        getattr(got, k)[hit] = out[k]
-    ok = got.count > 0
-    # A pair now beyond its margin keeps an empty manifold (no rows) for the rest of the
-    # pass; the world drops it before the pair table.
-    normal = np.where(ok[:, None], got.normal, man["normal"][rows])
-    count = np.where(ok, got.count, 0)
+    n = len(rows)
+    normal = man["normal"][rows]
+    normal[hit] = out["normal"]
+    points = np.zeros((n, WIDTH, 3))
+    points[hit] = out["points"]
+    separation = np.full((n, WIDTH), np.inf)
+    separation[hit] = out["separation"]
+    count = np.zeros(n, dtype=np.int64)
+    count[hit] = out["count"]
+    ids = np.zeros((n, WIDTH), dtype=np.int64)
+    ids[hit] = out["ids"]
     g = awake[:, None] * world.gravity
-    fresh = {"normal": normal, "points": got.points, "separation": got.separation,
-             "count": count, "ids": got.ids, "old_ids": man["ids"][rows],
+    fresh = {"normal": normal, "points": points, "separation": separation, "count": count,
+             "ids": ids, "old_ids": man["ids"][rows],
              "accel_n": np.einsum("mi,mi->m", g[ib] - g[ia], normal)}
     box = world._arm_boxes.world(table, sid, world._v("kind"), world._v("inertia"), com, rot)
     solver.replace(rows, fresh, x, inv_inertia, box, world._reach(), vel, dpose)
     for k in ("normal", "points", "separation", "count", "ids"):
         man[k][rows] = fresh[k]
-    for k in ("axis_kind", "axis_index"):
+    for k, empty in (("axis_kind", KIND_NONE), ("axis_index", -1)):
         if k in man:
-            man[k][rows] = getattr(got, k)
+            man[k][rows] = empty
+            man[k][rows[hit]] = out[k]
     if "geo" in man:
         for k, v in out["geo"].items():      # (pairs now apart are dropped: no capture)
             man["geo"][k][rows[hit]] = v
