@@ -486,12 +486,17 @@ def render(doc, out):
     saved results.json after editing the text, without re-running anything)."""
     env, results, order, engines = doc["env"], doc["results"], doc["order"], doc["engines"]
     scaling, prof = doc["scaling"], doc["prof"]
-    if any(scaling.values()):
-        plot_scaling(scaling, os.path.join(out, "scaling.png"))
-    plot_times(results, order, os.path.join(out, "times.png"))
-    plot_penetration(results, order, os.path.join(out, "penetration.png"))
-    if any((results.get("t_handle") or {}).get(e) for e in engines):
-        plot_t_handle(results["t_handle"], engines, os.path.join(out, "t_handle.png"))
+    try:
+        import matplotlib  # noqa: F401  (not in the project's venvs: pip install matplotlib)
+    except ImportError:
+        print("report: matplotlib is not installed: no plots (the tables are written)")
+    else:
+        if any(scaling.values()):
+            plot_scaling(scaling, os.path.join(out, "scaling.png"))
+        plot_times(results, order, os.path.join(out, "times.png"))
+        plot_penetration(results, order, os.path.join(out, "penetration.png"))
+        if any((results.get("t_handle") or {}).get(e) for e in engines):
+            plot_t_handle(results["t_handle"], engines, os.path.join(out, "t_handle.png"))
     if prof:
         write_profile(prof, os.path.join(out, "profile.md"), env)
     write_report(env, results, order, engines, scaling, prof, os.path.join(out, "report.md"))
