@@ -2,12 +2,14 @@
 (convex shape, triangle) and contacts that the numpy versions spelled as many small array
 operations, each costing more in dispatch than in arithmetic at a few hundred rows a pass.
 
-(The BVH walk, TriangleMesh.query, is engine.shapes.trimesh.bvh_query.)
+(The BVH walk, TriangleMesh.query and the step's rows, is engine.shapes.trimesh.bvh_walk.)
 
-- ``mesh_polytope_triangles``: mesh_contacts' polytope route, whole (``polytope_row``), per
-  (polytope, mesh triangle) pair of the BVH query:
-  the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping (``clip_row``,
-  also curved_kernels' face contacts), the exact closest points
+- ``mesh_polytope_contacts``: the step's polytope rows on one mesh: the BVH query, then
+  ``mesh_polytope_triangles``, keeping the pairs with contacts; ``mesh_row_boxes``: the rows'
+  rotations, query boxes and margins;
+- ``mesh_polytope_triangles``: mesh_contacts' polytope route, whole, per (polytope, mesh
+  triangle) pair: the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping
+  (``clip_row``, also curved_kernels' face contacts), the exact closest points
   (``closest_row``: mesh_distance) and the edge pair's closest points;
 - ``reduce_contacts``: mesh_contacts.reduce_manifolds' clustering by normal and its 4-point
   pick (clip_kernels.reduce4_row: clip.reduce4's picks, one row).
@@ -535,77 +537,6 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
             valid[c] = s >= 0 and s <= 1 and tt >= 0 and tt <= 1 and z[c] <= margin
 
 
-@kernel
-def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, fn, margin, eps,
-                  tri, sat_face, is_t, normal, pts, sep, cid, x, y, z, score, valid, ci, idx,
-                  ok, poly, frame, cs):
-    """Face contact of one row (shape s, triangle t facing it with normal N, its frame):
-    is_t, the triangle is the reference (the polytope face most anti-parallel to N, the
-    first of equals, is the incident polygon), else the polytope's SAT face sat_face is the
-    reference and the triangle the incident polygon. Polytope faces are their patch outlines
-    (engine.collision.patches). The candidates (clip_row) are reduced to 4 (reduce4_row) and stored
-    midway between the surfaces into normal (3,), pts (4, 3), sep (4,), cid (4,) with ids
-    tri << 28 | ref on the polytope << 27 | face << 16 | route << 12 | code. Returns the
-    count. fn (3,) gets the polytope face's normal; the rest is mesh_polytope_triangles'
-    scratch (workspace): candidates' x, y, z, score, valid, route and code (ci), the
-    reduce-to-4 picks, the polytope outline, clip_row's frame and rows."""
-    f = sat_face
-    if is_t:
-        low = np.inf
-        for g in range(nfaces[s]):
-            d = planes[s, g, 0] * N[0] + planes[s, g, 1] * N[1] + planes[s, g, 2] * N[2]
-            if d < low:
-                low = d
-                f = g
-    size = patch_sizes[s, f]
-    for w in range(size):
-        p = patch_loops[s, f, w]
-        for j in range(3):
-            poly[w, j] = points[s, p, j]
-    for j in range(3):
-        fn[j] = planes[s, f, j]
-    # One call per reference kind, each with its own arrays: a conditional rebinding of
-    # the arrays would take and drop a reference on each.
-    if is_t:
-        clip_row(t, 3, poly, size, N, fn, margin, eps, size, 3, x, y, z, valid, frame, cs)
-        nr, nk = 3, size
-    else:
-        clip_row(poly, size, t, 3, fn, N, margin, eps, 3, size, x, y, z, valid, frame, cs)
-        nr, nk = size, 3
-    c = 0
-    for i in range(nk):
-        ci[0, c] = 1                          # ROUTE_INC
-        ci[1, c] = i
-        c += 1
-    for j in range(nr):
-        ci[0, c] = 2                          # ROUTE_REF
-        ci[1, c] = j
-        c += 1
-    for j in range(nr):
-        for i in range(nk):
-            ci[0, c] = 3                      # ROUTE_CROSS
-            ci[1, c] = j * 64 + i
-            c += 1
-    reduce4_row(x, y, z, valid, c, eps, idx, ok, score)
-    base = (tri << 28) | ((0 if is_t else 1) << 27) | ((f & 0x7FF) << 16)
-    cnt = 0
-    for j in range(4):
-        p = idx[j]
-        for d in range(3):
-            nd = N[d] if is_t else fn[d]
-            pts[j, d] = frame[0, d] + x[p] * frame[1, d] + y[p] * frame[2, d] + 0.5 * z[p] * nd
-        if ok[j]:
-            sep[j] = z[p]
-            cid[j] = base | (ci[0, p] << 12) | (ci[1, p] & 0xFFF)
-            cnt += 1
-        else:
-            sep[j] = np.inf
-            cid[j] = 0
-    for d in range(3):
-        normal[d] = -N[d] if is_t else fn[d]
-    return cnt
-
-
 # -- polytope vs triangle, whole ----------------------------------------------------------------
 @kernel(inline="always")
 def _feature_active_row(t, u, active, tol):
@@ -736,9 +667,66 @@ def mesh_polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patc
             dist = sep_t if use_t else best
             kind = 0 if use_t else (1 if use_f else 2)
             if (use_t and sep_t <= m) or (use_f and sep_f <= m):
-                cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl, N,
-                                    fn, m, eps, tri_index, face, use_t, nloc, ploc, sep4, cid4,
-                                    x, y, z, score, valid, ci, idx, ok, poly, frame, cs)
+                # Face contact: use_t, the triangle is the reference (the polytope face most
+                # anti-parallel to N, the first of equals, is the incident polygon), else the
+                # polytope's SAT face is the reference and the triangle the incident polygon.
+                # Polytope faces are their patch outlines (engine.collision.patches). The
+                # candidates (clip_row) are reduced to 4 (reduce4_row) and stored midway
+                # between the surfaces, ids tri << 28 | ref on the polytope << 27 | face << 16
+                # | route << 12 | code. (Written out here, not called: a call takes and drops a
+                # reference on each of its ~30 arrays.)
+                f = face
+                if use_t:
+                    low = np.inf
+                    for g in range(nfaces[s]):
+                        d = planes[s, g, 0] * N[0] + planes[s, g, 1] * N[1] + planes[s, g, 2] * N[2]
+                        if d < low:
+                            low = d
+                            f = g
+                size = patch_sizes[s, f]
+                for w in range(size):
+                    pv = patch_loops[s, f, w]
+                    for j in range(3):
+                        poly[w, j] = points[s, pv, j]
+                for j in range(3):
+                    fn[j] = planes[s, f, j]
+                if use_t:
+                    clip_row(tl, 3, poly, size, N, fn, m, eps, size, 3, x, y, z, valid, frame, cs)
+                    nr, nk = 3, size
+                else:
+                    clip_row(poly, size, tl, 3, fn, N, m, eps, 3, size, x, y, z, valid, frame, cs)
+                    nr, nk = size, 3
+                c = 0
+                for i in range(nk):
+                    ci[0, c] = 1                          # ROUTE_INC
+                    ci[1, c] = i
+                    c += 1
+                for j in range(nr):
+                    ci[0, c] = 2                          # ROUTE_REF
+                    ci[1, c] = j
+                    c += 1
+                for j in range(nr):
+                    for i in range(nk):
+                        ci[0, c] = 3                      # ROUTE_CROSS
+                        ci[1, c] = j * 64 + i
+                        c += 1
+                reduce4_row(x, y, z, valid, c, eps, idx, ok, score)
+                base = (tri_index << 28) | ((0 if use_t else 1) << 27) | ((f & 0x7FF) << 16)
+                for j in range(4):
+                    p = idx[j]
+                    for d in range(3):
+                        nd = N[d] if use_t else fn[d]
+                        ploc[j, d] = (frame[0, d] + x[p] * frame[1, d] + y[p] * frame[2, d]
+                                      + 0.5 * z[p] * nd)
+                    if ok[j]:
+                        sep4[j] = z[p]
+                        cid4[j] = base | (ci[0, p] << 12) | (ci[1, p] & 0xFFF)
+                        cnt += 1
+                    else:
+                        sep4[j] = np.inf
+                        cid4[j] = 0
+                for d in range(3):
+                    nloc[d] = -N[d] if use_t else fn[d]
             if not use_e and fine and cnt == 0 and best <= m:
                 if best <= touch * scale:                   # touching: the edge route
                     use_e = True
