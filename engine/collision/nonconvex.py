@@ -168,16 +168,11 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
         pairs.append(pair[conv])
         subs.append(sub[conv] * CLUSTER_STRIDE)
     # 3. Convex vs triangle mesh.
-    mesh_rows = np.flatnonzero((ka == _MESH) | (kb == _MESH))
+    mesh_rows = np.flatnonzero((ka == _MESH) | (kb == _MESH)) if len(conv) else np.arange(len(ka))
     if len(mesh_rows):
         flip = ka[mesh_rows] == _MESH
-        f = flip[:, None]
-        s_c = np.where(flip, sb[mesh_rows], sa[mesh_rows])
-        s_m = np.where(flip, sa[mesh_rows], sb[mesh_rows])
-        x_c = np.where(f, xb[mesh_rows], xa[mesh_rows])
-        x_m = np.where(f, xa[mesh_rows], xb[mesh_rows])
-        q_c = np.where(f, qb[mesh_rows], qa[mesh_rows])
-        q_m = np.where(f, qa[mesh_rows], qb[mesh_rows])
+        s_c, x_c, q_c, s_m, x_m, q_m = _convex_side_first(flip, mesh_rows, sa, xa, qa, sb, xb,
+                                                          qb)
         man, group = _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, marg[mesh_rows])
         red, grp, rank = reduce_manifolds(man, group, n_groups=len(mesh_rows))
         red.normal[flip[grp]] *= -1.0
@@ -202,6 +197,20 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
             setattr(total, name, getattr(total, name)[order])
         pair, sub = pair[order], sub[order]
     return BodyContacts(total, pair, sub)
+
+
+def _convex_side_first(flip, rows, sa, xa, qa, sb, xb, qb):
+    """Shape ids, positions and quaternions of the rows' convex side, then their mesh side
+    (flip: the mesh is side a). A pass whose meshes are all on one side (the world orders its
+    pairs by body) takes the arrays as they are."""
+    if flip.all():
+        return sb[rows], xb[rows], qb[rows], sa[rows], xa[rows], qa[rows]
+    if not flip.any():
+        return sa[rows], xa[rows], qa[rows], sb[rows], xb[rows], qb[rows]
+    f = flip[:, None]
+    return (np.where(flip, sb[rows], sa[rows]), np.where(f, xb[rows], xa[rows]),
+            np.where(f, qb[rows], qa[rows]), np.where(flip, sa[rows], sb[rows]),
+            np.where(f, xa[rows], xb[rows]), np.where(f, qa[rows], qb[rows]))
 
 
 def _in_order(pair, sub):
