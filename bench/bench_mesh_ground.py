@@ -42,7 +42,9 @@ in one loop, the BVH walk, pairs and compaction in one kernel per mesh; bit-iden
 same process, load 3-8 on 2 cores: before ours 4.72 ms/frame against Blender's 2.78 (1.70x),
 narrowphase 2.68; after, three runs, ours 3.35 / 3.05 / 3.27 against Blender's 3.44 / 3.45 /
 2.50 (0.97x / 0.88x / 1.31x: Blender's bake runs after ours, so the load moves the ratio),
-narrowphase 1.30 / 1.22 / 1.31; depth, rest and gap unchanged (10.08, 2.35, 0.99 mm). Of
+narrowphase 1.30 / 1.22 / 1.31; three later runs at load 0.4 (both engines slower on the host
+then) 5.59 / 6.58 / 5.01 against 4.76 / 5.67 / 4.02 (1.17x / 1.16x / 1.25x), narrowphase 2.22 /
+2.56 / 1.92; depth, rest and gap unchanged (10.08, 2.35, 0.99 mm). Of
 ours, the narrowphase is now ~40 %; the solver's substeps and the world's per-pass Python
 the rest.
 
