@@ -37,6 +37,16 @@ same load, numba cache warm): ours 28.9 -> 17.7 ms/frame (7.8x -> 7.4x Blender, 
 time moved 3.7 -> 2.4 ms under the load), narrowphase 12.8 -> 7.3 ms/frame, of which ~3 ms/frame
 is loading the compiled kernels from the cache at the first step (the add-on's warm-up does
 that before a bake); frames 24-120 alone: narrowphase 12.1 -> 2.8 ms/frame, ours 22.8 -> 12.9.
+Issue 27 again (the mesh kernels without per-pair reference counts: the pair's steps written out
+in one loop, the BVH walk, pairs and compaction in one kernel per mesh; bit-identical poses),
+same process, load 3-8 on 2 cores: before ours 4.72 ms/frame against Blender's 2.78 (1.70x),
+narrowphase 2.68; after, three runs, ours 3.35 / 3.05 / 3.27 against Blender's 3.44 / 3.45 /
+2.50 (0.97x / 0.88x / 1.31x: Blender's bake runs after ours, so the load moves the ratio),
+narrowphase 1.30 / 1.22 / 1.31; three later runs at load 0.4 (both engines slower on the host
+then) 5.59 / 6.58 / 5.01 against 4.76 / 5.67 / 4.02 (1.17x / 1.16x / 1.25x), narrowphase 2.22 /
+2.56 / 1.92; depth, rest and gap unchanged (10.08, 2.35, 0.99 mm). Of
+ours, the narrowphase is now ~40 %; the solver's substeps and the world's per-pass Python
+the rest.
 
 Quality, on the true geometry by brute force (not by any engine's narrowphase):
 - depth: deepest point of a body below the ground surface (hull vertices against the

@@ -39,12 +39,7 @@ from ..shapes.curved import is_curved
 from . import mesh_sat
 from .clip import SNAP, segment_closest
 from .curved_contacts import curved_triangles
-from .mesh_kernels import (
-    mesh_polytope_triangles,
-    polytope_row,
-    reduce_contacts,
-    workspace,
-)
+from .mesh_kernels import mesh_polytope_contacts, mesh_polytope_triangles, reduce_contacts
 from .narrowphase import Manifolds
 from .sat import ABS_TOL, PARALLEL_SIN, REL_TOL, vertex_mean
 
@@ -156,40 +151,46 @@ def collide_convex_triangles(table, ids, pos, rot, tri, tri_normal, active_front
 def _polytope_triangles(table, ids, pos, rot, tri, tri_normal, active_front, active_back,
                         two_sided, margin, tri_index):
     """Polytope rows of collide_convex_triangles (tests and tools: the step's rows go through
-    collide_mesh_polytopes), mesh_kernels.polytope_row per row."""
-    out = Manifolds(len(ids))
+    collide_mesh_polytopes): the kernel of the step, each row's triangle a mesh of its own
+    at the identity pose (1 * x + 0 * y + 0 * z + 0 is x exactly)."""
+    m = len(ids)
+    out = Manifolds(m)
     nrm_all, h_all, _ = mesh_sat._edge_consts(table)
     f64 = np.float64
-    pos, rot = np.asarray(pos, f64), np.asarray(rot, f64)
-    consts = _consts()
-    ws = workspace(table.patch_loops.shape[2])
-    for r in range(len(ids)):
-        out.count[r], out.distance[r], out.axis_kind[r] = polytope_row(
-            table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
-            table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
-            table.bound_radius, nrm_all, h_all, ids[r], pos[r], rot[r], tri[r], tri_normal[r],
-            np.asarray(active_front[r], bool), np.asarray(active_back[r], bool),
-            bool(two_sided[r]), margin[r], tri_index[r], consts, out.normal[r], out.points[r],
-            out.separation[r], out.ids[r], ws)
-    return out
-
-
-def collide_mesh_polytopes(table, mesh, ids, pos, rot, mesh_pos, mesh_rot, margin, row, tri):
-    """collide_convex_triangles for K (polytope, triangle of ``mesh``) pairs as the BVH query
-    gives them: per-row arrays ids (R,), pos (R, 3), rot (R, 3, 3) of the polytopes,
-    mesh_pos (R, 3), mesh_rot (R, 3, 3) of the mesh and margin (R,); row (K,) and tri (K,) the
-    pairs. The triangles are taken to the world inside the kernel
-    (mesh_kernels.mesh_polytope_triangles): no (K, 3, 3) gathers in numpy."""
-    out = Manifolds(len(row))
-    nrm_all, h_all, _ = mesh_sat._edge_consts(table)
+    rows = np.arange(m)
     mesh_polytope_triangles(
         table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
         table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
-        table.bound_radius, nrm_all, h_all, ids, pos, rot, mesh_pos, mesh_rot, row, tri,
-        mesh.vertices, mesh.triangles, mesh.normals, mesh.active_front, mesh.active_back,
-        mesh.two_sided, margin, _consts(), out.normal, out.points, out.separation, out.ids,
-        out.count, out.distance, out.axis_kind)
+        table.bound_radius, nrm_all, h_all, ids, np.ascontiguousarray(pos, f64),
+        np.ascontiguousarray(rot, f64), np.zeros((m, 3)), np.tile(np.eye(3), (m, 1, 1)),
+        np.ascontiguousarray(margin, f64), np.ascontiguousarray(two_sided, bool), rows, rows,
+        np.ascontiguousarray(tri.reshape(-1, 3)), np.arange(3 * m).reshape(m, 3),
+        np.ascontiguousarray(tri_normal), np.ascontiguousarray(active_front, bool),
+        np.ascontiguousarray(active_back, bool), tri_index, _consts(), out.normal, out.points,
+        out.separation, out.ids, out.count, out.distance, out.axis_kind)
     return out
+
+
+def collide_mesh_polytopes(table, mesh, ids, pos, rot, mesh_pos, mesh_rot, margin, lo, hi,
+                           rows):
+    """The step's polytope rows on ``mesh``: per-row arrays ids (R,), pos (R, 3), rot (R, 3, 3)
+    of the polytopes, mesh_pos (R, 3), mesh_rot (R, 3, 3) of the mesh, margin (R,) and the
+    query boxes lo, hi (R, 3) in the mesh's frame; rows the ones to collide. The BVH query
+    and the (polytope, triangle) pairs run in one kernel (mesh_kernels.mesh_polytope_contacts),
+    which keeps the pairs with contacts: returns (Manifolds of those K pairs, their row (K,)).
+    """
+    nrm_all, h_all, _ = mesh_sat._edge_consts(table)
+    row, normal, points, sep, ids_out, count = mesh_polytope_contacts(
+        table.points, table.npoints, table.planes, table.nfaces, table.edges, table.nedges,
+        table.patch_loops, table.patch_sizes, table.face_loops, table.face_sizes,
+        table.bound_radius, nrm_all, h_all, ids, pos, rot, mesh_pos, mesh_rot, margin,
+        mesh.two_sided, lo, hi, rows, mesh.vertices, mesh.triangles, mesh.normals,
+        mesh.active_front, mesh.active_back, mesh.triangle_ids, mesh.bvh_lo, mesh.bvh_hi,
+        mesh.bvh_depth, mesh.bvh_leaf_start, mesh.bvh_leaf_count, mesh.bvh_order, mesh.tri_lo,
+        mesh.tri_hi, _consts())
+    out = Manifolds(0)
+    out.normal, out.points, out.separation, out.ids, out.count = normal, points, sep, ids_out, count
+    return out, row
 
 
 def _consts():

@@ -2,12 +2,14 @@
 (convex shape, triangle) and contacts that the numpy versions spelled as many small array
 operations, each costing more in dispatch than in arithmetic at a few hundred rows a pass.
 
-(The BVH walk, TriangleMesh.query, is engine.shapes.trimesh.bvh_query.)
+(The BVH walk, TriangleMesh.query and the step's rows, is engine.shapes.trimesh.bvh_walk.)
 
-- ``mesh_polytope_triangles``: mesh_contacts' polytope route, whole (``polytope_row``), per
-  (polytope, mesh triangle) pair of the BVH query:
-  the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping (``clip_row``,
-  also curved_kernels' face contacts), the exact closest points
+- ``mesh_polytope_contacts``: the step's polytope rows on one mesh: the BVH query, then
+  ``mesh_polytope_triangles``, keeping the pairs with contacts; ``mesh_row_boxes``: the rows'
+  rotations, query boxes and margins;
+- ``mesh_polytope_triangles``: mesh_contacts' polytope route, whole, per (polytope, mesh
+  triangle) pair: the separating axes (``face_row``, ``edge_row``: mesh_sat), face clipping
+  (``clip_row``, also curved_kernels' face contacts), the exact closest points
   (``closest_row``: mesh_distance) and the edge pair's closest points;
 - ``reduce_contacts``: mesh_contacts.reduce_manifolds' clustering by normal and its 4-point
   pick (clip_kernels.reduce4_row: clip.reduce4's picks, one row).
@@ -20,19 +22,22 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
+from ..core.quat import matrix_of
 from ..core.vec_kernels import tangent_basis
+from ..shapes.trimesh import bvh_walk
 from .clip_kernels import _segment_closest, reduce4_row
 
 
 # -- separating axes ----------------------------------------------------------------------------
 @kernel(inline="always")
-def face_row(P, nv, PL, nf, t, N):
-    """The triangle's face axis and the best polytope face axis (the first of equals) of one
-    row: points P (nv used), planes PL (nf used). Returns (sep_t, sep_f, face)."""
-    nx, ny, nz = N[0], N[1], N[2]
+def face_row(points, planes, s, nv, nf, t, nx, ny, nz):
+    """The triangle's face axis (unit normal nx, ny, nz) and the best polytope face axis (the
+    first of equals) of one row: polytope s's points (nv used) and planes (nf used), triangle
+    t (3, 3) in its frame. Returns (sep_t, sep_f, face). Scalars and whole arrays only: a
+    view per row cost an atomic reference count each way."""
     lo = np.inf
     for v in range(nv):
-        d = P[v, 0] * nx + P[v, 1] * ny + P[v, 2] * nz
+        d = points[s, v, 0] * nx + points[s, v, 1] * ny + points[s, v, 2] * nz
         if d < lo:
             lo = d
     sep_t = lo - (nx * t[0, 0] + ny * t[0, 1] + nz * t[0, 2])
@@ -41,10 +46,10 @@ def face_row(P, nv, PL, nf, t, N):
     for f in range(nf):
         low = np.inf
         for k in range(3):
-            d = PL[f, 0] * t[k, 0] + PL[f, 1] * t[k, 1] + PL[f, 2] * t[k, 2]
+            d = planes[s, f, 0] * t[k, 0] + planes[s, f, 1] * t[k, 1] + planes[s, f, 2] * t[k, 2]
             if d < low:
                 low = d
-        sf = low - PL[f, 3]
+        sf = low - planes[s, f, 3]
         if sf > best or f == 0:
             best = sf
             face = f
@@ -52,33 +57,35 @@ def face_row(P, nv, PL, nf, t, N):
 
 
 @kernel
-def edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis, te, o):
+def edge_row(s, ne, t, nx, ny, nz, nrm_all, h_all, parallel_sin, axis, sc):
     """The best Minkowski-face (polytope edge, triangle edge) pair of one row (shape s, ne
-    edges): returns (sep, edge, k), the unit axis into axis (3,); sep -inf (axis untouched)
-    where no pair qualifies. First of equals in (k, edge) order. te, o: (3, 3) scratch (a
-    kernel allocating per row paid more for that than for its arithmetic)."""
+    edges, triangle t (3, 3) with unit normal nx, ny, nz): returns (sep, edge, k), the unit
+    axis into axis (3,); sep -inf (axis untouched) where no pair qualifies. First of equals in
+    (k, edge) order. sc: (6, 3) scratch, the triangle's edges (rows 0-2) and their in-plane
+    normals (rows 3-5)."""
     for k in range(3):
         for j in range(3):
-            te[k, j] = t[(k + 1) % 3, j] - t[k, j]
-    nx, ny, nz = N[0], N[1], N[2]
+            sc[k, j] = t[(k + 1) % 3, j] - t[k, j]
     for k in range(3):              # in-plane normals te x N, turned outward below
-        o[k, 0] = te[k, 1] * nz - te[k, 2] * ny
-        o[k, 1] = te[k, 2] * nx - te[k, 0] * nz
-        o[k, 2] = te[k, 0] * ny - te[k, 1] * nx
+        sc[3 + k, 0] = sc[k, 1] * nz - sc[k, 2] * ny
+        sc[3 + k, 1] = sc[k, 2] * nx - sc[k, 0] * nz
+        sc[3 + k, 2] = sc[k, 0] * ny - sc[k, 1] * nx
     flip = 0.0
     for j in range(3):
-        flip += o[0, j] * (t[2, j] - t[0, j])
+        flip += sc[3, j] * (t[2, j] - t[0, j])
     sign = -1.0 if flip > 0 else 1.0
     top = -np.inf
     edge = 0
     kk = 0
     for k in range(3):
-        lte = math.sqrt(te[k, 0] * te[k, 0] + te[k, 1] * te[k, 1] + te[k, 2] * te[k, 2])
+        tx, ty, tz = sc[k, 0], sc[k, 1], sc[k, 2]
+        ox, oy, oz = sc[3 + k, 0], sc[3 + k, 1], sc[3 + k, 2]
+        lte = math.sqrt(tx * tx + ty * ty + tz * tz)
         for e in range(ne):
-            d1 = (te[k, 0] * nrm_all[s, 0, 0, e] + te[k, 1] * nrm_all[s, 1, 0, e]
-                  + te[k, 2] * nrm_all[s, 2, 0, e])
-            d2 = (te[k, 0] * nrm_all[s, 0, 1, e] + te[k, 1] * nrm_all[s, 1, 1, e]
-                  + te[k, 2] * nrm_all[s, 2, 1, e])
+            d1 = (tx * nrm_all[s, 0, 0, e] + ty * nrm_all[s, 1, 0, e]
+                  + tz * nrm_all[s, 2, 0, e])
+            d2 = (tx * nrm_all[s, 0, 1, e] + ty * nrm_all[s, 1, 1, e]
+                  + tz * nrm_all[s, 2, 1, e])
             if not d1 * d2 < 0.0:
                 continue
             w1 = abs(d2)
@@ -87,8 +94,7 @@ def edge_row(s, ne, t, N, nrm_all, h_all, parallel_sin, axis, te, o):
             uy = w1 * nrm_all[s, 1, 0, e] + w2 * nrm_all[s, 1, 1, e]
             uz = w1 * nrm_all[s, 2, 0, e] + w2 * nrm_all[s, 2, 1, e]
             len_u = math.sqrt(ux * ux + uy * uy + uz * uz)
-            if not (sign * (ux * o[k, 0] + uy * o[k, 1] + uz * o[k, 2]) < 0.0
-                    and len_u > parallel_sin * lte):
+            if not (sign * (ux * ox + uy * oy + uz * oz) < 0.0 and len_u > parallel_sin * lte):
                 continue
             gap = (ux * t[k, 0] + uy * t[k, 1] + uz * t[k, 2]
                    - w1 * h_all[s, 0, e] - w2 * h_all[s, 1, e])
@@ -213,48 +219,61 @@ def closest_row(s, t, points, npoints, edges, nedges, planes, nfaces, face_loops
     return math.sqrt(best)
 
 
-# -- 4-point reduction ----------------------------------------------------------------------------
 # -- reduction of a body pair's triangle contacts -----------------------------------------------
+@kernel
+def _stable_sort_by(items, key, a, b):
+    """items[a:b] reordered by increasing key[item], equal keys in their present order (what
+    a stable argsort gives; insertion sort: a group or cluster holds tens of contacts)."""
+    for i in range(a + 1, b):
+        it = items[i]
+        kv = key[it]
+        j = i - 1
+        while j >= a and key[items[j]] > kv:
+            items[j + 1] = items[j]
+            j -= 1
+        items[j + 1] = it
+
+
 @kernel
 def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max_clusters,
                     cluster_cos, snap):
     """mesh_contacts.reduce_manifolds over flat manifold arrays (M rows, 4 slots).
 
     Returns per output manifold (K rows, by group then rank): normal (K, 3), points (K, 4, 3),
-    separation (K, 4), ids (K, 4), count (K,), distance (K,), group (K,), rank (K,)."""
+    separation (K, 4), ids (K, 4), count (K,), distance (K,), group (K,), rank (K,). Vectors
+    are read by index, never as views, and the scratch is made once per call (a view or an
+    array per contact cost more than its arithmetic)."""
     m = count.shape[0]
     n = 0
     for i in range(m):
         n += count[i]
     g = np.empty(n, np.int64)
-    src = np.empty((n, 2), np.int64)
+    row = np.empty(n, np.int64)               # each contact's manifold row and slot
+    slot = np.empty(n, np.int64)
     sep = np.empty(n)
     c = 0
     for i in range(m):
         for s in range(count[i]):
             g[c] = group[i]
-            src[c, 0] = i
-            src[c, 1] = s
+            row[c] = i
+            slot[c] = s
             sep[c] = separation[i, s]
             c += 1
     # Contacts by group, then depth, then index (a stable sort on depth within a group).
     by_depth = np.empty(n, np.int64)
-    gcount = np.zeros(n_groups + 1, np.int64)
+    gstart = np.zeros(n_groups + 1, np.int64)
     for c in range(n):
-        gcount[g[c] + 1] += 1
-    gstart = np.cumsum(gcount)
+        gstart[g[c] + 1] += 1
+    for gi in range(n_groups):
+        gstart[gi + 1] += gstart[gi]
     fill = gstart[:-1].copy()
     for c in range(n):
         by_depth[fill[g[c]]] = c
         fill[g[c]] += 1
     for gi in range(n_groups):
-        a, b = gstart[gi], gstart[gi + 1]
-        if b - a > 1:
-            seg = by_depth[a:b].copy()
-            o = np.argsort(sep[seg], kind="mergesort")
-            by_depth[a:b] = seg[o]
+        _stable_sort_by(by_depth, sep, gstart[gi], gstart[gi + 1])
     cluster = np.full(n, -1, np.int64)
-    seed_c = np.empty(n, np.int64)            # contact seeding each cluster
+    seed_row = np.empty(n, np.int64)          # manifold row of the contact seeding each cluster
     seed_group = np.empty(n, np.int64)
     seed_rank = np.empty(n, np.int64)
     seed_of = np.full((n_groups, max_clusters), -1, np.int64)
@@ -275,31 +294,33 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
                     break
             if first < 0:
                 continue
-            seed_c[k] = first
+            sr = row[first]
+            seed_row[k] = sr
             seed_group[k] = gi
             seed_rank[k] = rank
             seed_of[gi, rank] = k
-            sn = normal[src[first, 0]]
             for p in range(gstart[gi], gstart[gi + 1]):
                 cc = by_depth[p]
                 if cluster[cc] >= 0:
                     continue
-                nn = normal[src[cc, 0]]
-                if nn[0] * sn[0] + nn[1] * sn[1] + nn[2] * sn[2] >= cluster_cos:
+                rc = row[cc]
+                if (normal[rc, 0] * normal[sr, 0] + normal[rc, 1] * normal[sr, 1]
+                        + normal[rc, 2] * normal[sr, 2]) >= cluster_cos:
                     cluster[cc] = k
             k += 1
     for c in range(n):                        # the rest join their group's closest cluster
         if cluster[c] >= 0:
             continue
-        nn = normal[src[c, 0]]
+        rc = row[c]
         best = -np.inf
         pick = seed_of[g[c], 0]
         for rank in range(max_clusters):
             sid = seed_of[g[c], rank]
             if sid < 0:
                 continue
-            sn = normal[src[seed_c[sid], 0]]
-            d = nn[0] * sn[0] + nn[1] * sn[1] + nn[2] * sn[2]
+            sr = seed_row[sid]
+            d = (normal[rc, 0] * normal[sr, 0] + normal[rc, 1] * normal[sr, 1]
+                 + normal[rc, 2] * normal[sr, 2])
             if d > best:
                 best = d
                 pick = sid
@@ -311,27 +332,31 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
     for c in range(n):
         cnt[cluster[c]] += 1
         for j in range(3):
-            centroid[cluster[c], j] += points[src[c, 0], src[c, 1], j]
+            centroid[cluster[c], j] += points[row[c], slot[c], j]
     for q in range(k):
         for j in range(3):
             centroid[q, j] /= max(cnt[q], 1)
-    radial = np.empty(n)
+    radial = np.empty(n)                      # its negative: the sort key, farthest first
     top = 0.0
     for c in range(n):
-        sn = normal[src[seed_c[cluster[c]], 0]]
-        off = np.empty(3)
-        for j in range(3):
-            off[j] = points[src[c, 0], src[c, 1], j] - centroid[cluster[c], j]
-        h = off[0] * sn[0] + off[1] * sn[1] + off[2] * sn[2]
+        q = cluster[c]
+        sr = seed_row[q]
+        o0 = points[row[c], slot[c], 0] - centroid[q, 0]
+        o1 = points[row[c], slot[c], 1] - centroid[q, 1]
+        o2 = points[row[c], slot[c], 2] - centroid[q, 2]
+        h = o0 * normal[sr, 0] + o1 * normal[sr, 1] + o2 * normal[sr, 2]
+        o0 -= h * normal[sr, 0]
+        o1 -= h * normal[sr, 1]
+        o2 -= h * normal[sr, 2]
         r2 = 0.0
-        for j in range(3):
-            off[j] -= h * sn[j]
-            r2 += off[j] * off[j]
+        r2 += o0 * o0
+        r2 += o1 * o1
+        r2 += o2 * o2
         radial[c] = r2
         top = max(top, r2)
     top = max(top, 1e-300)
     for c in range(n):
-        radial[c] = np.rint(radial[c] / top * 1e9) / 1e9
+        radial[c] = -(np.rint(radial[c] / top * 1e9) / 1e9)
     members = np.empty(n, np.int64)
     cstart = np.zeros(k + 1, np.int64)
     for q in range(k):
@@ -340,72 +365,92 @@ def reduce_contacts(group, count, normal, points, separation, ids, n_groups, max
     for c in range(n):
         members[fill2[cluster[c]]] = c
         fill2[cluster[c]] += 1
+    # Output slots: by group, then rank.
+    at = np.empty(k, np.int64)
+    w = 0
+    for gi in range(n_groups):
+        for rank in range(max_clusters):
+            sid = seed_of[gi, rank]
+            if sid >= 0:
+                at[sid] = w
+                w += 1
     out_n = np.zeros((k, 3))
     out_p = np.zeros((k, 4, 3))
     out_s = np.full((k, 4), np.inf)
     out_i = np.zeros((k, 4), np.int64)
     out_c = np.zeros(k, np.int64)
     out_d = np.full(k, np.inf)
+    out_g = np.empty(k, np.int64)
+    out_r = np.empty(k, np.int64)
     u = np.empty(3)
     v = np.empty(3)
+    sn = np.empty(3)
     idx = np.empty(4, np.int64)
     ok = np.empty(4, np.bool_)
+    x = np.empty(n)
+    y = np.empty(n)
+    depth = np.empty(n)
+    valid = np.ones(n, np.bool_)
+    score = np.empty(n)
     for q in range(k):
         a, b = cstart[q], cstart[q + 1]
-        mem = members[a:b].copy()
-        o = np.argsort(-radial[mem], kind="mergesort")
-        mem = mem[o]
+        _stable_sort_by(members, radial, a, b)
         size = b - a
-        sn = normal[src[seed_c[q], 0]]
-        out_n[q] = sn
+        o = at[q]
+        sr = seed_row[q]
+        out_g[o] = seed_group[q]
+        out_r[o] = seed_rank[q]
+        for j in range(3):
+            sn[j] = normal[sr, j]
+            out_n[o, j] = sn[j]
         tangent_basis(sn, u, v)
-        x = np.empty(size)
-        y = np.empty(size)
-        depth = np.empty(size)
-        valid = np.ones(size, np.bool_)
+        xlo = ylo = np.inf
+        xhi = yhi = -np.inf
         for w in range(size):
-            p = points[src[mem[w], 0], src[mem[w], 1]]
-            x[w] = p[0] * u[0] + p[1] * u[1] + p[2] * u[2]
-            y[w] = p[0] * v[0] + p[1] * v[1] + p[2] * v[2]
-            depth[w] = sep[mem[w]]
-            out_d[q] = min(out_d[q], depth[w])
-        extent = (x.max() - x.min()) + (y.max() - y.min())
-        reduce4_row(x, y, depth, valid, size, snap * max(extent, 1e-9), idx, ok,
-                    np.empty(size))
+            cc = members[a + w]
+            p0, p1, p2 = points[row[cc], slot[cc], 0], points[row[cc], slot[cc], 1], \
+                points[row[cc], slot[cc], 2]
+            x[w] = p0 * u[0] + p1 * u[1] + p2 * u[2]
+            y[w] = p0 * v[0] + p1 * v[1] + p2 * v[2]
+            depth[w] = sep[cc]
+            out_d[o] = min(out_d[o], depth[w])
+            xlo = min(xlo, x[w])
+            xhi = max(xhi, x[w])
+            ylo = min(ylo, y[w])
+            yhi = max(yhi, y[w])
+        extent = (xhi - xlo) + (yhi - ylo)
+        reduce4_row(x, y, depth, valid, size, snap * max(extent, 1e-9), idx, ok, score)
         for j in range(4):
+            cc = members[a + idx[j]]
+            for d in range(3):
+                out_p[o, j, d] = points[row[cc], slot[cc], d]
             if ok[j]:
-                cc = mem[idx[j]]
-                out_p[q, j] = points[src[cc, 0], src[cc, 1]]
-                out_s[q, j] = sep[cc]
-                out_i[q, j] = ids[src[cc, 0], src[cc, 1]]
-                out_c[q] += 1
-            else:
-                out_p[q, j] = points[src[mem[idx[j]], 0], src[mem[idx[j]], 1]]
-    # By group, then rank.
-    order = np.empty(k, np.int64)
-    w = 0
-    for gi in range(n_groups):
-        for rank in range(max_clusters):
-            sid = seed_of[gi, rank]
-            if sid >= 0:
-                order[w] = sid
-                w += 1
-    return (out_n[order], out_p[order], out_s[order], out_i[order], out_c[order],
-            out_d[order], seed_group[:k][order], seed_rank[:k][order])
+                out_s[o, j] = sep[cc]
+                out_i[o, j] = ids[row[cc], slot[cc]]
+                out_c[o] += 1
+    return out_n, out_p, out_s, out_i, out_c, out_d, out_g, out_r
 
 
 # -- face clipping ------------------------------------------------------------------------------
-@kernel
-def _polygon_edges(x, y, n, ex, ey, elen):
-    """Edge vectors (ex, ey) and lengths elen of the plane polygon (x, y)[:n]; returns its
-    orientation, 1.0 counter-clockwise (signed area >= 0) else -1.0."""
+@kernel(inline="always")
+def _polygon_edges(sc, xr, yr, er, n):
+    """Edge vectors and lengths of the plane polygon in rows xr, yr of sc (n points) into rows
+    er, er + 1, er + 2 (x, y, length); returns its orientation, 1.0 counter-clockwise (signed
+    area >= 0) else -1.0."""
     area = 0.0
     for j in range(n):
-        ex[j] = x[(j + 1) % n] - x[j]
-        ey[j] = y[(j + 1) % n] - y[j]
-        elen[j] = math.sqrt(ex[j] * ex[j] + ey[j] * ey[j])
-        area += x[j] * ey[j] - y[j] * ex[j]
+        ex = sc[xr, (j + 1) % n] - sc[xr, j]
+        ey = sc[yr, (j + 1) % n] - sc[yr, j]
+        sc[er, j] = ex
+        sc[er + 1, j] = ey
+        sc[er + 2, j] = math.sqrt(ex * ex + ey * ey)
+        area += sc[xr, j] * ey - sc[yr, j] * ex
     return 1.0 if area >= 0 else -1.0
+
+
+# Rows of clip_row's scratch: the reference polygon's plane coordinates, the incident one's
+# (and its heights), then each polygon's edges (x, y, length).
+_RX, _RY, _IX, _IY, _IZ, _REX, _KEX = 0, 1, 2, 3, 4, 5, 8
 
 
 @kernel
@@ -417,142 +462,79 @@ def clip_row(ref, nr, inc, nk, n, inc_normal, margin, eps, kw, rw, x, y, z, vali
     vertex i at i, reference vertex j at kw + j, crossing of reference edge j and incident
     edge i at kw + rw + j * kw + i (x, y plane coordinates, z the incident surface's height
     above the reference plane, valid); frame (3, 3) gets the origin and the basis u, v.
-    sc: (11, >= max(nr, nk)) scratch."""
+    sc: (11, >= max(nr, nk)) scratch (rows _RX...). Rows and elements are indexed, never
+    sliced: a view is an atomic reference count each way, and this runs per contact row."""
     for c in range(kw + rw + rw * kw):
         valid[c] = False
-    u = frame[1]
-    v = frame[2]
-    tangent_basis(n, u, v)
+    tangent_basis(n, frame[1], frame[2])
     for j in range(3):
         frame[0, j] = ref[0, j]
-    o = frame[0]
-    rx, ry, ix, iy, iz = sc[0], sc[1], sc[2], sc[3], sc[4]
+    ox, oy, oz = frame[0, 0], frame[0, 1], frame[0, 2]
+    ux, uy, uz = frame[1, 0], frame[1, 1], frame[1, 2]
+    vx, vy, vz = frame[2, 0], frame[2, 1], frame[2, 2]
     for j in range(nr):
-        dx, dy, dz = ref[j, 0] - o[0], ref[j, 1] - o[1], ref[j, 2] - o[2]
-        rx[j] = dx * u[0] + dy * u[1] + dz * u[2]
-        ry[j] = dx * v[0] + dy * v[1] + dz * v[2]
+        dx, dy, dz = ref[j, 0] - ox, ref[j, 1] - oy, ref[j, 2] - oz
+        sc[_RX, j] = dx * ux + dy * uy + dz * uz
+        sc[_RY, j] = dx * vx + dy * vy + dz * vz
     for i in range(nk):
-        dx, dy, dz = inc[i, 0] - o[0], inc[i, 1] - o[1], inc[i, 2] - o[2]
-        ix[i] = dx * u[0] + dy * u[1] + dz * u[2]
-        iy[i] = dx * v[0] + dy * v[1] + dz * v[2]
-        iz[i] = dx * n[0] + dy * n[1] + dz * n[2]
-    rex, rey, rlen = sc[5], sc[6], sc[7]
-    r_or = _polygon_edges(rx, ry, nr, rex, rey, rlen)
-    kex, key, klen = sc[8], sc[9], sc[10]
-    k_or = _polygon_edges(ix, iy, nk, kex, key, klen)
+        dx, dy, dz = inc[i, 0] - ox, inc[i, 1] - oy, inc[i, 2] - oz
+        sc[_IX, i] = dx * ux + dy * uy + dz * uz
+        sc[_IY, i] = dx * vx + dy * vy + dz * vz
+        sc[_IZ, i] = dx * n[0] + dy * n[1] + dz * n[2]
+    r_or = _polygon_edges(sc, _RX, _RY, _REX, nr)
+    k_or = _polygon_edges(sc, _IX, _IY, _KEX, nk)
     # (1) incident vertices inside the reference polygon.
     for i in range(nk):
+        ix, iy, iz = sc[_IX, i], sc[_IY, i], sc[_IZ, i]
         inside = True
         for j in range(nr):
-            s1 = (rex[j] * (iy[i] - ry[j]) - rey[j] * (ix[i] - rx[j])) * r_or
-            if not s1 >= -eps * rlen[j]:
+            s1 = (sc[_REX, j] * (iy - sc[_RY, j]) - sc[_REX + 1, j] * (ix - sc[_RX, j])) * r_or
+            if not s1 >= -eps * sc[_REX + 2, j]:
                 inside = False
                 break
-        x[i] = ix[i]
-        y[i] = iy[i]
-        z[i] = iz[i]
-        valid[i] = inside and iz[i] <= margin
+        x[i] = ix
+        y[i] = iy
+        z[i] = iz
+        valid[i] = inside and iz <= margin
     # (2) reference vertices inside the incident polygon, lifted onto the incident plane.
     mn = inc_normal[0] * n[0] + inc_normal[1] * n[1] + inc_normal[2] * n[2]
     good_plane = mn < -1e-6
-    di = (inc_normal[0] * (inc[0, 0] - o[0]) + inc_normal[1] * (inc[0, 1] - o[1])
-          + inc_normal[2] * (inc[0, 2] - o[2]))
-    mu = inc_normal[0] * u[0] + inc_normal[1] * u[1] + inc_normal[2] * u[2]
-    mv = inc_normal[0] * v[0] + inc_normal[1] * v[1] + inc_normal[2] * v[2]
+    di = (inc_normal[0] * (inc[0, 0] - ox) + inc_normal[1] * (inc[0, 1] - oy)
+          + inc_normal[2] * (inc[0, 2] - oz))
+    mu = inc_normal[0] * ux + inc_normal[1] * uy + inc_normal[2] * uz
+    mv = inc_normal[0] * vx + inc_normal[1] * vy + inc_normal[2] * vz
     den_p = mn if good_plane else -1.0
     for j in range(nr):
+        rx, ry = sc[_RX, j], sc[_RY, j]
         inside = good_plane
         if inside:
             for i in range(nk):
-                s2 = (kex[i] * (ry[j] - iy[i]) - key[i] * (rx[j] - ix[i])) * k_or
-                if not s2 >= -eps * klen[i]:
+                s2 = (sc[_KEX, i] * (ry - sc[_IY, i]) - sc[_KEX + 1, i] * (rx - sc[_IX, i])) * k_or
+                if not s2 >= -eps * sc[_KEX + 2, i]:
                     inside = False
                     break
         c = kw + j
-        x[c] = rx[j]
-        y[c] = ry[j]
-        z[c] = (di - mu * rx[j] - mv * ry[j]) / den_p
+        x[c] = rx
+        y[c] = ry
+        z[c] = (di - mu * rx - mv * ry) / den_p
         valid[c] = inside and z[c] <= margin
     # (3) crossings of reference edge j and incident edge i.
     for j in range(nr):
+        rex, rey, rlen = sc[_REX, j], sc[_REX + 1, j], sc[_REX + 2, j]
         for i in range(nk):
+            kex, key, klen = sc[_KEX, i], sc[_KEX + 1, i], sc[_KEX + 2, i]
             c = kw + rw + j * kw + i
-            den = rex[j] * key[i] - rey[j] * kex[i]
-            cx = ix[i] - rx[j]
-            cy = iy[i] - ry[j]
-            if not abs(den) > 1e-12 * (rlen[j] * klen[i] + 1e-300):
+            den = rex * key - rey * kex
+            cx = sc[_IX, i] - sc[_RX, j]
+            cy = sc[_IY, i] - sc[_RY, j]
+            if not abs(den) > 1e-12 * (rlen * klen + 1e-300):
                 continue
-            s = (cx * key[i] - cy * kex[i]) / den
-            tt = (cx * rey[j] - cy * rex[j]) / den
-            x[c] = rx[j] + s * rex[j]
-            y[c] = ry[j] + s * rey[j]
-            z[c] = iz[i] + tt * (iz[(i + 1) % nk] - iz[i])
+            s = (cx * key - cy * kex) / den
+            tt = (cx * rey - cy * rex) / den
+            x[c] = sc[_RX, j] + s * rex
+            y[c] = sc[_RY, j] + s * rey
+            z[c] = sc[_IZ, i] + tt * (sc[_IZ, (i + 1) % nk] - sc[_IZ, i])
             valid[c] = s >= 0 and s <= 1 and tt >= 0 and tt <= 1 and z[c] <= margin
-
-
-@kernel
-def clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, t, N, margin, eps,
-                   tri, sat_face, is_t, normal, pts, sep, cid, ws):
-    """Face contact of one row (shape s, triangle t facing it with normal N, its frame):
-    is_t, the triangle is the reference (the polytope face most anti-parallel to N, the
-    first of equals, is the incident polygon), else the polytope's SAT face sat_face is the
-    reference and the triangle the incident polygon. Polytope faces are their patch outlines
-    (engine.collision.patches). The candidates (clip_row) are reduced to 4 (reduce4_row) and stored
-    midway between the surfaces into normal (3,), pts (4, 3), sep (4,), cid (4,) with ids
-    tri << 28 | ref on the polytope << 27 | face << 16 | route << 12 | code. Returns the
-    count. ws: polytope_row's scratch (workspace)."""
-    m33, _, _, _, cf, cs, ci, valid, idx, ok, poly = ws
-    x, y, z, score = cf[0], cf[1], cf[2], cf[3]
-    route, code = ci[0], ci[1]
-    frame = m33[3]
-    f = sat_face
-    if is_t:
-        low = np.inf
-        for g in range(nfaces[s]):
-            d = planes[s, g, 0] * N[0] + planes[s, g, 1] * N[1] + planes[s, g, 2] * N[2]
-            if d < low:
-                low = d
-                f = g
-    size = patch_sizes[s, f]
-    for w in range(size):
-        poly[w] = points[s, patch_loops[s, f, w]]
-    fn = planes[s, f, :3]
-    if is_t:
-        ref, nr, inc, nk, n, inc_n = t, 3, poly, size, N, fn
-    else:
-        ref, nr, inc, nk, n, inc_n = poly, size, t, 3, fn, N
-    clip_row(ref, nr, inc, nk, n, inc_n, margin, eps, nk, nr, x, y, z, valid, frame, cs)
-    c = 0
-    for i in range(nk):
-        route[c] = 1                          # ROUTE_INC
-        code[c] = i
-        c += 1
-    for j in range(nr):
-        route[c] = 2                          # ROUTE_REF
-        code[c] = j
-        c += 1
-    for j in range(nr):
-        for i in range(nk):
-            route[c] = 3                      # ROUTE_CROSS
-            code[c] = j * 64 + i
-            c += 1
-    reduce4_row(x, y, z, valid, c, eps, idx, ok, score)
-    base = (tri << 28) | ((0 if is_t else 1) << 27) | ((f & 0x7FF) << 16)
-    cnt = 0
-    for j in range(4):
-        p = idx[j]
-        for d in range(3):
-            pts[j, d] = frame[0, d] + x[p] * frame[1, d] + y[p] * frame[2, d] + 0.5 * z[p] * n[d]
-        if ok[j]:
-            sep[j] = z[p]
-            cid[j] = base | (route[p] << 12) | (code[p] & 0xFFF)
-            cnt += 1
-        else:
-            sep[j] = np.inf
-            cid[j] = 0
-    for d in range(3):
-        normal[d] = -N[d] if is_t else fn[d]
-    return cnt
 
 
 # -- polytope vs triangle, whole ----------------------------------------------------------------
@@ -578,160 +560,348 @@ def _feature_active_row(t, u, active, tol):
 
 
 @kernel
-def polytope_row(points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes,
-                 face_loops, face_sizes, bound_radius, nrm_all, h_all, s, pos, rot, tri,
-                 tri_normal, active_front, active_back, two_sided, margin, tri_index, consts,
-                 normal, pts, sep, cid, ws):
-    """mesh_contacts' polytope route for one (polytope s at pos, rot; triangle) row, world in
-    and out: normal (3,), pts (4, 3), sep (4,), cid (4,) filled; returns (count, distance,
-    axis kind).
-
-    In the polytope's frame: the side the polytope's centre is on (a one-sided triangle seen
-    from behind gives nothing), the face axes, the cull (a face gap beyond margin +
-    cull_slack * scale rules every route out), the edge axes, the face-biased choice with the
-    internal-edge switch, then the route: face clipping, the exact closest points where a
-    face clip found nothing, or the edge pair's closest points (the mesh_contacts docstring
-    says why each). consts: cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin. ws:
-    the scratch arrays (workspace), made once per kernel call: allocating them per row cost
-    more than the row's arithmetic (about 0.1 us an array, 30 a row)."""
-    cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin = (
-        consts[0], consts[1], consts[2], consts[3], consts[4], consts[5])
-    m33, v3, ploc, act = ws[0], ws[1], ws[2], ws[3]
-    tl = m33[0]
-    nl, N, axis_e, u, nloc = v3[0], v3[1], v3[2], v3[3], v3[4]
-    pa, pb, cp, cq = v3[5], v3[6], v3[7], v3[8]
-    axis_e[:] = 0.0
-    nloc[:] = 0.0
-    ploc[:, :] = 0.0
-    for k in range(3):
-        for j in range(3):
-            tl[k, j] = ((tri[k, 0] - pos[0]) * rot[0, j] + (tri[k, 1] - pos[1]) * rot[1, j]
-                        + (tri[k, 2] - pos[2]) * rot[2, j])
-    for j in range(3):
-        nl[j] = tri_normal[0] * rot[0, j] + tri_normal[1] * rot[1, j] + tri_normal[2] * rot[2, j]
-    h_c = 0.0
-    for j in range(3):
-        cen = 0.0
-        for v in range(npoints[s]):
-            cen += points[s, v, j]
-        h_c += nl[j] * (cen / npoints[s] - tl[0, j])
-    sep[:] = np.inf
-    cid[:] = 0
-    if not (two_sided or h_c >= 0):          # behind a one-sided triangle
-        normal[0] = 0.0
-        normal[1] = 0.0
-        normal[2] = 1.0
-        pts[:, :] = 0.0
-        return 0, np.inf, -1
-    side = 1.0 if h_c >= 0 else -1.0
-    for j in range(3):
-        N[j] = nl[j] * side
-        act[j] = active_front[j] if side > 0 else active_back[j]
-    scale = bound_radius[s]
-    eps = snap * scale
-    nloc[2] = 1.0
-    cnt = 0
-    sep_t, sep_f, face = face_row(points[s], npoints[s], planes[s], nfaces[s], tl, N)
-    best = max(sep_t, sep_f)
-    kind = 0 if sep_t >= sep_f else 1                 # AXIS_TRI_FACE, AXIS_CONVEX_FACE
-    dist = best
-    if best <= margin + cull_slack * scale:
-        sep_e, ea, et = edge_row(s, nedges[s], tl, N, nrm_all, h_all, parallel_sin, axis_e,
-                                 m33[1], m33[2])
-        best = max(best, sep_e)
-        tol = rel_tol * abs(best) + abs_tol * scale
-        use_t = sep_t >= best - tol
-        use_f = not use_t and sep_f >= max(sep_t, sep_e) - tol
-        use_e = not use_t and not use_f
-        for j in range(3):
-            u[j] = planes[s, face, j] if use_f else axis_e[j]
-        fine = _feature_active_row(tl, u, act, eps) or (use_t and not np.isfinite(sep_e))
-        use_t = use_t or not fine
-        use_f = use_f and fine
-        use_e = use_e and fine
-        dist = sep_t if use_t else best
-        kind = 0 if use_t else (1 if use_f else 2)
-        if (use_t and sep_t <= margin) or (use_f and sep_f <= margin):
-            # One call site: clip_face_row is inlined, and compiling it twice cost seconds.
-            cnt = clip_face_row(points, planes, nfaces, patch_loops, patch_sizes, s, tl, N,
-                                margin, eps, tri_index, face, use_t, nloc, ploc, sep, cid, ws)
-        if not use_e and fine and cnt == 0 and best <= margin:
-            if best <= touch * scale:                   # touching: the edge route
-                use_e = True
-            else:
-                d = closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
-                                face_loops, face_sizes, pa, pb, v3[9], v3[10], v3[11], v3[12])
-                inv = 1.0 / max(d, 1e-300)
-                for j in range(3):
-                    u[j] = (pb[j] - pa[j]) * inv
-                if d <= margin and _feature_active_row(tl, u, act, eps):
-                    for j in range(3):
-                        ploc[0, j] = 0.5 * (pa[j] + pb[j])
-                        nloc[j] = u[j]
-                    sep[0] = d
-                    cid[0] = (tri_index << 28) | (4 << 12) | 0xFFF      # ROUTE_EDGE
-                    cnt = 1
-        if use_e and sep_e <= margin and np.isfinite(sep_e):
-            _segment_closest(points[s, edges[s, ea, 0]], points[s, edges[s, ea, 1]], tl[et],
-                             tl[(et + 1) % 3], 1e-12, cp, cq)
-            sv = 0.0
-            for j in range(3):
-                sv += (cq[j] - cp[j]) * axis_e[j]
-                ploc[0, j] = 0.5 * (cp[j] + cq[j])
-                nloc[j] = axis_e[j]
-            keep = sv <= margin
-            sep[0] = sv if keep else np.inf
-            cid[0] = (tri_index << 28) | ((ea & 0x7FF) << 16) | (4 << 12) | (et & 0xFFF)
-            cnt = 1 if keep else 0
-            kind = 2
-    for j in range(3):
-        normal[j] = rot[j, 0] * nloc[0] + rot[j, 1] * nloc[1] + rot[j, 2] * nloc[2]
-    for p in range(4):
-        for j in range(3):
-            pts[p, j] = (rot[j, 0] * ploc[p, 0] + rot[j, 1] * ploc[p, 1] + rot[j, 2] * ploc[p, 2]
-                         + pos[j])
-    return cnt, dist, kind
-
-
-@kernel
 def mesh_polytope_triangles(points, npoints, planes, nfaces, edges, nedges, patch_loops,
                             patch_sizes, face_loops, face_sizes, bound_radius, nrm_all, h_all,
-                            ids, pos, rot, mesh_pos, mesh_rot, row, tri, vertices, triangles,
-                            normals, active_front, active_back, two_sided, margin, consts,
-                            normal, pts, sep, cid, count, distance, axis_kind):
-    """polytope_row for K (polytope row, mesh triangle) pairs straight from the BVH query:
-    row (K,) indexes the per-row poses (ids, pos, rot, the mesh's mesh_pos, mesh_rot,
-    margin), tri (K,) the mesh's triangles (mesh frame), taken to the world here."""
-    tw = np.empty((3, 3))
-    nw = np.empty(3)
-    ws = workspace(patch_loops.shape[2])
+                            ids, pos, rot, mesh_pos, mesh_rot, margin, two_sided, row, tri,
+                            vertices, triangles, normals, active_front, active_back, tri_id,
+                            consts, normal, pts, sep, cid, count, distance, axis_kind):
+    """mesh_contacts' polytope route for K (polytope row, mesh triangle) pairs, world in and
+    out: row (K,) indexes the per-row arrays (ids, pos, rot, the mesh's pose mesh_pos,
+    mesh_rot, margin, two_sided), tri (K,) the mesh's triangles (mesh frame; tri_id[t] goes
+    into the contact ids). Fills normal (K, 3), pts (K, 4, 3), sep (K, 4), cid (K, 4),
+    count, distance and the axis kind (K,).
+
+    Per pair, in the polytope's frame: the side the polytope's centre is on (a one-sided
+    triangle seen from behind gives nothing), the face axes, the cull (a face gap beyond
+    margin + cull_slack * scale rules every route out), the edge axes, the face-biased choice
+    with the internal-edge switch, then the route: face clipping, the exact closest points
+    where a face clip found nothing, or the edge pair's closest points (the mesh_contacts
+    docstring says why each). consts: cull_slack, snap, rel_tol, abs_tol, touch,
+    parallel_sin.
+
+    The pair's steps are written out in this loop over scratch made once per call (its
+    helpers get whole arrays and indices): numba takes and drops an atomic reference on
+    every array a call receives and every view it makes, and per pair those counts cost
+    more than the geometry (half of this kernel's time before)."""
+    cull_slack, snap, rel_tol, abs_tol, touch, parallel_sin = (
+        consts[0], consts[1], consts[2], consts[3], consts[4], consts[5])
+    (tw, tl, N, fn, axis_e, u, nloc, pa, pb, cp, cq, q4, esc, ploc, sep4, cid4, act, x, y, z,
+     score, valid, ci, idx, ok, poly, frame, cs) = workspace(patch_loops.shape[2])
     for k in range(row.shape[0]):
         r = row[k]
         t = tri[k]
+        s = ids[r]
+        tri_index = tri_id[t]
+        m = margin[r]
+        # The triangle to the world, then to the polytope's frame.
         for c in range(3):
-            v = vertices[triangles[t, c]]
+            vi = triangles[t, c]
             for j in range(3):
-                tw[c, j] = (mesh_rot[r, j, 0] * v[0] + mesh_rot[r, j, 1] * v[1]
-                            + mesh_rot[r, j, 2] * v[2] + mesh_pos[r, j])
+                tw[c, j] = (mesh_rot[r, j, 0] * vertices[vi, 0] + mesh_rot[r, j, 1] * vertices[vi, 1]
+                            + mesh_rot[r, j, 2] * vertices[vi, 2] + mesh_pos[r, j])
+        nw0 = (mesh_rot[r, 0, 0] * normals[t, 0] + mesh_rot[r, 0, 1] * normals[t, 1]
+               + mesh_rot[r, 0, 2] * normals[t, 2])
+        nw1 = (mesh_rot[r, 1, 0] * normals[t, 0] + mesh_rot[r, 1, 1] * normals[t, 1]
+               + mesh_rot[r, 1, 2] * normals[t, 2])
+        nw2 = (mesh_rot[r, 2, 0] * normals[t, 0] + mesh_rot[r, 2, 1] * normals[t, 1]
+               + mesh_rot[r, 2, 2] * normals[t, 2])
+        for c in range(3):
+            for j in range(3):
+                tl[c, j] = ((tw[c, 0] - pos[r, 0]) * rot[r, 0, j]
+                            + (tw[c, 1] - pos[r, 1]) * rot[r, 1, j]
+                            + (tw[c, 2] - pos[r, 2]) * rot[r, 2, j])
         for j in range(3):
-            nw[j] = (mesh_rot[r, j, 0] * normals[t, 0] + mesh_rot[r, j, 1] * normals[t, 1]
-                     + mesh_rot[r, j, 2] * normals[t, 2])
-        count[k], distance[k], axis_kind[k] = polytope_row(
-            points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes,
-            face_loops, face_sizes, bound_radius, nrm_all, h_all, ids[r], pos[r], rot[r], tw,
-            nw, active_front[t], active_back[t], two_sided, margin[r], t, consts, normal[k],
-            pts[k], sep[k], cid[k], ws)
+            N[j] = nw0 * rot[r, 0, j] + nw1 * rot[r, 1, j] + nw2 * rot[r, 2, j]
+        h_c = 0.0
+        nv = npoints[s]
+        for j in range(3):
+            cen = 0.0
+            for v in range(nv):
+                cen += points[s, v, j]
+            h_c += N[j] * (cen / nv - tl[0, j])
+        for j in range(4):
+            sep4[j] = np.inf
+            cid4[j] = 0
+        if not (two_sided[r] or h_c >= 0):          # behind a one-sided triangle
+            for j in range(4):
+                sep[k, j] = np.inf
+                cid[k, j] = 0
+                for d in range(3):
+                    pts[k, j, d] = 0.0
+            normal[k, 0] = 0.0
+            normal[k, 1] = 0.0
+            normal[k, 2] = 1.0
+            count[k], distance[k], axis_kind[k] = 0, np.inf, -1
+            continue
+        side = 1.0 if h_c >= 0 else -1.0
+        for j in range(3):
+            N[j] = N[j] * side
+            act[j] = active_front[t, j] if side > 0 else active_back[t, j]
+            axis_e[j] = 0.0
+            nloc[j] = 0.0
+        nloc[2] = 1.0
+        for j in range(4):
+            for d in range(3):
+                ploc[j, d] = 0.0
+        scale = bound_radius[s]
+        eps = snap * scale
+        cnt = 0
+        sep_t, sep_f, face = face_row(points, planes, s, nv, nfaces[s], tl, N[0], N[1], N[2])
+        best = max(sep_t, sep_f)
+        kind = 0 if sep_t >= sep_f else 1             # AXIS_TRI_FACE, AXIS_CONVEX_FACE
+        dist = best
+        if best <= m + cull_slack * scale:
+            sep_e, ea, et = edge_row(s, nedges[s], tl, N[0], N[1], N[2], nrm_all, h_all,
+                                     parallel_sin, axis_e, esc)
+            best = max(best, sep_e)
+            tol = rel_tol * abs(best) + abs_tol * scale
+            use_t = sep_t >= best - tol
+            use_f = not use_t and sep_f >= max(sep_t, sep_e) - tol
+            use_e = not use_t and not use_f
+            for j in range(3):
+                u[j] = planes[s, face, j] if use_f else axis_e[j]
+            fine = _feature_active_row(tl, u, act, eps) or (use_t and not np.isfinite(sep_e))
+            use_t = use_t or not fine
+            use_f = use_f and fine
+            use_e = use_e and fine
+            dist = sep_t if use_t else best
+            kind = 0 if use_t else (1 if use_f else 2)
+            if (use_t and sep_t <= m) or (use_f and sep_f <= m):
+                # Face contact: use_t, the triangle is the reference (the polytope face most
+                # anti-parallel to N, the first of equals, is the incident polygon), else the
+                # polytope's SAT face is the reference and the triangle the incident polygon.
+                # Polytope faces are their patch outlines (engine.collision.patches). The
+                # candidates (clip_row) are reduced to 4 (reduce4_row) and stored midway
+                # between the surfaces, ids tri << 28 | ref on the polytope << 27 | face << 16
+                # | route << 12 | code. (Written out here, not called: a call takes and drops a
+                # reference on each of its ~30 arrays.)
+                f = face
+                if use_t:
+                    low = np.inf
+                    for g in range(nfaces[s]):
+                        d = planes[s, g, 0] * N[0] + planes[s, g, 1] * N[1] + planes[s, g, 2] * N[2]
+                        if d < low:
+                            low = d
+                            f = g
+                size = patch_sizes[s, f]
+                for w in range(size):
+                    pv = patch_loops[s, f, w]
+                    for j in range(3):
+                        poly[w, j] = points[s, pv, j]
+                for j in range(3):
+                    fn[j] = planes[s, f, j]
+                if use_t:
+                    clip_row(tl, 3, poly, size, N, fn, m, eps, size, 3, x, y, z, valid, frame, cs)
+                    nr, nk = 3, size
+                else:
+                    clip_row(poly, size, tl, 3, fn, N, m, eps, 3, size, x, y, z, valid, frame, cs)
+                    nr, nk = size, 3
+                c = 0
+                for i in range(nk):
+                    ci[0, c] = 1                          # ROUTE_INC
+                    ci[1, c] = i
+                    c += 1
+                for j in range(nr):
+                    ci[0, c] = 2                          # ROUTE_REF
+                    ci[1, c] = j
+                    c += 1
+                for j in range(nr):
+                    for i in range(nk):
+                        ci[0, c] = 3                      # ROUTE_CROSS
+                        ci[1, c] = j * 64 + i
+                        c += 1
+                reduce4_row(x, y, z, valid, c, eps, idx, ok, score)
+                base = (tri_index << 28) | ((0 if use_t else 1) << 27) | ((f & 0x7FF) << 16)
+                for j in range(4):
+                    p = idx[j]
+                    for d in range(3):
+                        nd = N[d] if use_t else fn[d]
+                        ploc[j, d] = (frame[0, d] + x[p] * frame[1, d] + y[p] * frame[2, d]
+                                      + 0.5 * z[p] * nd)
+                    if ok[j]:
+                        sep4[j] = z[p]
+                        cid4[j] = base | (ci[0, p] << 12) | (ci[1, p] & 0xFFF)
+                        cnt += 1
+                    else:
+                        sep4[j] = np.inf
+                        cid4[j] = 0
+                for d in range(3):
+                    nloc[d] = -N[d] if use_t else fn[d]
+            if not use_e and fine and cnt == 0 and best <= m:
+                if best <= touch * scale:                   # touching: the edge route
+                    use_e = True
+                else:
+                    d = closest_row(s, tl, points, npoints, edges, nedges, planes, nfaces,
+                                    face_loops, face_sizes, pa, pb, q4[0], q4[1], q4[2], q4[3])
+                    inv = 1.0 / max(d, 1e-300)
+                    for j in range(3):
+                        u[j] = (pb[j] - pa[j]) * inv
+                    if d <= m and _feature_active_row(tl, u, act, eps):
+                        for j in range(3):
+                            ploc[0, j] = 0.5 * (pa[j] + pb[j])
+                            nloc[j] = u[j]
+                        sep4[0] = d
+                        cid4[0] = (tri_index << 28) | (4 << 12) | 0xFFF      # ROUTE_EDGE
+                        cnt = 1
+            if use_e and sep_e <= m and np.isfinite(sep_e):
+                _segment_closest(points[s, edges[s, ea, 0]], points[s, edges[s, ea, 1]], tl[et],
+                                 tl[(et + 1) % 3], 1e-12, cp, cq)
+                sv = 0.0
+                for j in range(3):
+                    sv += (cq[j] - cp[j]) * axis_e[j]
+                    ploc[0, j] = 0.5 * (cp[j] + cq[j])
+                    nloc[j] = axis_e[j]
+                keep = sv <= m
+                sep4[0] = sv if keep else np.inf
+                cid4[0] = (tri_index << 28) | ((ea & 0x7FF) << 16) | (4 << 12) | (et & 0xFFF)
+                cnt = 1 if keep else 0
+                kind = 2
+        # Back to the world.
+        for j in range(3):
+            normal[k, j] = rot[r, j, 0] * nloc[0] + rot[r, j, 1] * nloc[1] + rot[r, j, 2] * nloc[2]
+        for p in range(4):
+            for j in range(3):
+                pts[k, p, j] = (rot[r, j, 0] * ploc[p, 0] + rot[r, j, 1] * ploc[p, 1]
+                                + rot[r, j, 2] * ploc[p, 2] + pos[r, j])
+            sep[k, p] = sep4[p]
+            cid[k, p] = cid4[p]
+        count[k], distance[k], axis_kind[k] = cnt, dist, kind
 
 
 @kernel
 def workspace(pmax):
-    """polytope_row's scratch for polytopes of at most pmax patch-outline vertices: (3, 3)
-    matrices (triangle, edge_row's two, the clip frame), (3,) vectors, the (4, 3) points,
-    the triangle's active edges, the clip candidates' float rows (x, y, z, score), clip_row's
-    rows, the candidates' route and code, valid, the reduce-to-4 picks, the polytope
-    outline."""
+    """mesh_polytope_triangles' scratch for polytopes of at most pmax patch-outline vertices:
+    the triangle in the world and in the polytope's frame (3, 3), (3,) vectors (N, the
+    polytope face normal, the edge axis, the feature direction, the local normal, the
+    closest points), closest_row's (4, 3), edge_row's (6, 3), the local points (4, 3), their
+    separations and ids (4,), the triangle's active edges, the clip candidates' x, y, z,
+    score, valid, route and code, the reduce-to-4 picks, the polytope outline, clip_row's
+    frame and rows."""
     width = pmax + 3 + 3 * pmax
-    return (np.empty((4, 3, 3)), np.empty((13, 3)), np.empty((4, 3)), np.empty(3, np.bool_),
-            np.empty((4, width)), np.empty((11, max(pmax, 3))), np.empty((2, width), np.int64),
-            np.empty(width, np.bool_), np.empty(4, np.int64), np.empty(4, np.bool_),
-            np.empty((pmax, 3)))
+    return (np.empty((3, 3)), np.empty((3, 3)), np.empty(3), np.empty(3), np.empty(3),
+            np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3), np.empty(3),
+            np.empty((4, 3)), np.empty((6, 3)), np.empty((4, 3)), np.empty(4),
+            np.empty(4, np.int64), np.empty(3, np.bool_), np.empty(width), np.empty(width),
+            np.empty(width), np.empty(width), np.empty(width, np.bool_),
+            np.empty((2, width), np.int64), np.empty(4, np.int64), np.empty(4, np.bool_),
+            np.empty((pmax, 3)), np.empty((3, 3)), np.empty((11, max(pmax, 3))))
+
+
+# -- the step's rows on one mesh -----------------------------------------------------------------
+@kernel
+def mesh_row_boxes(points, npoints, radius, s_c, x_c, q_c, x_m, q_m, margin):
+    """Per (convex shape, mesh) row of the step: the rotations of q_c and q_m (R, 3, 3),
+    quat.matrix_of; the convex shape's box in the mesh's frame (its points posed, then taken
+    into the mesh frame), grown by its radius and the row's margin, lo, hi (R, 3); and the
+    margin the row uses, margin_buckets."""
+    m = s_c.shape[0]
+    rot_c = np.empty((m, 3, 3))
+    rot_m = np.empty((m, 3, 3))
+    lo = np.empty((m, 3))
+    hi = np.empty((m, 3))
+    w = np.empty(3)
+    for r in range(m):
+        matrix_of(q_c[r], rot_c[r])
+        matrix_of(q_m[r], rot_m[r])
+        s = s_c[r]
+        grow = radius[s] + margin[r]
+        for j in range(3):
+            lo[r, j] = np.inf
+            hi[r, j] = -np.inf
+        for v in range(npoints[s]):
+            for j in range(3):
+                w[j] = (points[s, v, 0] * rot_c[r, j, 0] + points[s, v, 1] * rot_c[r, j, 1]
+                        + points[s, v, 2] * rot_c[r, j, 2] + x_c[r, j])
+            for j in range(3):
+                p = ((w[0] - x_m[r, 0]) * rot_m[r, 0, j] + (w[1] - x_m[r, 1]) * rot_m[r, 1, j]
+                     + (w[2] - x_m[r, 2]) * rot_m[r, 2, j])
+                lo[r, j] = min(lo[r, j], p)
+                hi[r, j] = max(hi[r, j], p)
+        for j in range(3):
+            lo[r, j] -= grow
+            hi[r, j] += grow
+    return rot_c, rot_m, lo, hi, margin_buckets(margin)
+
+
+@kernel
+def margin_buckets(margin):
+    """Rows are grouped by the power of two above their margin (ceil(log2(max(margin,
+    1e-9))), exactly, from the binary exponent) and each group uses its largest margin (a
+    speculative margin may only grow, here by less than 2x): the margin each row uses (R,).
+    The mesh kernels take one margin per row; one per group keeps rows that barely differ
+    from splitting a body's contacts at different margins."""
+    m = margin.shape[0]
+    bucket = np.empty(m, np.int64)
+    for r in range(m):
+        f, e = math.frexp(max(margin[r], 1e-9))
+        bucket[r] = e - 1 if f == 0.5 else e
+    order = np.argsort(bucket, kind="mergesort")
+    used = np.empty(m)
+    a = 0
+    while a < m:
+        b = a
+        top = -np.inf
+        while b < m and bucket[order[b]] == bucket[order[a]]:
+            top = max(top, margin[order[b]])
+            b += 1
+        for i in range(a, b):
+            used[order[i]] = top
+        a = b
+    return used
+
+
+@kernel
+def mesh_polytope_contacts(points, npoints, planes, nfaces, edges, nedges, patch_loops,
+                           patch_sizes, face_loops, face_sizes, bound_radius, nrm_all, h_all,
+                           ids, pos, rot, mesh_pos, mesh_rot, margin, two_sided, lo, hi, rows,
+                           vertices, triangles, normals, active_front, active_back, tri_id,
+                           node_lo, node_hi, depth, leaf_start, leaf_count, order, tri_lo,
+                           tri_hi, consts):
+    """The step's polytope rows on one mesh: each row r of rows queries the mesh's BVH with
+    its box lo[r], hi[r] (mesh frame; trimesh.bvh_walk), its triangles go through
+    mesh_polytope_triangles, and the pairs with contacts are kept, in (row, triangle)
+    order. Returns their row (K,), normal (K, 3), points (K, 4, 3), separation (K, 4), ids
+    (K, 4) and count (K,)."""
+    prow = np.empty(max(16, 8 * rows.shape[0]), np.int64)
+    ptri = np.empty(prow.shape[0], np.int64)
+    n = 0
+    stack = np.empty(2 * (depth + 2), np.int64)
+    for i in range(rows.shape[0]):
+        r = rows[i]
+        start = n
+        ptri, n = bvh_walk(lo, hi, r, node_lo, node_hi, depth, leaf_start, leaf_count, order,
+                           tri_lo, tri_hi, ptri, n, stack)
+        if prow.shape[0] < ptri.shape[0]:
+            grow = np.empty(ptri.shape[0], np.int64)
+            grow[:start] = prow[:start]
+            prow = grow
+        prow[start:n] = r
+    normal = np.empty((n, 3))
+    pts = np.empty((n, 4, 3))
+    sep = np.empty((n, 4))
+    cid = np.empty((n, 4), np.int64)
+    count = np.empty(n, np.int64)
+    distance = np.empty(n)
+    kind = np.empty(n, np.int8)
+    mesh_polytope_triangles(
+        points, npoints, planes, nfaces, edges, nedges, patch_loops, patch_sizes, face_loops,
+        face_sizes, bound_radius, nrm_all, h_all, ids, pos, rot, mesh_pos, mesh_rot, margin,
+        np.full(ids.shape[0], two_sided), prow[:n], ptri[:n], vertices, triangles, normals,
+        active_front, active_back, tri_id, consts, normal, pts, sep, cid, count, distance,
+        kind)
+    k = 0
+    for i in range(n):                  # the pairs with contacts, moved up in place
+        if count[i] == 0:
+            continue
+        prow[k] = prow[i]
+        count[k] = count[i]
+        for j in range(4):
+            sep[k, j] = sep[i, j]
+            cid[k, j] = cid[i, j]
+            for d in range(3):
+                pts[k, j, d] = pts[i, j, d]
+        for d in range(3):
+            normal[k, d] = normal[i, d]
+        k += 1
+    return prow[:k].copy(), normal[:k].copy(), pts[:k].copy(), sep[:k].copy(), cid[:k].copy(), \
+        count[:k].copy()

@@ -54,7 +54,8 @@ def face_queries(points, planes, t, N):
     t, N = np.asarray(t, f64), np.asarray(N, f64)
     for r in range(m):      # (tests and tools: the step runs face_row inside its kernel)
         sep_t[r], sep_f[r], face[r] = mesh_kernels.face_row(
-            points[r], points.shape[1], planes[r], planes.shape[1], t[r], N[r])
+            points, planes, r, points.shape[1], planes.shape[1], t[r], N[r, 0], N[r, 1],
+            N[r, 2])
     return sep_t, sep_f, face
 
 
@@ -98,10 +99,11 @@ def edge_query(table, ids, t, N):
     m = len(ids)
     best, edge, k = np.full(m, -np.inf), np.zeros(m, np.int64), np.zeros(m, np.int64)
     axis = np.zeros((m, 3))
-    te, o = np.empty((3, 3)), np.empty((3, 3))
+    sc = np.empty((6, 3))
     for r in range(m):      # (tests and tools: the step runs edge_row inside its kernel)
-        sep, e, kk = mesh_kernels.edge_row(ids[r], table.nedges[ids[r]], t[r], N[r], nrm_all,
-                                           h_all, PARALLEL_SIN, axis[r], te, o)
+        sep, e, kk = mesh_kernels.edge_row(ids[r], table.nedges[ids[r]], t[r], N[r, 0],
+                                           N[r, 1], N[r, 2], nrm_all, h_all, PARALLEL_SIN,
+                                           axis[r], sc)
         if sep > -np.inf:
             best[r], edge[r], k[r] = sep, e, kk
     return best, edge, k, axis

@@ -23,7 +23,7 @@ and ``collide_bodies`` every step; nothing here knows about the world.
 """
 import numpy as np
 
-from ..core import detmath, quat
+from ..core import quat
 from ..core.kinds import ShapeKind
 from ..core.vec import per_row
 from ..shapes.compound import Compound
@@ -34,6 +34,7 @@ from .mesh_contacts import (
     collide_mesh_polytopes,
     reduce_manifolds,
 )
+from .mesh_kernels import mesh_row_boxes
 from .narrowphase import Manifolds
 
 __all__ = [
@@ -157,29 +158,21 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
     q_a = quat.normalize(np.asarray(q_a, dtype=np.float64).reshape(m, 4))
     q_b = quat.normalize(np.asarray(q_b, dtype=np.float64).reshape(m, 4))
 
-    # 1. Expand compounds into part pairs.
-    ca, cb = count[sid_a], count[sid_b]
-    n_rows = ca * cb
-    pair = np.repeat(np.arange(m), n_rows)
-    local = np.arange(len(pair)) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)
-    ja, jb = local // cb[pair], local % cb[pair]
-    pa_i, pb_i = first[sid_a[pair]] + ja, first[sid_b[pair]] + jb
-    sa, sb = psid[pa_i], psid[pb_i]
-    qa, qb = q_a[pair], q_b[pair]
-    if _any_compound(kinds[sid_a]) or _any_compound(kinds[sid_b]):
-        xa = pos_a[pair] + quat.rotate(qa, ppos[pa_i])
-        xb = pos_b[pair] + quat.rotate(qb, ppos[pb_i])
-        qa, qb = quat.multiply(qa, pq[pa_i]), quat.multiply(qb, pq[pb_i])
+    ka, kb = kinds[sid_a], kinds[sid_b]
+    if _any_compound(ka) or _any_compound(kb):
+        pair, sa, sb, xa, xb, qa, qb, sub, marg = _expand(
+            table, first, count, psid, ppos, pq, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin)
+        ka, kb = kinds[sa], kinds[sb]
     else:                            # every part is its body's shape at the body's pose
-        xa, xb = pos_a[pair], pos_b[pair]
-    sub = local                      # = ja * cb + jb: the part pair, unique within the pair
-    marg = margin[pair]
-    keep = _within_reach(table, sa, xa, sb, xb, marg)
-    ka, kb = kinds[sa], kinds[sb]
-    keep &= ~((ka == _MESH) & (kb == _MESH))
-    pair, sa, sb, xa, xb, qa, qb, sub, marg = (
-        v[keep] for v in (pair, sa, sb, xa, xb, qa, qb, sub, marg))
-    ka, kb = ka[keep], kb[keep]
+        pair, sa, sb, xa, xb, qa, qb, marg = (np.arange(m), sid_a, sid_b, pos_a, pos_b, q_a,
+                                              q_b, margin)
+        sub = np.zeros(m, np.int64)
+    # Bounding-sphere cull of the pairs and part pairs (_within_reach); meshes are never
+    # dynamic: nothing between two.
+    keep = _within_reach(table, sa, xa, sb, xb, marg) & ~((ka == _MESH) & (kb == _MESH))
+    if not keep.all():
+        pair, sa, sb, xa, xb, qa, qb, sub, marg, ka, kb = (
+            v[keep] for v in (pair, sa, sb, xa, xb, qa, qb, sub, marg, ka, kb))
 
     outs, pairs, subs = [], [], []
     # 2. Convex pairs: the ordinary narrowphase.
@@ -190,16 +183,11 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
         pairs.append(pair[conv])
         subs.append(sub[conv] * CLUSTER_STRIDE)
     # 3. Convex vs triangle mesh.
-    mesh_rows = np.flatnonzero((ka == _MESH) | (kb == _MESH))
+    mesh_rows = np.flatnonzero((ka == _MESH) | (kb == _MESH)) if len(conv) else np.arange(len(ka))
     if len(mesh_rows):
         flip = ka[mesh_rows] == _MESH
-        f = flip[:, None]
-        s_c = np.where(flip, sb[mesh_rows], sa[mesh_rows])
-        s_m = np.where(flip, sa[mesh_rows], sb[mesh_rows])
-        x_c = np.where(f, xb[mesh_rows], xa[mesh_rows])
-        x_m = np.where(f, xa[mesh_rows], xb[mesh_rows])
-        q_c = np.where(f, qb[mesh_rows], qa[mesh_rows])
-        q_m = np.where(f, qa[mesh_rows], qb[mesh_rows])
+        s_c, x_c, q_c, s_m, x_m, q_m = _convex_side_first(flip, mesh_rows, sa, xa, qa, sb, xb,
+                                                          qb)
         man, group = _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, marg[mesh_rows])
         red, grp, rank = reduce_manifolds(man, group, n_groups=len(mesh_rows))
         red.normal[flip[grp]] *= -1.0
@@ -218,73 +206,96 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
         for o in outs:
             total._put(slice(start, start + len(o)), o)
             start += len(o)
-    order = np.lexsort((sub, pair))
-    for name in Manifolds.__slots__:
-        setattr(total, name, getattr(total, name)[order])
-    return BodyContacts(total, pair[order], sub[order])
+    if len(outs) > 1 or not _in_order(pair, sub):
+        order = np.lexsort((sub, pair))
+        for name in Manifolds.__slots__:
+            setattr(total, name, getattr(total, name)[order])
+        pair, sub = pair[order], sub[order]
+    return BodyContacts(total, pair, sub)
 
 
-def _margin_buckets(margin):
-    """Rows are grouped by the power of two above their margin and each group uses its largest
-    margin (a speculative margin may only grow, here by less than 2x). Returns the margin each
-    row uses (mesh_contacts takes one per row: one call per mesh)."""
-    m = np.maximum(margin, 1e-9)
-    bucket = np.ceil(detmath.log2(m)).astype(np.int64)
-    _, inv = np.unique(bucket, return_inverse=True)
-    inv = inv.reshape(-1)
-    top = np.full(inv.max() + 1 if len(inv) else 0, -np.inf)
-    np.maximum.at(top, inv, margin)
-    return top[inv]
+def _convex_side_first(flip, rows, sa, xa, qa, sb, xb, qb):
+    """Shape ids, positions and quaternions of the rows' convex side, then their mesh side
+    (flip: the mesh is side a). A pass whose meshes are all on one side (the world orders its
+    pairs by body) takes the arrays as they are."""
+    if flip.all():
+        return sb[rows], xb[rows], qb[rows], sa[rows], xa[rows], qa[rows]
+    if not flip.any():
+        return sa[rows], xa[rows], qa[rows], sb[rows], xb[rows], qb[rows]
+    f = flip[:, None]
+    return (np.where(flip, sb[rows], sa[rows]), np.where(f, xb[rows], xa[rows]),
+            np.where(f, qb[rows], qa[rows]), np.where(flip, sa[rows], sb[rows]),
+            np.where(f, xa[rows], xb[rows]), np.where(f, qa[rows], qb[rows]))
+
+
+def _in_order(pair, sub):
+    """Rows already sorted by (pair, sub) (a mesh-only pass: the reduction gives them by row,
+    then rank): the sort and the gathers of every field would change nothing."""
+    if len(pair) < 2:
+        return True
+    dp = pair[1:] - pair[:-1]
+    return bool(np.all((dp > 0) | ((dp == 0) & (sub[1:] > sub[:-1]))))
+
+
+def _expand(table, first, count, psid, ppos, pq, sid_a, pos_a, q_a, sid_b, pos_b, q_b,
+            margin):
+    """Compound sides become their parts: every part pair of a body pair at once (np.repeat
+    arithmetic), poses composed with the body poses. Returns
+    pair, sa, sb, xa, xb, qa, qb, sub (= part of A * parts of B + part of B), margin."""
+    m = len(sid_a)
+    ca, cb = count[sid_a], count[sid_b]
+    n_rows = ca * cb
+    pair = np.repeat(np.arange(m), n_rows)
+    local = np.arange(len(pair)) - np.repeat(np.cumsum(n_rows) - n_rows, n_rows)
+    ja, jb = local // cb[pair], local % cb[pair]
+    pa_i, pb_i = first[sid_a[pair]] + ja, first[sid_b[pair]] + jb
+    sa, sb = psid[pa_i], psid[pb_i]
+    qa, qb = q_a[pair], q_b[pair]
+    xa = pos_a[pair] + quat.rotate(qa, ppos[pa_i])
+    xb = pos_b[pair] + quat.rotate(qb, ppos[pb_i])
+    qa, qb = quat.multiply(qa, pq[pa_i]), quat.multiply(qb, pq[pb_i])
+    return pair, sa, sb, xa, xb, qa, qb, local, margin[pair]
 
 
 def _mesh_pairs(table, s_c, x_c, q_c, s_m, x_m, q_m, margin):
-    """(convex, triangle) manifolds for R (convex, mesh) rows with margins (R,); returns
-    (Manifolds, row)."""
-    rot_c = quat.to_matrix(q_c)
-    rot_m = quat.to_matrix(q_m)
-    vmax = int(table.npoints[s_c].max())
-    pts = np.matmul(table.points[s_c, :vmax], rot_c.transpose(0, 2, 1)) + x_c[:, None]
-    loc = np.matmul(pts - x_m[:, None], rot_m)              # convex points in the mesh frame
-    grow = (table.radius[s_c] + margin)[:, None]
-    lo, hi = loc.min(axis=1) - grow, loc.max(axis=1) + grow
-    used = _margin_buckets(margin)
+    """(convex, triangle) contacts for R (convex, mesh) rows with margins (R,): a Manifolds
+    whose count, normal, points, separation and ids hold the pairs (rows without contacts
+    may be left out), and the row of each. Rows use their margin bucket's margin
+    (mesh_kernels.margin_buckets, in mesh_row_boxes)."""
+    rot_c, rot_m, lo, hi, used = mesh_row_boxes(table.points, table.npoints, table.radius, s_c,
+                                                x_c, q_c, x_m, q_m, margin)
     poly = table.kind[s_c] == _POLYTOPE
     parts, rows = [], []
+    meshes = s_m[:1] if s_m.min() == s_m.max() else np.unique(s_m)
     # Loops over distinct meshes only (a few per step).
-    for u in np.unique(s_m):
-        r = np.flatnonzero(s_m == u)
+    for u in meshes:
+        r = np.flatnonzero(s_m == u) if len(meshes) > 1 else np.arange(len(s_m))
         mesh = table.shapes[u]
-        qi, tri = mesh.query(lo[r], hi[r])
-        if not len(qi):
-            continue
-        row = r[qi]
-        p = poly[row]
-        if p.all():                  # polytopes only: the triangles go to the world in a kernel
-            parts.append(collide_mesh_polytopes(table, mesh, s_c, x_c, rot_c, x_m, rot_m,
-                                                used, row, tri))
-        else:
-            part = Manifolds(len(row))
-            sel = np.flatnonzero(p)
-            if len(sel):
-                part._put(sel, collide_mesh_polytopes(table, mesh, s_c, x_c, rot_c, x_m, rot_m,
-                                                      used, row[sel], tri[sel]))
-            sel = np.flatnonzero(~p)
-            ro, to = row[sel], tri[sel]
-            tv = (np.matmul(mesh.vertices[mesh.triangles[to]], rot_m[ro].transpose(0, 2, 1))
-                  + x_m[ro][:, None])
-            nrm = np.matmul(rot_m[ro], mesh.normals[to][:, :, None])[:, :, 0]
-            part._put(sel, collide_convex_triangles(
-                table, s_c[ro], x_c[ro], rot_c[ro], tv, nrm, mesh.active_front[to],
-                mesh.active_back[to], np.full(len(ro), mesh.two_sided), used[ro], to))
+        if poly[r].all():            # polytopes: the query and the pairs in one kernel
+            part, row = collide_mesh_polytopes(table, mesh, s_c, x_c, rot_c, x_m, rot_m, used,
+                                               lo, hi, r)
             parts.append(part)
-        rows.append(row)
-    if not parts:
-        return Manifolds(0), np.zeros(0, np.int64)
+            rows.append(row)
+            continue
+        rp = r[poly[r]]
+        if len(rp):
+            part, row = collide_mesh_polytopes(table, mesh, s_c, x_c, rot_c, x_m, rot_m, used,
+                                               lo, hi, rp)
+            parts.append(part)
+            rows.append(row)
+        ro = r[~poly[r]]
+        qi, to = mesh.query(lo[ro], hi[ro])
+        ro = ro[qi]
+        tv = (np.matmul(mesh.vertices[mesh.triangles[to]], rot_m[ro].transpose(0, 2, 1))
+              + x_m[ro][:, None])
+        nrm = np.matmul(rot_m[ro], mesh.normals[to][:, :, None])[:, :, 0]
+        parts.append(collide_convex_triangles(
+            table, s_c[ro], x_c[ro], rot_c[ro], tv, nrm, mesh.active_front[to],
+            mesh.active_back[to], np.full(len(ro), mesh.two_sided), used[ro], to))
+        rows.append(ro)
     if len(parts) == 1:
         return parts[0], rows[0]
-    out = Manifolds(sum(len(p) for p in parts))
-    start = 0
-    for p in parts:
-        out._put(slice(start, start + len(p)), p)
-        start += len(p)
+    out = Manifolds(0)
+    for name in ("count", "normal", "points", "separation", "ids"):
+        setattr(out, name, np.concatenate([getattr(p, name) for p in parts]))
     return out, np.concatenate(rows)

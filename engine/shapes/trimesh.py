@@ -109,6 +109,7 @@ class TriangleMesh(Shape):
         self.vertices = np.ascontiguousarray(v[used])
         self.triangles = t_c.reshape(-1, 3).astype(np.int64)
         self.normals = cross[good] / area2[good][:, None]
+        self.triangle_ids = np.arange(len(self.triangles))   # (the contact ids' triangle)
         self.size = max(size, 1e-300)
         self._adjacency()
         self._corners()
@@ -295,52 +296,63 @@ def bvh_query(lo, hi, node_lo, node_hi, depth, leaf_start, leaf_count, order, tr
     lo, hi (Q, 3) query boxes; node_lo/hi the implicit tree's boxes (children of i: 2i+1,
     2i+2; leaves at ``depth``); leaf_start/count slots of each leaf in ``order``."""
     nq = lo.shape[0]
-    cap = max(16, 8 * nq)
-    out_q = np.empty(cap, np.int64)
-    out_t = np.empty(cap, np.int64)
+    out_q = np.empty(max(16, 8 * nq), np.int64)
+    out_t = np.empty(out_q.shape[0], np.int64)
     n = 0
     stack = np.empty(2 * (depth + 2), np.int64)
-    first_leaf = (1 << depth) - 1
     for q in range(nq):
         start = n
-        top = 0
-        stack[0] = 0
-        top = 1
-        while top > 0:
-            top -= 1
-            node = stack[top]
-            hit = True
-            for j in range(3):
-                if not (node_lo[node, j] <= hi[q, j] and lo[q, j] <= node_hi[node, j]):
-                    hit = False
-                    break
-            if not hit:
-                continue
-            if node < first_leaf:
-                stack[top] = 2 * node + 2
-                stack[top + 1] = 2 * node + 1
-                top += 2
-                continue
-            leaf = node - first_leaf
-            s0 = leaf_start[leaf]
-            for s in range(s0, s0 + leaf_count[leaf]):
-                tri = order[s]
-                inside = True
-                for j in range(3):
-                    if not (tri_lo[tri, j] <= hi[q, j] and lo[q, j] <= tri_hi[tri, j]):
-                        inside = False
-                        break
-                if not inside:
-                    continue
-                if n == cap:
-                    cap *= 2
-                    grow_q = np.empty(cap, np.int64)
-                    grow_t = np.empty(cap, np.int64)
-                    grow_q[:n] = out_q[:n]
-                    grow_t[:n] = out_t[:n]
-                    out_q, out_t = grow_q, grow_t
-                out_q[n] = q
-                out_t[n] = tri
-                n += 1
-        out_t[start:n] = np.sort(out_t[start:n])
+        out_t, n = bvh_walk(lo, hi, q, node_lo, node_hi, depth, leaf_start, leaf_count, order,
+                            tri_lo, tri_hi, out_t, n, stack)
+        if out_q.shape[0] < out_t.shape[0]:
+            grow = np.empty(out_t.shape[0], np.int64)
+            grow[:start] = out_q[:start]
+            out_q = grow
+        out_q[start:n] = q
     return out_q[:n].copy(), out_t[:n].copy()
+
+
+@kernel
+def bvh_walk(lo, hi, q, node_lo, node_hi, depth, leaf_start, leaf_count, order, tri_lo,
+             tri_hi, out, n, stack):
+    """Append to out[n:] the triangles whose closed box overlaps box q of lo, hi (Q, 3),
+    in increasing order (a depth-first walk of the tree, then a sort); returns (out, the new
+    n), out grown (doubled) when full. stack: (2 * (depth + 2),) scratch."""
+    start = n
+    first_leaf = (1 << depth) - 1
+    top = 1
+    stack[0] = 0
+    while top > 0:
+        top -= 1
+        node = stack[top]
+        hit = True
+        for j in range(3):
+            if not (node_lo[node, j] <= hi[q, j] and lo[q, j] <= node_hi[node, j]):
+                hit = False
+                break
+        if not hit:
+            continue
+        if node < first_leaf:
+            stack[top] = 2 * node + 2
+            stack[top + 1] = 2 * node + 1
+            top += 2
+            continue
+        leaf = node - first_leaf
+        s0 = leaf_start[leaf]
+        for s in range(s0, s0 + leaf_count[leaf]):
+            tri = order[s]
+            inside = True
+            for j in range(3):
+                if not (tri_lo[tri, j] <= hi[q, j] and lo[q, j] <= tri_hi[tri, j]):
+                    inside = False
+                    break
+            if not inside:
+                continue
+            if n == out.shape[0]:
+                grow = np.empty(2 * n, np.int64)
+                grow[:n] = out[:n]
+                out = grow
+            out[n] = tri
+            n += 1
+    out[start:n].sort()
+    return out, n
