@@ -179,22 +179,6 @@ def _scalar(value, what, lo=0.0, hi=None):
     return v
 
 
-def bottom_up(order, points, count, gravity):
-    """The solver's sweep order: manifolds from the lowest (along gravity) to the highest by
-    their points' mean height, ties (a row of boxes on flat ground) in ``order`` (the colour
-    order). One biased Gauss-Seidel sweep leaves the last row it solves exact: swept top
-    down, a rock falling at 4 m/s onto one resting on the ground had its contact solved
-    first, then the ground's pushed the lower rock back up into it, and it sank 16 mm in
-    two substeps (bench/rock_seeds.py seed 8, frame 11, pair 38-87). Supports first, what
-    they carry last, as the load goes."""
-    g = np.asarray(gravity, dtype=np.float64)
-    if not len(order) or not g.any():
-        return order
-    used = np.arange(points.shape[1])[None, :] < count[:, None]
-    down = np.where(used, points @ g, 0.0).sum(axis=1) / np.maximum(count, 1)
-    return order[np.argsort(-down[order], kind="stable")]
-
-
 def _rows_of(man, keep):
     """The manifolds dict (and its "geo" dict) at rows keep."""
     return {k: (_rows_of(v, keep) if isinstance(v, dict) else v[keep]) for k, v in man.items()}
@@ -737,7 +721,7 @@ class World(BodyControl, JointWorldMixin):
         accel_n, mu, e = np.empty(m), np.empty(m), np.empty(m)
         manifold_inputs(ia, ib, normal, awake, self.gravity, self._v("friction"),
                         self._v("restitution"), accel_n, mu, e)
-        order = bottom_up(sweep_order(ia, ib, ~awake), points, count, self.gravity)
+        order = sweep_order(ia, ib, ~awake)
         solver = ContactSolver(ia, ib, normal, points, sep, count, mu, e, x, inv_mass, inv_i,
                                vel, accel_n, warm_n, warm_f, h, self.settings,
                                order=order, reach=self._reach(),
