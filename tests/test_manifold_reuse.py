@@ -15,6 +15,46 @@ from engine.shapes.primitives import Box, Sphere
 from engine.world.world import World
 
 
+# The pass kernel's row routines (manifold_cache.valid_row, rebuild_row) over many rows, for
+# these tests: what engine.collision.polytope_pairs runs per pair.
+def _capture(man, pos_a, q_a, pos_b, q_b, margin):
+    return {"pos_a": np.asarray(pos_a, dtype=np.float64), "q_a": np.asarray(q_a, dtype=np.float64),
+            "pos_b": np.asarray(pos_b, dtype=np.float64), "q_b": np.asarray(q_b, dtype=np.float64),
+            "normal": man["normal"], "points": man["points"], "separation": man["separation"],
+            "margin": np.asarray(margin, dtype=np.float64)}
+
+
+def _rows(*arrays):
+    m = len(arrays[-1])
+    return [np.ascontiguousarray(np.broadcast_to(a, (m,) + np.shape(a)[1:]), dtype=np.float64)
+            for a in arrays]
+
+
+def _still_valid(geo, pos_a, q_a, pos_b, q_b, margin, distance, angle):
+    g = _rows(geo["pos_a"], geo["q_a"], geo["pos_b"], geo["q_b"], geo["margin"])
+    p = _rows(pos_a, q_a, pos_b, q_b, margin)
+    cos_half = float(np.cos(0.5 * angle))
+    s3, s4 = (np.empty(3), np.empty(3)), (np.empty(4), np.empty(4))
+    return np.array([manifold_cache.valid_row(*(a[i] for a in g), *(a[i] for a in p),
+                                              float(distance), cos_half, *s3, *s4)
+                     for i in range(len(p[-1]))], dtype=bool)
+
+
+def _rebuild(geo, count, pos_a, q_a, pos_b, q_b):
+    m = len(count)
+    g = [np.ascontiguousarray(geo[k], dtype=np.float64) for k in
+         ("pos_a", "q_a", "pos_b", "q_b", "normal", "points", "separation")]
+    p = [np.ascontiguousarray(np.broadcast_to(a, (m,) + np.shape(a)[1:]), dtype=np.float64)
+         for a in (pos_a, q_a, pos_b, q_b)]
+    normal, points, sep = np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4))
+    for i in range(m):
+        manifold_cache.rebuild_row(*(a[i] for a in g), int(count[i]), *(a[i] for a in p),
+                                   normal[i], points[i], sep[i], np.empty((3, 3)),
+                                   np.empty((3, 3)), np.empty(3), np.empty(3))
+    return normal, points, sep
+
+
+
 def _rock(rng, size=0.3):
     d = rng.normal(size=(16, 3))
     d /= np.linalg.norm(d, axis=1, keepdims=True)
@@ -54,14 +94,14 @@ def test_rebuilt_points_match_the_narrowphase_on_the_same_vertices():
     fields = {k: getattr(man0, k)[ok] for k in ("normal", "points", "separation", "axis_kind",
                                                  "axis_index")}
     zero, one = np.zeros((m, 3)), np.tile([1.0, 0.0, 0.0, 0.0], (m, 1))
-    geo = manifold_cache.capture(fields, zero - [0, 0, 0.5], one, pb, qb, np.full(m, 0.02))
+    geo = _capture(fields, zero - [0, 0, 0.5], one, pb, qb, np.full(m, 0.02))
     axis = rng.normal(size=(m, 3))
     q1 = quat.normalize(quat.multiply(
         quat.from_axis_angle(axis, np.radians(rng.uniform(0, 1.5, m))), qb))
     p1 = pb + rng.uniform(-0.0004, 0.0004, (m, 3))
-    assert manifold_cache.still_valid(geo, zero - [0, 0, 0.5], one, p1, q1, np.full(m, 0.02),
-                                      0.001, np.radians(2.0)).all()
-    n, pts, sep = manifold_cache.rebuild(geo, man0.count[ok], zero - [0, 0, 0.5], one, p1, q1)
+    assert _still_valid(geo, zero - [0, 0, 0.5], one, p1, q1, np.full(m, 0.02),
+                        0.001, np.radians(2.0)).all()
+    n, pts, sep = _rebuild(geo, man0.count[ok], zero - [0, 0, 0.5], one, p1, q1)
     assert np.allclose(n, [0.0, 0.0, 1.0], atol=1e-12)
     man1 = _collide(table, ib, p1, q1)
     ids0 = man0.ids[ok]
@@ -93,16 +133,16 @@ def test_reuse_stops_at_the_tolerances():
     fields = {k: getattr(man, k) for k in ("normal", "points", "separation", "axis_kind",
                                             "axis_index")}
     ground = (np.array([[0.0, 0.0, -0.5]]), np.array([[1.0, 0.0, 0.0, 0.0]]))
-    geo = manifold_cache.capture(fields, *ground, pb, qb, np.array([0.02]))
+    geo = _capture(fields, *ground, pb, qb, np.array([0.02]))
 
     def valid(dp=(0, 0, 0), deg=0.0, margin=0.02):
         q = quat.multiply(quat.from_axis_angle([0, 0, 1], np.radians(deg)), qb[0])[None]
-        return bool(manifold_cache.still_valid(geo, *ground, pb + dp, q, np.array([margin]),
-                                               0.001, np.radians(2.0))[0])
+        return bool(_still_valid(geo, *ground, pb + dp, q, np.array([margin]),
+                                 0.001, np.radians(2.0))[0])
     assert valid() and valid(dp=(0.0009, 0, 0)) and valid(deg=1.9) and valid(margin=0.0205)
     assert not valid(dp=(0.0011, 0, 0)) and not valid(deg=2.1) and not valid(margin=0.022)
-    assert not manifold_cache.still_valid(manifold_cache.empty(1), *ground, pb, qb,
-                                          np.array([0.02]), 0.001, np.radians(2.0))[0]
+    assert not _still_valid(manifold_cache.empty(1), *ground, pb, qb,
+                            np.array([0.02]), 0.001, np.radians(2.0))[0]
 
 
 def _pile(cls, **kw):

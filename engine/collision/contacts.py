@@ -85,13 +85,6 @@ def table_row(t_keys, t_sub, k, s):
     return lo
 
 
-@kernel
-def _rows(t_keys, t_sub, keys, sub, out):
-    """out (M,) = the row of each (keys, sub) in the table, or -1."""
-    for i in range(keys.shape[0]):
-        out[i] = table_row(t_keys, t_sub, keys[i], sub[i])
-
-
 class PairTable:
     """Warm-start memory. Arrays: keys (P,) and sub (P,) sorted by (key, sub), ids (P, 4),
     count (P,), normal (P, 4), friction (P, 4, 3)."""
@@ -111,13 +104,6 @@ class PairTable:
     @staticmethod
     def _sub(sub, m):
         return np.zeros(m, dtype=np.int64) if sub is None else np.asarray(sub, np.int64)
-
-    def _find(self, keys, sub):
-        """Row of each (key, sub) in the table, or -1."""
-        out = np.empty(len(keys), dtype=np.int64)
-        _rows(self.keys, self.sub, np.asarray(keys, dtype=np.int64),
-              np.asarray(sub, dtype=np.int64), out)
-        return out
 
     def match(self, keys, ids, count, sub=None):
         """Warm-start impulses for this step's manifolds.
@@ -172,10 +158,6 @@ class PairTable:
         self.normal = take(normal, dtype=np.float64)
         self.friction = take(friction, dtype=np.float64)
         self.geo = {k: take(v) for k, v in geo.items()}
-
-    def geometry(self, rows):
-        """Captured geometry of table rows (dict of arrays)."""
-        return {k: v[rows] for k, v in self.geo.items()}
 
     def get_state(self):
         state = {"pair_keys": self.keys.copy(), "pair_sub": self.sub.copy(),

@@ -22,7 +22,6 @@ import math
 
 import numpy as np
 
-from ..core import detmath
 from ..core.jit import kernel
 
 # Geometry columns per manifold row, and their trailing shapes and dtypes.
@@ -49,16 +48,6 @@ def empty(m=0):
     return out
 
 
-def capture(man, pos_a, q_a, pos_b, q_b, margin):
-    """Geometry of fresh manifolds ``man`` (dict of normal, points, separation, axis_kind,
-    axis_index) computed at the given poses with the given margins (M,)."""
-    return {"pos_a": pos_a, "q_a": q_a, "pos_b": pos_b, "q_b": q_b,
-            "normal": man["normal"], "points": man["points"], "separation": man["separation"],
-            "margin": np.asarray(margin, dtype=np.float64),
-            "axis_kind": np.asarray(man["axis_kind"], dtype=np.int8),
-            "axis_index": np.asarray(man["axis_index"], dtype=np.int64)}
-
-
 @kernel(inline="always")
 def _relative(pa, qa, pb, qb, out_p, out_q):
     """B's origin (out_p) and orientation (out_q) in A's frame: conj(qa) (pb - pa) qa and
@@ -81,8 +70,10 @@ def _relative(pa, qa, pb, qb, out_p, out_q):
 @kernel(inline="always")
 def valid_row(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, distance,
               cos_half_angle, p0, p1, r0, r1):
-    """still_valid for one captured row (g_...) at poses pos_a, q_a, pos_b, q_b and margin;
-    p0, p1 (3,), r0, r1 (4,) scratch."""
+    """Whether one captured row (g_...) may be reused at poses pos_a, q_a, pos_b, q_b and
+    margin: the relative translation moved less than distance, the relative rotation turned
+    less than the angle whose half-angle cosine is cos_half_angle, the margin grew by less
+    than distance. p0, p1 (3,), r0, r1 (4,) scratch."""
     _relative(g_pa, g_qa, g_pb, g_qb, p0, r0)
     _relative(pos_a, q_a, pos_b, q_b, p1, r1)
     d0, d1, d2 = p1[0] - p0[0], p1[1] - p0[1], p1[2] - p0[2]
@@ -91,27 +82,6 @@ def valid_row(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, 
     # NaN rows (never reusable) compare False
     return (moved < distance * distance and cos_half > cos_half_angle
             and margin <= g_margin + distance)
-
-
-@kernel(refcount=False)
-def _still_valid(g_pa, g_qa, g_pb, g_qb, g_margin, pos_a, q_a, pos_b, q_b, margin, distance,
-                 cos_half_angle, out, p0, p1, r0, r1):
-    for i in range(out.shape[0]):
-        out[i] = valid_row(g_pa[i], g_qa[i], g_pb[i], g_qb[i], g_margin[i], pos_a[i], q_a[i],
-                           pos_b[i], q_b[i], margin[i], distance, cos_half_angle, p0, p1, r0, r1)
-
-
-def still_valid(geo, pos_a, q_a, pos_b, q_b, margin, distance, angle):
-    """(M,) bool: the captured rows ``geo`` (dict of (M, ...) arrays) may be reused at these
-    poses and margins: the relative translation moved less than ``distance``, the relative
-    rotation turned less than ``angle`` (rad), the margin grew by less than ``distance``."""
-    c = np.ascontiguousarray
-    out = np.zeros(len(margin), dtype=bool)
-    _still_valid(c(geo["pos_a"]), c(geo["q_a"]), c(geo["pos_b"]), c(geo["q_b"]),
-                 c(geo["margin"]), c(pos_a), c(q_a), c(pos_b), c(q_b),
-                 c(margin, dtype=np.float64), float(distance), float(detmath.cos(0.5 * angle)),
-                 out, np.empty(3), np.empty(3), np.empty(4), np.empty(4))
-    return out
 
 
 @kernel(inline="always")
@@ -138,8 +108,11 @@ def _turn(q, q0, m):
 @kernel(inline="always")
 def rebuild_row(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a, pos_b, q_b,
                 normal, points, sep, ta, tb, xa, xb):
-    """rebuild for one captured row (g_...) with count used slots, into normal (3,), points
-    (4, 3), sep (4,); ta, tb (3, 3), xa, xb (3,) scratch."""
+    """One captured row (g_...) with count used slots rebuilt at the current poses, into
+    normal (3,), points (4, 3), sep (4,) (unused slots: +inf separation, zero points). Each
+    point stands for its two surface points (midpoint -+ half the separation along the
+    normal), carried with their bodies from the capture poses; the normal turns with A.
+    ta, tb (3, 3), xa, xb (3,) scratch."""
     _turn(q_a, g_qa, ta)
     _turn(q_b, g_qb, tb)
     for k in range(3):
@@ -160,30 +133,6 @@ def rebuild_row(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a,
             s += (pb - pa) * normal[k]
             points[j, k] = 0.5 * (pa + pb)
         sep[j] = s
-
-
-@kernel(refcount=False)
-def _rebuild(g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, count, pos_a, q_a, pos_b, q_b,
-             normal, points, sep, ta, tb, xa, xb):
-    for i in range(count.shape[0]):
-        rebuild_row(g_pa[i], g_qa[i], g_pb[i], g_qb[i], g_n[i], g_points[i], g_sep[i], count[i],
-                    pos_a[i], q_a[i], pos_b[i], q_b[i], normal[i], points[i], sep[i], ta, tb,
-                    xa, xb)
-
-
-def rebuild(geo, count, pos_a, q_a, pos_b, q_b):
-    """Manifold arrays (normal (M, 3), points (M, 4, 3), separation (M, 4)) of captured rows
-    at the current poses; unused slots get +inf separation and zero points, as collide gives.
-    Each point stands for its two surface points (midpoint -+ half the separation along the
-    normal), carried with their bodies from the capture poses; the normal turns with A."""
-    m = len(count)
-    c = np.ascontiguousarray
-    normal, points, sep = np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4))
-    _rebuild(c(geo["pos_a"]), c(geo["q_a"]), c(geo["pos_b"]), c(geo["q_b"]), c(geo["normal"]),
-             c(geo["points"]), c(geo["separation"]), c(count, dtype=np.int64), c(pos_a), c(q_a),
-             c(pos_b), c(q_b), normal, points, sep, np.empty((3, 3)), np.empty((3, 3)),
-             np.empty(3), np.empty(3))
-    return normal, points, sep
 
 
 @kernel(refcount=False)
