@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from engine.dynamics.contact_kernels import UNUSED_SEPARATION
+from engine.dynamics.contact_kernels import SWEEP_WORK, UNUSED_SEPARATION
 from engine.dynamics.solver import RELAX_SLOP, soft_params, tangent_basis
 
 # Row r of a manifold: point slot ROW_POINT[r], direction ROW_DIR[r] (0 normal, 1-2 tangents).
@@ -91,7 +91,8 @@ class Reference:
                 self.mjr[..., ang], self.kmat, self.eff, self.k_pinv, self.sep0, self.imp,
                 self.max_normal, self.friction,
                 np.array([1.0 / self.h, self.bias_rate, self.mass_scale, self.impulse_scale,
-                          self.max_push, RELAX_SLOP]))
+                          self.max_push, RELAX_SLOP]),
+                np.empty((SWEEP_WORK, 12)))
 
     # -- passes ---------------------------------------------------------------------------
     def warm_start(self, vel):

@@ -55,6 +55,13 @@ def _row_slot(r):
 
 
 @kernel(inline="always")
+def _live_row(x, npts):
+    """The x-th live row of a manifold of npts used slots: its normal rows, then their
+    tangents (rows 0 .. npts - 1, 4 .. 3 + 2 npts)."""
+    return x if x < npts else 4 + x - npts
+
+
+@kernel(inline="always")
 def _row_velocity(i, r, dirs, jang, v):
     """J v of manifold i's row r at the pair's velocities v (12,) = [v_a, w_a, v_b, w_b]."""
     _, di = _row_slot(r)
@@ -200,204 +207,243 @@ def _rebase(rows, idx, count, dirs, jang, sep0, dpose, sep_now):
             sep0[i, p] = sep_now[j, p] - moved[j, p] if p < count[i] else UNUSED_SEPARATION
 
 
-@kernel
+# Rows of solve_pass's work array (SWEEP_WORK, ROWS): per manifold, the row velocities u and
+# the impulses before the sweep (12 each), and per normal row its gain (0: the row keeps its
+# impulse), gain * bias, u + bias of the block step, soft mass scale, soft impulse scale (the
+# leak of the accumulated impulse) and the new impulses.
+SWEEP_WORK = 8
+
+
+@kernel(refcount=False)
 def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kmat, eff, kp,
-               sep0, imp, max_normal, friction, soft):
-    """One Gauss-Seidel sweep over all manifolds: the biased pass (use_bias) or relax.
+               sep0, imp, max_normal, friction, soft, work):
+    """One Gauss-Seidel sweep over all manifolds: the biased pass (use_bias) or relax. work
+    (SWEEP_WORK, 12): scratch.
 
-    Per manifold: the soft coefficients of its normal rows from their separation now, the
-    block normal step where it needs no clamping, the sequential normal sweep with
-    accumulated-impulse clamping, Coulomb friction with the disc clamp, then the body
-    velocities (why each stage is there: ContactSolver.solve).
+    Per manifold (_sweep_manifold): the soft coefficients of its normal rows from their
+    separation now, the block normal step where it needs no clamping, the sequential normal
+    sweep with accumulated-impulse clamping, Coulomb friction with the disc clamp, then the
+    body velocities (why each stage is there: ContactSolver.solve).
 
-    The stages are written out in this one loop, not called as helpers: numba takes a
-    reference on every array an inlined helper is given and drops it at the helper's end
-    (NRT_incref / NRT_decref, atomic calls), and with some sixty of them per manifold those
-    calls were most of the sweep's time (cubes1000: ~350 ns a manifold; see
-    bench/bench_solver.py). The arithmetic is the helpers' own, in their order."""
-    u = np.empty(12)
-    lam0 = np.empty(12)
-    a_n = np.empty(4)       # gain of each normal row (0: the row keeps its impulse)
-    ab = np.empty(4)        # gain * bias
-    rhs = np.empty(4)       # u + bias of the block step
-    msc = np.empty(4)       # soft mass scale
-    isc = np.empty(4)       # soft impulse scale (the leak of the accumulated impulse)
-    new = np.empty(4)
-    inv_h = soft[0]
+    The manifold's stages are compiled once per point count (1-4, the count a constant in
+    each copy, so that its loops are unrolled; a point count that changes from manifold to
+    manifold is otherwise a mispredicted branch at the end of each of their loops): about
+    10 % off the sweep on the 1000-cube scenes (bench/bench_solver.py). Without reference
+    counting (the scratch comes from the caller): numba takes a reference on every array an
+    inlined helper is given and drops it at the helper's end (atomic calls), which made the
+    sweep twice as slow."""
     for i in range(idx.shape[0]):
-        a = idx[i, 0]
-        b = idx[i, 1]
-        npts = count[i]
+        n = count[i]
+        if n == 4:
+            _sweep_manifold(i, 4, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
+                            eff, kp, sep0, imp, max_normal, friction, soft, work)
+        elif n == 3:
+            _sweep_manifold(i, 3, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
+                            eff, kp, sep0, imp, max_normal, friction, soft, work)
+        elif n == 2:
+            _sweep_manifold(i, 2, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
+                            eff, kp, sep0, imp, max_normal, friction, soft, work)
+        elif n == 1:
+            _sweep_manifold(i, 1, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
+                            eff, kp, sep0, imp, max_normal, friction, soft, work)
+        else:      # 0: a pair engine.world.recollide found apart
+            _sweep_manifold(i, n, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
+                            eff, kp, sep0, imp, max_normal, friction, soft, work)
 
-        # Normal gains. A point apart (s > 0) is speculative: in the biased pass its bias
-        # s/h lets the bodies close exactly the gap, rigidly; in relax, if still apart by more
-        # than the slop (engine.dynamics.solver.RELAX_SLOP), it keeps its impulse (gain 0) and
-        # the manifold skips the block step. A touching point is soft, its bias the spring's
-        # push-out, capped. rhs gets each row's bias velocity (u is added below).
-        block = True
-        for p in range(4):
-            s = sep0[i, p]
-            if p < npts:     # the separation gained since dpose = 0 (as separations)
-                m = 0.0
-                for k in range(3):
-                    m += dirs[i, 0, k] * (dpose[b, k] - dpose[a, k])
-                for k in range(3):
-                    m += jang[i, p, k] * dpose[a, 3 + k] + jang[i, p, 3 + k] * dpose[b, 3 + k]
-                s += m
-            e = eff[i, p]
-            if use_bias:
-                if s > 0.0:
-                    rhs[p] = s * inv_h
-                    msc[p] = 1.0
-                    isc[p] = 0.0
-                else:
-                    rhs[p] = max(soft[1] * s, -soft[4])
-                    msc[p] = soft[2]
-                    isc[p] = soft[3]
-                a_n[p] = e * msc[p]
-                ab[p] = a_n[p] * rhs[p]
-            else:
-                rhs[p] = 0.0
+
+@kernel(inline="always")
+def _sweep_manifold(i, npts, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat, eff,
+                    kp, sep0, imp, max_normal, friction, soft, work):
+    """solve_pass on manifold i, of npts used slots. The stages are written out here, with
+    scalars where they fit: the arithmetic of the helpers (_row_velocity, _push), in their
+    order."""
+    u = work[0]
+    lam0 = work[1]
+    a_n = work[2]
+    ab = work[3]
+    rhs = work[4]
+    msc = work[5]
+    isc = work[6]
+    new = work[7]
+    inv_h = soft[0]
+    a = idx[i, 0]
+    b = idx[i, 1]
+    # Normal gains. A point apart (s > 0) is speculative: in the biased pass its bias
+    # s/h lets the bodies close exactly the gap, rigidly; in relax, if still apart by more
+    # than the slop (engine.dynamics.solver.RELAX_SLOP), it keeps its impulse (gain 0) and
+    # the manifold skips the block step. A touching point is soft, its bias the spring's
+    # push-out, capped. rhs gets each row's bias velocity (u is added below).
+    m0 = dpose[b, 0] - dpose[a, 0]
+    m1 = dpose[b, 1] - dpose[a, 1]
+    m2 = dpose[b, 2] - dpose[a, 2]
+    ta0, ta1, ta2 = dpose[a, 3], dpose[a, 4], dpose[a, 5]
+    tb0, tb1, tb2 = dpose[b, 3], dpose[b, 4], dpose[b, 5]
+    block = True
+    for p in range(4):
+        s = sep0[i, p]
+        if p < npts:     # the separation gained since dpose = 0 (as separations)
+            m = 0.0
+            m += dirs[i, 0, 0] * m0
+            m += dirs[i, 0, 1] * m1
+            m += dirs[i, 0, 2] * m2
+            m += jang[i, p, 0] * ta0 + jang[i, p, 3] * tb0
+            m += jang[i, p, 1] * ta1 + jang[i, p, 4] * tb1
+            m += jang[i, p, 2] * ta2 + jang[i, p, 5] * tb2
+            s += m
+        e = eff[i, p]
+        if use_bias:
+            if s > 0.0:
+                rhs[p] = s * inv_h
                 msc[p] = 1.0
                 isc[p] = 0.0
-                ab[p] = 0.0
-                if s > soft[5] and e > 0.0:
-                    a_n[p] = 0.0
-                    block = False
-                else:
-                    a_n[p] = e
+            else:
+                rhs[p] = max(soft[1] * s, -soft[4])
+                msc[p] = soft[2]
+                isc[p] = soft[3]
+            a_n[p] = e * msc[p]
+            ab[p] = a_n[p] * rhs[p]
+        else:
+            rhs[p] = 0.0
+            msc[p] = 1.0
+            isc[p] = 0.0
+            ab[p] = 0.0
+            if s > soft[5] and e > 0.0:
+                a_n[p] = 0.0
+                block = False
+            else:
+                a_n[p] = e
 
-        # Row velocities u = J v (0 on the rows of unused slots: only the live rows, the
-        # normals of slots < npts and their tangents, are read and applied).
-        dv0 = vel[b, 0] - vel[a, 0]
-        dv1 = vel[b, 1] - vel[a, 1]
-        dv2 = vel[b, 2] - vel[a, 2]
-        wa0, wa1, wa2 = vel[a, 3], vel[a, 4], vel[a, 5]
-        wb0, wb1, wb2 = vel[b, 3], vel[b, 4], vel[b, 5]
-        for r in range(12):
-            u[r] = 0.0
-        for p in range(npts):
-            for di in range(3):
-                r = p if di == 0 else 3 + 2 * p + di
-                u[r] = (dirs[i, di, 0] * dv0 + dirs[i, di, 1] * dv1 + dirs[i, di, 2] * dv2
-                        + jang[i, r, 0] * wa0 + jang[i, r, 1] * wa1 + jang[i, r, 2] * wa2
-                        + jang[i, r, 3] * wb0 + jang[i, r, 4] * wb1 + jang[i, r, 5] * wb2)
-        for r in range(12):
-            lam0[r] = imp[i, r]
-        for p in range(4):
-            rhs[p] += u[p]
+    # Row velocities u = J v (0 on the rows of unused slots: only the live rows, the
+    # normals of slots < npts and their tangents, are read and applied).
+    dv0 = vel[b, 0] - vel[a, 0]
+    dv1 = vel[b, 1] - vel[a, 1]
+    dv2 = vel[b, 2] - vel[a, 2]
+    wa0, wa1, wa2 = vel[a, 3], vel[a, 4], vel[a, 5]
+    wb0, wb1, wb2 = vel[b, 3], vel[b, 4], vel[b, 5]
+    for r in range(12):
+        u[r] = 0.0
+    for p in range(npts):
+        for di in range(3):
+            r = p if di == 0 else 3 + 2 * p + di
+            u[r] = (dirs[i, di, 0] * dv0 + dirs[i, di, 1] * dv1 + dirs[i, di, 2] * dv2
+                    + jang[i, r, 0] * wa0 + jang[i, r, 1] * wa1 + jang[i, r, 2] * wa2
+                    + jang[i, r, 3] * wb0 + jang[i, r, 4] * wb1 + jang[i, r, 5] * wb2)
+    for r in range(12):
+        lam0[r] = imp[i, r]
+    for p in range(4):
+        rhs[p] += u[p]
 
-        # Block normal step: the 4 normal rows solved together, lam = lam0 - Kp (u + bias),
-        # softened per row; taken only if no row needs a pull (a clamped block answer is far
-        # off). Over the used slots only: Kp is exactly 0 in the rows and columns of unused
-        # ones (build_rows), whose impulses stay 0, and the u of unused rows is never read.
-        if block:
-            for p in range(npts):
-                s = 0.0
-                for q in range(npts):
-                    s += kp[i, p, q] * rhs[q]
-                new[p] = imp[i, p] - s * msc[p] - isc[p] * imp[i, p]
-                if not new[p] >= 0.0:      # a NaN fails too
-                    block = False
-                    break
-        if block:
-            for p in range(npts):
-                d = new[p] - imp[i, p]
-                if d != 0.0:
-                    for r in range(npts):
-                        u[r] += kmat[i, p, r] * d
-                    for r in range(4, 4 + 2 * npts):
-                        u[r] += kmat[i, p, r] * d
-                imp[i, p] = new[p]
-
-        # Sequential soft normal rows, new = max((1 - isc) old - a u - ab, 0); the later
-        # normal rows read each change at once, the tangent rows all of them after the sweep.
+    # Block normal step: the 4 normal rows solved together, lam = lam0 - Kp (u + bias),
+    # softened per row; taken only if no row needs a pull (a clamped block answer is far
+    # off). Over the used slots only: Kp is exactly 0 in the rows and columns of unused
+    # ones (build_rows), whose impulses stay 0, and the u of unused rows is never read.
+    if block:
         for p in range(npts):
-            new[p] = imp[i, p]          # the impulses before the sweep
+            s = 0.0
+            for q in range(npts):
+                s += kp[i, p, q] * rhs[q]
+            new[p] = imp[i, p] - s * msc[p] - isc[p] * imp[i, p]
+            if not new[p] >= 0.0:      # a NaN fails too
+                block = False
+                break
+    if block:
         for p in range(npts):
-            old = imp[i, p]
-            x = (1.0 - isc[p]) * old - a_n[p] * u[p] - ab[p]
-            if x < 0.0:
-                x = 0.0
-            d = x - old
-            for q in range(p + 1, npts):
-                u[q] += kmat[i, p, q] * d
-            imp[i, p] = x
-        for p in range(npts):
-            d = imp[i, p] - new[p]
+            d = new[p] - imp[i, p]
             if d != 0.0:
+                for r in range(npts):
+                    u[r] += kmat[i, p, r] * d
                 for r in range(4, 4 + 2 * npts):
                     u[r] += kmat[i, p, r] * d
-        for p in range(npts):
-            if imp[i, p] > max_normal[i, p]:
-                max_normal[i, p] = imp[i, p]
+            imp[i, p] = new[p]
 
-        # Coulomb friction point by point: the two tangent impulses clamped together to the
-        # disc mu * (the point's normal impulse); later tangent rows read each change.
-        mu = friction[i]
-        end = 4 + 2 * npts
-        for p in range(npts):
-            r = 4 + 2 * p
-            lim = mu * imp[i, p]
-            o0 = imp[i, r]
-            o1 = imp[i, r + 1]
-            f0 = o0 - eff[i, r] * u[r]
-            f1 = o1 - eff[i, r + 1] * u[r + 1]
-            # The sqrt of the squares, not hypot: hypot is a libm call, and the sweep took
-            # 0.61 instead of 0.43 ms on the 1000-cube pile with it (the same rows swept both
-            # ways). Impulses are far from where the squares could overflow.
-            mag = math.sqrt(f0 * f0 + f1 * f1)
-            den = mag if mag > TINY else TINY
-            # lim < den exactly when the rounded lim / den < 1 (lim >= 0): a point inside the
-            # cone, most of a resting pile's, skips the division.
-            if lim < den:
-                scale = lim / den
-                f0 *= scale
-                f1 *= scale
-            d0 = f0 - o0
-            d1 = f1 - o1
-            for t in range(r + 2, end):
-                u[t] += kmat[i, r, t] * d0 + kmat[i, r + 1, t] * d1
-            imp[i, r] = f0
-            imp[i, r + 1] = f1
+    # Sequential soft normal rows, new = max((1 - isc) old - a u - ab, 0); the later
+    # normal rows read each change at once, the tangent rows all of them after the sweep.
+    for p in range(npts):
+        new[p] = imp[i, p]          # the impulses before the sweep
+    for p in range(npts):
+        old = imp[i, p]
+        x = (1.0 - isc[p]) * old - a_n[p] * u[p] - ab[p]
+        if x < 0.0:
+            x = 0.0
+        d = x - old
+        for q in range(p + 1, npts):
+            u[q] += kmat[i, p, q] * d
+        imp[i, p] = x
+    for p in range(npts):
+        d = imp[i, p] - new[p]
+        if d != 0.0:
+            for r in range(4, 4 + 2 * npts):
+                u[r] += kmat[i, p, r] * d
+    for p in range(npts):
+        if imp[i, p] > max_normal[i, p]:
+            max_normal[i, p] = imp[i, p]
 
-        # The bodies take M^-1 J^T (imp - lam0) (as _push).
-        f0 = 0.0
-        f1 = 0.0
-        f2 = 0.0
-        wa0 = 0.0
-        wa1 = 0.0
-        wa2 = 0.0
-        wb0 = 0.0
-        wb1 = 0.0
-        wb2 = 0.0
-        for p in range(npts):
-            for di in range(3):
-                r = p if di == 0 else 3 + 2 * p + di
-                d = imp[i, r] - lam0[r]
-                f0 += d * dirs[i, di, 0]
-                f1 += d * dirs[i, di, 1]
-                f2 += d * dirs[i, di, 2]
-                wa0 += d * mang[i, r, 0]
-                wa1 += d * mang[i, r, 1]
-                wa2 += d * mang[i, r, 2]
-                wb0 += d * mang[i, r, 3]
-                wb1 += d * mang[i, r, 4]
-                wb2 += d * mang[i, r, 5]
-        ma = ima[i]
-        mb = imb[i]
-        vel[a, 0] -= ma * f0
-        vel[a, 1] -= ma * f1
-        vel[a, 2] -= ma * f2
-        vel[a, 3] += wa0
-        vel[a, 4] += wa1
-        vel[a, 5] += wa2
-        vel[b, 0] += mb * f0
-        vel[b, 1] += mb * f1
-        vel[b, 2] += mb * f2
-        vel[b, 3] += wb0
-        vel[b, 4] += wb1
-        vel[b, 5] += wb2
+    # Coulomb friction point by point: the two tangent impulses clamped together to the
+    # disc mu * (the point's normal impulse); later tangent rows read each change.
+    mu = friction[i]
+    end = 4 + 2 * npts
+    for p in range(npts):
+        r = 4 + 2 * p
+        lim = mu * imp[i, p]
+        o0 = imp[i, r]
+        o1 = imp[i, r + 1]
+        f0 = o0 - eff[i, r] * u[r]
+        f1 = o1 - eff[i, r + 1] * u[r + 1]
+        # The sqrt of the squares, not hypot: hypot is a libm call, and the sweep took
+        # 0.61 instead of 0.43 ms on the 1000-cube pile with it (the same rows swept both
+        # ways). Impulses are far from where the squares could overflow.
+        mag = math.sqrt(f0 * f0 + f1 * f1)
+        den = mag if mag > TINY else TINY
+        # lim < den exactly when the rounded lim / den < 1 (lim >= 0): a point inside the
+        # cone, most of a resting pile's, skips the division.
+        if lim < den:
+            scale = lim / den
+            f0 *= scale
+            f1 *= scale
+        d0 = f0 - o0
+        d1 = f1 - o1
+        for t in range(r + 2, end):
+            u[t] += kmat[i, r, t] * d0 + kmat[i, r + 1, t] * d1
+        imp[i, r] = f0
+        imp[i, r + 1] = f1
+
+    # The bodies take M^-1 J^T (imp - lam0) (as _push).
+    f0 = 0.0
+    f1 = 0.0
+    f2 = 0.0
+    wa0 = 0.0
+    wa1 = 0.0
+    wa2 = 0.0
+    wb0 = 0.0
+    wb1 = 0.0
+    wb2 = 0.0
+    for p in range(npts):
+        for di in range(3):
+            r = p if di == 0 else 3 + 2 * p + di
+            d = imp[i, r] - lam0[r]
+            f0 += d * dirs[i, di, 0]
+            f1 += d * dirs[i, di, 1]
+            f2 += d * dirs[i, di, 2]
+            wa0 += d * mang[i, r, 0]
+            wa1 += d * mang[i, r, 1]
+            wa2 += d * mang[i, r, 2]
+            wb0 += d * mang[i, r, 3]
+            wb1 += d * mang[i, r, 4]
+            wb2 += d * mang[i, r, 5]
+    ma = ima[i]
+    mb = imb[i]
+    vel[a, 0] -= ma * f0
+    vel[a, 1] -= ma * f1
+    vel[a, 2] -= ma * f2
+    vel[a, 3] += wa0
+    vel[a, 4] += wa1
+    vel[a, 5] += wa2
+    vel[b, 0] += mb * f0
+    vel[b, 1] += mb * f1
+    vel[b, 2] += mb * f2
+    vel[b, 3] += wb0
+    vel[b, 4] += wb1
+    vel[b, 5] += wb2
 
 
 @kernel
@@ -467,7 +513,7 @@ def restitution(vel, idx, count, dirs, ima, imb, jang, mang, kmat, eff, kp, imp,
         _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, False)
 
 
-@kernel
+@kernel(refcount=False)
 def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, jang, mang,
                kmat, eff, kp):
     """The rows of manifolds rows (K,) into jang, mang (m, 12, 6), kmat (m, 12, 12), eff
@@ -490,9 +536,8 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
     inertias are read once per manifold into scalars, the products run over the live rows
     only (the rest of K is zeroed only where a slot is unused), and no helper is given
     arrays (numba takes and drops a reference on each array an inlined helper gets: atomic
-    calls). The arithmetic is the same, in the same order, as a plain product over J."""
-    live = np.empty(12, np.int64)     # the live rows of a manifold, and their directions
-    ldir = np.empty(12, np.int64)
+    calls). The arithmetic is the same, in the same order, as a plain product over J. It
+    allocates nothing, so it runs without reference counting (replace_rows calls it)."""
     for j in range(rows.shape[0]):
         i = rows[j]
         npts = count[i]
@@ -506,7 +551,6 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
         ib20, ib21, ib22 = inv_inertia[b, 2, 0], inv_inertia[b, 2, 1], inv_inertia[b, 2, 2]
         na0, na1, na2 = axa[i, 0], axa[i, 1], axa[i, 2]
         nb0, nb1, nb2 = axb[i, 0], axb[i, 1], axb[i, 2]
-        nl = 0
         for r in range(12):
             p, di = _row_slot(r)
             if p >= npts:
@@ -514,9 +558,6 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
                     jang[i, r, k] = 0.0
                     mang[i, r, k] = 0.0
                 continue
-            live[nl] = r
-            ldir[nl] = di
-            nl += 1
             d0 = dirs[i, di, 0]
             d1 = dirs[i, di, 1]
             d2 = dirs[i, di, 2]
@@ -553,6 +594,7 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
             mang[i, r, 3] = ib00 * c0 + ib01 * c1 + ib02 * c2
             mang[i, r, 4] = ib10 * c0 + ib11 * c1 + ib12 * c2
             mang[i, r, 5] = ib20 * c0 + ib21 * c1 + ib22 * c2
+        nl = 3 * npts     # the live rows: the normals of the used slots, then their tangents
         if nl < 12:
             for r in range(12):
                 eff[i, r] = 0.0
@@ -560,11 +602,12 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
                     kmat[i, r, s] = 0.0
         lin = ima[i] + imb[i]
         for x in range(nl):
-            r = live[x]
+            r = _live_row(x, npts)
+            dr = _row_slot(r)[1]
             j0, j1, j2 = jang[i, r, 0], jang[i, r, 1], jang[i, r, 2]
             j3, j4, j5 = jang[i, r, 3], jang[i, r, 4], jang[i, r, 5]
             for y in range(x, nl):
-                s = live[y]
+                s = _live_row(y, npts)
                 acc = 0.0       # from 0.0 as a plain sum: 0.0 + (-0.0) is 0.0
                 acc += j0 * mang[i, s, 0]
                 acc += j1 * mang[i, s, 1]
@@ -572,7 +615,7 @@ def build_rows(rows, idx, count, ra, rb, dirs, ima, imb, inv_inertia, axa, axb, 
                 acc += j3 * mang[i, s, 3]
                 acc += j4 * mang[i, s, 4]
                 acc += j5 * mang[i, s, 5]
-                if ldir[x] == ldir[y]:
+                if dr == _row_slot(s)[1]:
                     acc += lin
                 kmat[i, r, s] = acc
                 kmat[i, s, r] = acc

@@ -138,6 +138,7 @@ class ContactSolver:
         self.max_push = settings.max_push
         self.soft = np.array([1.0 / h, self.bias_rate, self.mass_scale, self.impulse_scale,
                               self.max_push, RELAX_SLOP])
+        self.work = np.empty((kern.SWEEP_WORK, ROWS))   # the sweeps' scratch
         if m == 0:
             # Nothing to prepare (a free-flying scene runs this every pass): just the empty
             # arrays the passes and impulses() read.
@@ -246,7 +247,7 @@ class ContactSolver:
         engine.dynamics.substeps, which runs the substeps of a pass in one call)."""
         return (self.idx, self.count, self.dirs, self.ima, self.imb, self.jang, self.mang,
                 self.kmat, self.eff, self.k_pinv, self.sep0, self.imp, self.max_normal,
-                self.friction, self.soft)
+                self.friction, self.soft, self.work)
 
     # -- passes (engine/dynamics/contact_kernels.py) -----------------------------------------------
     def warm_start(self, vel):
@@ -282,7 +283,7 @@ class ContactSolver:
             kern.solve_pass(vel, dpose, bool(use_bias), self.idx, self.count, self.dirs,
                             self.ima, self.imb, self.jang, self.mang, self.kmat, self.eff,
                             self.k_pinv, self.sep0, self.imp, self.max_normal, self.friction,
-                            self.soft)
+                            self.soft, self.work)
 
     def restitution(self, vel, threshold=1.0):
         """After the substeps: make closing points leave at -e * (impact speed).

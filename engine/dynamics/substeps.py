@@ -25,7 +25,7 @@ call after resumes at the next substep, so the order stays that of the loop of c
 import numpy as np
 
 from ..core.jit import kernel
-from .contact_kernels import solve_pass, warm_start
+from .contact_kernels import SWEEP_WORK, solve_pass, warm_start
 from .field_kernels import field_kick
 from .inertia_refresh import NO_ROWS, SHARED_COS_HALF, follow_rows, solver_rows, update_rows
 from .integrate import _advance, _kick, gyro_kick
@@ -70,7 +70,7 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
     sweep, not only the last), points (PointLocks.pack()), rows
     and geo (JointSolver.pack(), geometry_pack()); the kind not used gets empty ones."""
     (idx, count, dirs, ima, imb, jang, mang, kmat, eff, k_pinv, sep0, imp, max_normal,
-     friction, soft) = contacts
+     friction, soft, work) = contacts
     ref_state, shared, solver_rows = refresh
     struck_bodies, arm, start, allow = struck
     field_ints, field_floats, rate, pushed, inv_mass, sleep_time = fields
@@ -95,7 +95,7 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
             sweeps = iterations * rows_biased_sweeps(rows)
         for _ in range(sweeps):
             solve_pass(vel, dpose, _BIASED[0], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
-                       k_pinv, sep0, imp, max_normal, friction, soft)
+                       k_pinv, sep0, imp, max_normal, friction, soft, work)
             if joint_kind == POINT_JOINTS:
                 points_solve(vel, points, _BIASED[0])
             elif joint_kind == ROW_JOINTS:
@@ -124,7 +124,7 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
                 follow_rows(ref_state, shared, SHARED_COS_HALF, q, dpose, solver_rows)
         for r in range(relax):
             solve_pass(vel, dpose, _BIASED[1], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
-                       k_pinv, sep0, imp, max_normal, friction, soft)
+                       k_pinv, sep0, imp, max_normal, friction, soft, work)
             # The joints in every sweep when they share a body with a contact (their bias
             # velocity must leave with the contacts': world_joints._joint_solver) or are
             # swept, else in the last.
@@ -203,7 +203,8 @@ def _contact_rows(solver):
     f = np.zeros
     return (f((0, 2), np.int64), f(0, np.int64), f((0, 3, 3)), f(0), f(0), f((0, 1, 6)),
             f((0, 1, 6)), f((0, 1, 1)), f((0, 1)), f((0, 4, 4)), f((0, 4)), f((0, 1)),
-            f((0, 4)), f(0), _NO_FLOATS if solver is None else solver.soft)
+            f((0, 4)), f(0), _NO_FLOATS if solver is None else solver.soft,
+            f((SWEEP_WORK, 12)))
 
 
 _NO_BODIES = np.zeros(0, dtype=np.int64)
