@@ -74,6 +74,7 @@ from .pass_kernels import body_reach, calm_awake, finite_or_zero, manifold_input
 from .recollide import EVERY, Recollide
 from .record import StepRecord
 from .settings import WorldSettings
+from .sweep import supports_first
 from .world_joints import JointSet, JointWorldMixin
 
 # Plain ints: numpy compares arrays with an enum member through its dunder probes (2,000
@@ -721,7 +722,8 @@ class World(BodyControl, JointWorldMixin):
         accel_n, mu, e = np.empty(m), np.empty(m), np.empty(m)
         manifold_inputs(ia, ib, normal, awake, self.gravity, self._v("friction"),
                         self._v("restitution"), accel_n, mu, e)
-        order = sweep_order(ia, ib, ~awake)
+        order = supports_first(sweep_order(ia, ib, ~awake), self._convex_pairs(ia, ib), points,
+                               count, self.gravity)
         solver = ContactSolver(ia, ib, normal, points, sep, count, mu, e, x, inv_mass, inv_i,
                                vel, accel_n, warm_n, warm_f, h, self.settings,
                                order=order, reach=self._reach(),
