@@ -739,8 +739,9 @@ class World(BodyControl, JointWorldMixin):
             self._v("friction"), self._v("restitution"), hash_order(len(ia)), x, inv_mass,
             inv_i, *pb.box, self._reach(), NO_AXES if pb.round_axes is None else pb.round_axes,
             vel, float(h), solver.prepared())
-        joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
-                                    contact_bodies=np.concatenate((ia, ib)))
+        joints = (self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
+                                     contact_bodies=np.concatenate((ia, ib)))
+                  if self.joints.n else None)
         # Anisotropic bodies that turn far within the pass get their tensor taken again, and
         # round ones their rows whenever their axis tilts (engine.dynamics.inertia_refresh).
         refresh = self._inertia_refresh(pb.gyro, pb.rolling, q, inv_i)
