@@ -10,8 +10,7 @@ from engine.world.world import World
 
 
 class FreshBroadphaseWorld(World):
-    def _broadphase(self, lo, hi, kind, sleeping, moving):
-        passive = ((kind == 1) | sleeping | (kind == 2)) & ~moving
+    def _broadphase(self, lo, hi, passive):
         return find_pairs(lo, hi, self._v("group"), self._v("mask"), passive)
 
 

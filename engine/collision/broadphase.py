@@ -329,13 +329,15 @@ class Broadphase:
         self._pairs: tuple[np.ndarray, np.ndarray] | None = None
         self._filters = None
 
-    def update(self, lo, hi, displacement=None, group=None, mask=None, static=None):
+    def update(self, lo, hi, displacement=None, group=None, mask=None, static=None,
+               copy=True):
         """Pairs of overlapping fat boxes, as `find_pairs` returns them.
 
         lo, hi: (N, 3) tight world boxes this step. displacement: optional (N, 3) motion
         expected over the next step (velocity * dt); a rebuilt fat box is stretched along it
         so a moving body does not leave its box every step. group, mask, static: as in
-        `find_pairs`.
+        `find_pairs`. copy=False: the broadphase's own arrays (the caller must not write
+        them; they stay valid until the next update), for a caller that filters them anyway.
         """
         lo = np.ascontiguousarray(lo, dtype=np.float64)
         hi = np.ascontiguousarray(hi, dtype=np.float64)
@@ -352,11 +354,12 @@ class Broadphase:
         else:
             escaped = np.zeros(n, dtype=bool)
         # Escaped boxes get fat boxes anew, in one kernel; a NaN or inverted box stops it.
-        if _refit(lo, hi, disp, self.margin, escaped, self.fat_lo, self.fat_hi) < 0:
+        count = _refit(lo, hi, disp, self.margin, escaped, self.fat_lo, self.fat_hi)
+        if count < 0:
             _check_boxes(lo, hi)                 # raises, naming the first bad body
         same = _same_filters((group, mask, static), self._filters)
-        rebuilt = np.flatnonzero(escaped)
-        if len(rebuilt):
+        if count:
+            rebuilt = np.flatnonzero(escaped)
             if same and self._pairs is not None and len(rebuilt) * n <= _REPAIR_TESTS:
                 self._pairs = self._repair(escaped, rebuilt, group, mask, static)
             else:
@@ -365,6 +368,8 @@ class Broadphase:
             self._pairs = find_pairs(self.fat_lo, self.fat_hi, group, mask, static)
             self._filters = tuple(None if x is None else np.array(x, copy=True)
                                   for x in (group, mask, static))
+        if not copy:
+            return self._pairs
         return self._pairs[0].copy(), self._pairs[1].copy()
 
     def _repair(self, escaped, rebuilt, group, mask, static):
@@ -378,12 +383,45 @@ class Broadphase:
         if static is None:
             static = np.zeros(n, dtype=bool)
         ia, ib = self._pairs
-        keep = ~(escaped[ia] | escaped[ib])
-        new = _run(_rebuilt_pairs, n, rebuilt, escaped, self.fat_lo, self.fat_hi, group, mask,
-                   static)
-        keys = np.concatenate((ia[keep] * np.int64(n) + ib[keep], new))
-        keys.sort()
-        return keys // n, keys % n
+        # Room for the kept pairs and _PAIRS_PER_BOX new ones per rebuilt box; a second call
+        # with room for all when they did not fit.
+        out_a = np.empty(len(ia) + _PAIRS_PER_BOX * len(rebuilt), dtype=np.int64)
+        out_b = np.empty_like(out_a)
+        count = _repaired(ia, ib, rebuilt, escaped, self.fat_lo, self.fat_hi, group, mask,
+                          static, out_a, out_b)
+        if count > len(out_a):
+            out_a, out_b = np.empty(count, dtype=np.int64), np.empty(count, dtype=np.int64)
+            _repaired(ia, ib, rebuilt, escaped, self.fat_lo, self.fat_hi, group, mask, static,
+                      out_a, out_b)
+        return out_a[:count], out_b[:count]
+
+
+@kernel
+def _repaired(ia, ib, rebuilt, escaped, lo, hi, group, mask, static, out_a, out_b):
+    """Broadphase._repair's pairs into out_a, out_b (if they fit; returns how many there are):
+    the pairs (ia, ib) between boxes not rebuilt, and the rebuilt boxes' pairs
+    (_rebuilt_pairs), sorted by (a, b)."""
+    n = len(lo)
+    new = np.empty(_PAIRS_PER_BOX * len(rebuilt), dtype=np.int64)
+    found = _rebuilt_pairs(rebuilt, escaped, lo, hi, group, mask, static, new)
+    if found > new.shape[0]:
+        new = np.empty(found, dtype=np.int64)
+        _rebuilt_pairs(rebuilt, escaped, lo, hi, group, mask, static, new)
+    keys = np.empty(ia.shape[0] + found, dtype=np.int64)
+    k = 0
+    for p in range(ia.shape[0]):
+        if not (escaped[ia[p]] or escaped[ib[p]]):
+            keys[k] = ia[p] * n + ib[p]
+            k += 1
+    for p in range(found):
+        keys[k] = new[p]
+        k += 1
+    srt = np.sort(keys[:k])
+    if k <= out_a.shape[0]:
+        for p in range(k):
+            out_a[p] = srt[p] // n
+            out_b[p] = srt[p] % n
+    return k
 
 
 @kernel
@@ -417,20 +455,33 @@ def _same_filters(a, b):
         if x is None or y is None:
             if x is not y:
                 return False
-        elif (x := np.asarray(x)).shape != y.shape or not (x == y).all():
+        elif ((x := np.asarray(x)).shape != y.shape or x.dtype != y.dtype
+              or not _equal(x, y)):
             return False
     return True
 
 
 @kernel
-def _overlapping(ia, ib, lo, hi, out_a, out_b):
-    """The pairs (ia, ib) whose boxes (lo, hi) overlap, packed into out_a, out_b; returns how
-    many (World._broadphase: the fat boxes' pairs cut down to this pass's boxes)."""
+def _equal(x, y):
+    """Whether two 1-D arrays of one shape are equal element by element."""
+    for i in range(x.shape[0]):  # noqa: SIM110 (a loop numba compiles)
+        if x[i] != y[i]:
+            return False
+    return True
+
+
+@kernel(refcount=False)
+def _overlapping(ia, ib, lo, hi, live, out_a, out_b):
+    """The pairs (ia, ib) whose boxes (lo, hi) overlap and with a live body (live (N,) bool;
+    (0,): every body), packed into out_a, out_b; returns how many (World's broadphase: the fat
+    boxes' pairs cut down to this pass's boxes and its awake bodies)."""
     k = 0
+    every = live.shape[0] == 0
     for p in range(ia.shape[0]):
         i = ia[p]
         j = ib[p]
-        if (lo[i, 0] <= hi[j, 0] and lo[j, 0] <= hi[i, 0] and lo[i, 1] <= hi[j, 1]
+        if ((every or live[i] or live[j])
+                and lo[i, 0] <= hi[j, 0] and lo[j, 0] <= hi[i, 0] and lo[i, 1] <= hi[j, 1]
                 and lo[j, 1] <= hi[i, 1] and lo[i, 2] <= hi[j, 2] and lo[j, 2] <= hi[i, 2]):
             out_a[k] = i
             out_b[k] = j
@@ -438,10 +489,14 @@ def _overlapping(ia, ib, lo, hi, out_a, out_b):
     return k
 
 
-def overlapping(ia, ib, lo, hi):
-    """The body pairs (ia, ib) whose boxes lo, hi (N, 3) overlap, in their order."""
+_EVERY = np.zeros(0, dtype=bool)
+
+
+def overlapping(ia, ib, lo, hi, live=None):
+    """The body pairs (ia, ib) whose boxes lo, hi (N, 3) overlap, in their order; with live
+    (N,) bool, only those with a live body."""
     out_a, out_b = np.empty(len(ia), np.int64), np.empty(len(ia), np.int64)
-    k = _overlapping(ia, ib, lo, hi, out_a, out_b)
+    k = _overlapping(ia, ib, lo, hi, _EVERY if live is None else live, out_a, out_b)
     return out_a[:k], out_b[:k]
 
 

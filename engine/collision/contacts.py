@@ -47,7 +47,7 @@ def check_body_count(n):
 
 
 @kernel
-def _match(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, count,
+def match_rows(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, count,
            normal, friction, matched):
     """For each manifold i (keys, sub, ids (M, 4), count (M,)): its row in the table (t_...,
     sorted by (key, sub)) by binary search, then per used slot the first used old slot with
@@ -117,7 +117,7 @@ class PairTable:
         friction = np.zeros((m, 4, 3))
         matched = np.zeros((m, 4), dtype=bool)
         if m and len(self.keys):
-            _match(self.keys, self.sub, self.ids, self.count, self.normal, self.friction, keys,
+            match_rows(self.keys, self.sub, self.ids, self.count, self.normal, self.friction, keys,
                    self._sub(sub, m), np.asarray(ids, dtype=np.int64),
                    np.asarray(count, dtype=np.int64), normal, friction, matched)
         return normal, friction, matched

@@ -254,15 +254,45 @@ def collide_polytope_bodies(table, sid, pos, q, rot, ia, ib, margin, pairs=None,
     if pairs is None or not len(pairs):
         reuse = NO_REUSE
     source = pairs if reuse != NO_REUSE else _NO_TABLE
-    t = table
-    sat_tab = (t.is_box, t.box_half, t.npoints, t.points, t.nfaces, t.planes, t.face_loops,
-               t.nedges, t.edges, t.edge_dirs, t.edge_normals, t.edge_faces, t.bound_radius)
+    sat_tab, arcs, lut, clip_tab = _table_args(table)
     k = _collide(ia, ib, sid, pos, q, rot, np.ascontiguousarray(margin, dtype=np.float64),
                  reuse, (source.keys, source.sub, source.count, source.ids),
                  tuple(source.geo[name] for name in manifold_cache.COLUMNS), float(distance),
-                 float(detmath.cos(0.5 * angle)), sat_tab, _edge_arcs(t), _box_edge_lut(),
-                 clip_kernels.table_arrays(t), _CONSTS, man, geo, pair)
+                 _cos_half(angle), sat_tab, arcs, lut, clip_tab, _CONSTS, man, geo, pair)
     names = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
     out: dict = {name: v[:k] for name, v in zip(names, man)}
     out["geo"] = {name: v[:k] for name, v in zip(manifold_cache.COLUMNS, geo)}
     return pair[:k], out
+
+
+_TABLE_ARGS: dict = {}     # id(table) -> (its published arrays, _table_args' answer)
+_COS_HALF: dict = {}       # angle -> cos(angle / 2)
+
+
+def _table_args(table):
+    """The ShapeTable arrays _collide reads, as its tuples (sat_tab, arcs, lut, clip_tab):
+    gathered once per build of the table (a pass read some thirty attributes and made four
+    tuples), kept while the table publishes the same arrays."""
+    _ = table.kind                      # (builds the table after a change)
+    arrays = table._arrays
+    hit = _TABLE_ARGS.get(id(table))
+    if hit is not None and hit[0] is arrays:
+        return hit[1]
+    t = table
+    sat_tab = (t.is_box, t.box_half, t.npoints, t.points, t.nfaces, t.planes, t.face_loops,
+               t.nedges, t.edges, t.edge_dirs, t.edge_normals, t.edge_faces, t.bound_radius)
+    args = (sat_tab, _edge_arcs(t), _box_edge_lut(), clip_kernels.table_arrays(t))
+    if len(_TABLE_ARGS) > 64:
+        _TABLE_ARGS.clear()
+    _TABLE_ARGS[id(table)] = (arrays, args)
+    return args
+
+
+def _cos_half(angle):
+    """cos(angle / 2) (detmath: the same in any process), once per angle."""
+    c = _COS_HALF.get(angle)
+    if c is None:
+        if len(_COS_HALF) > 64:
+            _COS_HALF.clear()
+        c = _COS_HALF[angle] = float(detmath.cos(0.5 * angle))
+    return c

@@ -66,18 +66,22 @@ def colour_constraints(body_a, body_b, is_static, max_colours=DEFAULT_MAX_COLOUR
         raise EngineError(f"max_colours must be in [1, 64] (one 64-bit mask per body), got "
                           f"{max_colours}; constraints beyond it share the overflow colour")
     colour = np.zeros(len(a), dtype=np.int64)
-    order, offsets = _colour(a, b, is_static, _hash_order(len(a)), max_colours, colour)
+    order, offsets = _colour(a, b, is_static, hash_order(len(a)), max_colours, colour)
     n_colours = len(offsets) - 1
     overflow = int(offsets[-1] - offsets[-2]) if n_colours > max_colours else 0
     return Colouring(colour, n_colours, order, offsets, overflow)
 
 
-def sweep_order(body_a, body_b, is_static):
-    """colour_constraints(body_a, body_b, is_static).order, without its checks: for the
-    world's own arrays (int64 body indices within is_static's), once a collision pass."""
-    colour = np.zeros(len(body_a), dtype=np.int64)
-    return _colour(body_a, body_b, is_static, _hash_order(len(body_a)), DEFAULT_MAX_COLOURS,
-                   colour)[0]
+@kernel
+def sweep_order(body_a, body_b, awake, visit):
+    """colour_constraints(body_a, body_b, ~awake).order, without its checks: for the world's
+    own arrays (int64 body indices within awake's), once a collision pass, from its kernel
+    (engine.world.pass_kernels.contact_setup). visit: hash_order(M)."""
+    is_static = np.empty(awake.shape[0], dtype=np.bool_)
+    for i in range(awake.shape[0]):
+        is_static[i] = not awake[i]
+    colour = np.zeros(body_a.shape[0], dtype=np.int64)
+    return _colour(body_a, body_b, is_static, visit, DEFAULT_MAX_COLOURS, colour)[0]
 
 
 def islands(n_bodies, body_a, body_b, is_static):
@@ -249,10 +253,10 @@ def _check_graph(body_a, body_b, is_static):
 
 
 _PERM_CACHE: dict = {}
-_ORDER_CACHE: dict = {}      # m -> _hash_order(m)
+_ORDER_CACHE: dict = {}      # m -> hash_order(m)
 
 
-def _hash_order(m):
+def hash_order(m):
     """0..m-1 in the order of a hash of the index (no RNG state): decreasing runs of
     neighbouring constraints stay short on any graph.
 

@@ -159,13 +159,3 @@ class PointLocks:
         out = np.empty((self.m, 3))
         frame_impulses(self.qa, _f64(self.frame_a), self.imp, False, out)
         return out
-
-
-def no_points():
-    """PointLocks.pack() of a pass without point locks (the compiled substeps take one either
-    way: numba types every argument)."""
-    none = np.zeros(0, dtype=np.int64)
-    p = PointLocks(none, none, np.zeros(0, dtype=bool), np.zeros((0, 3)), np.zeros((0, 3)),
-                   np.zeros((0, 4)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 3, 3)), 1.0,
-                   (0.0, 1.0, 0.0), np.zeros(0))
-    return p.pack()

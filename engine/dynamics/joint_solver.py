@@ -584,39 +584,3 @@ class JointSolver:
         js.v("force")[self.sel] = self.force
         js.v("torque")[self.sel] = self.torque
         js.v("broken")[self.sel] |= self.broken
-
-
-# What each packed array is (dtype, dimensions), for the empty pack of a pass without
-# six-axis joints (the compiled substeps take one either way: numba types every argument).
-_PACK_TYPES = {
-    **dict.fromkeys(("a", "b", "rj", "rk", "d_a", "d_b", "chain_pos", "flags"), (np.int64, 1)),
-    **dict.fromkeys(("world", "broken", "spring_on", "no_blocks", "lock_on"), (bool, 1)),
-    **dict.fromkeys(("limited", "motor", "spring", "fold", "no_fold", "present", "lock"),
-                    (bool, 2)),
-    **dict.fromkeys(("v12", "d_off", "d_live", "d_rhs", "d_x", "break_force", "break_torque",
-                     "scale", "par"), (np.float64, 1)),
-    **dict.fromkeys(("coord", "eff", "kdiag", "lower", "upper", "motor_speed", "motor_max",
-                     "stiffness", "damping", "k33", "d_jac", "d_mj", "kinv", "d_blk", "force",
-                     "torque", "add", "wterms"), (np.float64, 2)),
-    **dict.fromkeys(("jac", "mj", "imp", "gain", "bias", "leak", "lo", "hi", "sbias", "err",
-                     "sinv", "soff", "slower"), (np.float64, 3)),
-    **dict.fromkeys(("sgain", "sleak", "w_op"), (np.float64, 4))}
-
-
-def no_rows():
-    """JointSolver.pack() of a pass without six-axis joints."""
-    out = []
-    for k in PACK:
-        dtype, ndim = _PACK_TYPES[k]
-        out.append(np.zeros((5,) if k == "flags" else (7,) if k == "par" else (0,) * ndim,
-                            dtype=dtype))
-    return tuple(out)
-
-
-def no_geometry():
-    """JointSolver.geometry_pack() of a pass without six-axis joints."""
-    f, i, b = np.float64, np.int64, bool
-    kinds = ((f, 2), (f, 2), (f, 2), (f, 2), (f, 3), (f, 3), (f, 3), (f, 2), (b, 1), (f, 1),
-             (f, 1), (f, 3), (i, 1), (i, 1), (f, 3), (b, 2), (f, 2), (f, 2), (i, 1), (i, 1),
-             (f, 2), (i, 1), (i, 1), (i, 1), (b, 1), (f, 3), (f, 2))
-    return tuple(np.zeros((0,) * ndim, dtype=dtype) for dtype, ndim in kinds)

@@ -126,8 +126,31 @@ class ContactSolver:
                  x_com, inv_mass, inv_inertia, vel, accel_n, warm_normal, warm_friction, h,
                  settings, order=None, reach=None, box=None, round_axes=None):
         m = len(ia)
+        self._allocate(m, h, settings, round_axes is not None)
         self.order = order = (np.arange(m) if order is None
                               else _i64(order))
+        if m == 0:
+            return
+        n = len(x_com)
+        kern.prepare(order, _i64(ia), _i64(ib), _f64(normal), _f64(points), _f64(separation),
+                     _i64(count), _f64(friction), _f64(restitution), _f64(accel_n),
+                     _f64(inv_mass), _f64(x_com), *_bounds(n, box, reach), _f64(inv_inertia),
+                     NO_AXES if round_axes is None else _f64(round_axes), _f64(vel),
+                     _f64(warm_normal), _f64(warm_friction), float(h), *self.prepared())
+
+    @classmethod
+    def blank(cls, m, h, settings, round_axes):
+        """A solver of m manifolds whose rows a caller's kernel prepares, by
+        contact_kernels.prepare into prepared() (engine.world.pass_kernels.contact_setup:
+        the world's pass, which also matches the pair table and colours the manifolds in
+        that call); the caller sets ``order``. round_axes: whether some body is round about
+        an axis (engine.dynamics.round_bodies)."""
+        self = cls.__new__(cls)
+        self._allocate(m, h, settings, round_axes)
+        return self
+
+    def _allocate(self, m, h, settings, round_axes):
+        """The scalars of a pass and the arrays contact_kernels.prepare fills."""
         self.m = m
         self.h = h
         # Contact stiffness is capped at a quarter of the substep rate: stiffer, a stack walks
@@ -139,20 +162,12 @@ class ContactSolver:
         self.soft = np.array([1.0 / h, self.bias_rate, self.mass_scale, self.impulse_scale,
                               self.max_push, RELAX_SLOP])
         self.work = np.empty((kern.SWEEP_WORK, ROWS))   # the sweeps' scratch
-        if m == 0:
-            # Nothing to prepare (a free-flying scene runs this every pass): just the empty
-            # arrays the passes and impulses() read.
-            self.imp = np.zeros((0, ROWS))
-            self.max_normal = np.zeros((0, 4))
-            self.dirs = np.zeros((0, 3, 3))
-            return
-
         self.idx = np.empty((m, 2), dtype=np.int64)
         self.count = np.empty(m, dtype=np.int64)
         self.friction, self.restitution_coef = np.empty(m), np.empty(m)
         self.accel_n, self.ima, self.imb = np.empty(m), np.empty(m), np.empty(m)
         # The axes of round bodies (engine.dynamics.round_bodies, zero elsewhere).
-        self.round = round_axes is not None
+        self.round = round_axes
         self.axa, self.axb = np.empty((m, 3)), np.empty((m, 3))
         self.dirs = np.empty((m, 3, 3))
         self.ra, self.rb = np.empty((m, 4, 3)), np.empty((m, 4, 3))
@@ -164,16 +179,14 @@ class ContactSolver:
         self.imp = np.empty((m, ROWS))
         self.sep0 = np.empty((m, 4))
         self.v_impact = np.empty((m, 4))
-        n = len(x_com)
-        kern.prepare(order, _i64(ia), _i64(ib), _f64(normal), _f64(points), _f64(separation),
-                     _i64(count), _f64(friction), _f64(restitution), _f64(accel_n),
-                     _f64(inv_mass), _f64(x_com), *_bounds(n, box, reach), _f64(inv_inertia),
-                     _NO_AXES if round_axes is None else _f64(round_axes), _f64(vel),
-                     _f64(warm_normal), _f64(warm_friction), float(h), self.idx, self.count,
-                     self.friction, self.restitution_coef, self.accel_n, self.ima, self.imb,
-                     self.axa, self.axb, self.dirs, self.ra, self.rb, self.jang, self.mang,
-                     self.kmat, self.eff, self.k_pinv, self.imp, self.sep0, self.v_impact)
         self.max_normal = np.zeros((m, 4))
+
+    def prepared(self):
+        """The arrays contact_kernels.prepare fills, in its order."""
+        return (self.idx, self.count, self.friction, self.restitution_coef, self.accel_n,
+                self.ima, self.imb, self.axa, self.axb, self.dirs, self.ra, self.rb, self.jang,
+                self.mang, self.kmat, self.eff, self.k_pinv, self.imp, self.sep0,
+                self.v_impact)
 
     def _build(self, rows, inv_inertia):
         """Rows, Delassus matrices and pseudo-inverses of the manifolds rows (sweep order)
@@ -324,12 +337,15 @@ class ContactSolver:
         lin_b = np.asarray(lin_b)[..., None] if np.ndim(lin_b) else lin_b
         return np.concatenate((lin_a * d, ang[..., :3], lin_b * d, ang[..., 3:]), axis=2)
 
-    def impulses(self):
+    def impulses(self, tangents=True):
         """(normal (M, 4), friction world vectors (M, 4, 3), friction (M, 4, 2) along the
-        tangents, tangents (M, 2, 3)) in the caller's original manifold order."""
+        tangents, tangents (M, 2, 3); None if not tangents) in the caller's original
+        manifold order."""
         m = self.m
         normal, fworld, fr = np.empty((m, 4)), np.empty((m, 4, 3)), np.empty((m, 4, 2))
         kern.impulses_by_manifold(self.order, self.imp, self.dirs, normal, fworld, fr)
+        if not tangents:
+            return normal, fworld, fr, None
         tang = np.empty((m, 2, 3))
         tang[self.order] = self.dirs[:, 1:]
         return normal, fworld, fr, tang
@@ -343,7 +359,7 @@ def _i64(x):
     return np.ascontiguousarray(x, dtype=np.int64)
 
 
-_NO_AXES = np.zeros((0, 3))   # prepare's round_axes when no body is round about an axis
+NO_AXES = np.zeros((0, 3))   # prepare's round_axes when no body is round about an axis
 
 
 def _bounds(n, box, reach):

@@ -30,7 +30,6 @@ from .field_kernels import field_kick
 from .inertia_refresh import NO_ROWS, SHARED_COS_HALF, follow_rows, solver_rows, update_rows
 from .integrate import _advance, _kick, gyro_kick
 from .joint_point_kernels import STALE, points_end_substep, points_prepare, points_solve, points_warm
-from .joint_points import no_points
 from .joint_row_kernels import (
     FLAG_STALE,
     rows_biased_sweeps,
@@ -39,12 +38,12 @@ from .joint_row_kernels import (
     rows_solve,
     rows_warm,
 )
-from .joint_solver import no_geometry, no_rows
 from .struck import struck as struck_test
 
 # Why run_substeps returned.
 DONE, STRUCK, RECOLLIDE = 0, 1, 2
-# Which joint rows the pass has: none, point locks (joint_points), six-axis rows (joint_solver).
+# Which joint rows the pass has: none, point locks (joint_points), six-axis rows (joint_solver)
+# (run_pass; the compiled substeps tell them apart by which pack is None).
 NO_JOINTS, POINT_JOINTS, ROW_JOINTS = 0, 1, 2
 
 
@@ -56,7 +55,7 @@ _BIASED = np.array([True, False])
 @kernel
 def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, gravity,
                  lin_f, ang_f, gyro, inertia_g, contacts, refresh, struck, recollide_every,
-                 fields, joint_kind, relax_every, points, rows, geo):
+                 fields, relax_every, points, rows, geo):
     """Run substeps s .. nsub - 1. Returns (the substep to go on from, the event that
     stopped it).
 
@@ -65,30 +64,32 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
     with contacts (InertiaRefresh.plain_rows); struck: (bodies, arm, start, allow) of
     StruckBodies (empty: no check); recollide_every 0: no check; fields: (ints, floats, rate,
     bodies, inv_mass, sleep_time): the FieldTable.pack() of the force fields, the bodies
-    they push (empty: no fields), the bodies' inverse masses and sleep timers; joint_kind
-    (NO_JOINTS, POINT_JOINTS, ROW_JOINTS) with relax_every (the joints relax in every relax
-    sweep, not only the last), points (PointLocks.pack()), rows
-    and geo (JointSolver.pack(), geometry_pack()); the kind not used gets empty ones."""
+    they push (empty: no fields), the bodies' inverse masses and sleep timers; the pass's
+    joints: points (PointLocks.pack()) or rows and geo (JointSolver.pack(), geometry_pack()),
+    None for what the pass has not, with relax_every (the joints relax in every relax sweep,
+    not only the last). A None argument's code is left out when numba compiles (its branch
+    pruning on ``is not None``): a pass without joints no longer hands over 115 empty arrays
+    whose unboxing cost more than a small scene's substeps (27 cubes: ~40 us a call)."""
     (idx, count, dirs, ima, imb, jang, mang, kmat, eff, k_pinv, sep0, imp, max_normal,
      friction, soft, work) = contacts
     ref_state, shared, solver_rows = refresh
     struck_bodies, arm, start, allow = struck
     field_ints, field_floats, rate, pushed, inv_mass, sleep_time = fields
-    pflags, rflags = points[24], rows[62]
     while s < nsub:
-        if joint_kind == ROW_JOINTS and rflags[FLAG_STALE]:   # (no relax sweeps)
-            rows_prepare(x, q, rows, geo)
+        if rows is not None:  # noqa: SIM102 (a test of its own: numba prunes it)
+            if rows[62][FLAG_STALE]:   # (no relax sweeps)
+                rows_prepare(x, q, rows, geo)
         field_kick(field_ints, field_floats, rate, pushed, x, vel, inv_mass, sleep_time, h)
         _kick(vel, act, gravity, lin_f, ang_f, h)
         if gyro.shape[0]:
             gyro_kick(vel, gyro, q, inertia_g, h, 2)
         warm_start(vel, idx, count, dirs, ima, imb, mang, imp)
         sweeps = iterations
-        if joint_kind == POINT_JOINTS:
-            if pflags[STALE]:
+        if points is not None:
+            if points[24][STALE]:
                 points_prepare(x, q, points)
             points_warm(vel, points)
-        elif joint_kind == ROW_JOINTS:
+        if rows is not None:
             rows_warm(vel, rows)
             # A stiff spring is nearly a constraint: the substep sweeps it together with
             # its neighbours until they agree (joint_solver.STIFF_SPRING_SWEEPS).
@@ -96,11 +97,11 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
         for _ in range(sweeps):
             solve_pass(vel, dpose, _BIASED[0], idx, count, dirs, ima, imb, jang, mang, kmat, eff,
                        k_pinv, sep0, imp, max_normal, friction, soft, work)
-            if joint_kind == POINT_JOINTS:
+            if points is not None:
                 points_solve(vel, points, _BIASED[0])
-            elif joint_kind == ROW_JOINTS:
+            if rows is not None:
                 rows_solve(vel, rows, _BIASED[0])
-                rflags[FLAG_STALE] = 1
+                rows[62][FLAG_STALE] = 1
         _advance(x, q, vel, movers, h)
         for j in range(movers.shape[0]):
             b = movers[j]
@@ -108,10 +109,11 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
                 dpose[b, k] += h * vel[b, k]
         # The joints' rows for the new poses: measured where the relax sweeps would first
         # use them (without relax sweeps, at the next warm start).
-        if joint_kind == POINT_JOINTS and relax > 0:
-            points_prepare(x, q, points)
-        elif joint_kind == ROW_JOINTS and relax > 0:
-            rows_prepare(x, q, rows, geo)
+        if relax > 0:
+            if points is not None:
+                points_prepare(x, q, points)
+            if rows is not None:
+                rows_prepare(x, q, rows, geo)
         # A body in both solvers is weighted by one tensor in both: the joint rows take
         # the present one at every substep (engine.dynamics.joint_inertia), so its contact
         # rows are retaken once it turns (follow_rows). Two tensors of a spinning needle
@@ -129,13 +131,13 @@ def run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers, g
             # velocity must leave with the contacts': world_joints._joint_solver) or are
             # swept, else in the last.
             if relax_every or r == relax - 1:
-                if joint_kind == POINT_JOINTS:
+                if points is not None:
                     points_solve(vel, points, _BIASED[1])
-                elif joint_kind == ROW_JOINTS:
+                if rows is not None:
                     rows_solve(vel, rows, _BIASED[1])
-        if joint_kind == POINT_JOINTS:
+        if points is not None:
             points_end_substep(points)
-        elif joint_kind == ROW_JOINTS:
+        if rows is not None:
             rows_end_substep(rows, geo)
         s += 1
         if s >= nsub:
@@ -158,7 +160,7 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
     A pass without contacts or joints (free flight) gives None for solver, joints, refresh
     and struck: its substeps integrate alone."""
     contacts = _contact_rows(solver)
-    points, rows, geo = _empty_packs()
+    points = rows = geo = None
     kind, relax_every = NO_JOINTS, False
     if joints is not None and joints.m:
         relax_every = bool(joints.relax_every)
@@ -182,7 +184,7 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
         s, event = run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose,
                                        act, movers, gravity, lin_f, ang_f, gyro, inertia_g,
                                        contacts, checks, hits, every,
-                                       _NO_FIELDS if fields is None else fields, kind,
+                                       _NO_FIELDS if fields is None else fields,
                                        relax_every, points, rows, geo)
         if event == RECOLLIDE:
             recollide(s)
@@ -214,12 +216,3 @@ _NO_REFRESH = ((_NO_BODIES, np.zeros((0, 4)), np.zeros(0, dtype=bool), np.zeros(
                _NO_BODIES, NO_ROWS)
 _NO_FIELDS = (np.zeros((0, 10), np.int64), np.zeros((0, 18)), 1.0, _NO_BODIES, _NO_FLOATS,
               _NO_FLOATS)
-_EMPTY: dict = {}
-
-
-def _empty_packs():
-    """The packs of a pass without point locks / six-axis rows (run_substeps takes both
-    either way: numba types every argument), made once."""
-    if not _EMPTY:
-        _EMPTY["packs"] = no_points(), no_rows(), no_geometry()
-    return _EMPTY["packs"]

@@ -3,11 +3,61 @@ kernel calls: numpy did it in some forty small calls of a few microseconds each,
 kernels' own work on small scenes (27 tumbling cubes: ~0.3 ms of a 1 ms pass)."""
 import math
 
+import numpy as np
+
+from ..collision.bounds import body_bounds, pair_margins
+from ..collision.contacts import match_rows
 from ..core.jit import kernel
 from ..dynamics.arm_box import _world_boxes
+from ..dynamics.contact_kernels import prepare
+from ..dynamics.graph import sweep_order
 from ..dynamics.integrate import _damping_factors
 from ..dynamics.round_bodies import round_flags
+from ..dynamics.sleep import moving_bodies
 from ..dynamics.struck import REACH_SHARE
+from .sweep import supports_first
+
+
+@kernel
+def pass_bounds(sid, q, pos, com, vel, kind, sleeping, own_lin, own_ang, lin_tol, ang_tol,
+                static, kinematic, sweep, margin, t_kind, npoints, points, radius,
+                curved_radius, half_height, bound_radius, swept, rot, lo, hi, moving, passive):
+    """A pass's boxes and who moves, in one call: every body's rotation rot and world box
+    lo, hi (collision.bounds.body_bounds; all but static bodies swept over ``sweep``
+    seconds, swept (N,) being that flag), the bodies that wake sleepers (moving,
+    dynamics.sleep.moving_bodies) and the broadphase's passive bodies (passive_bodies)."""
+    for b in range(kind.shape[0]):
+        swept[b] = kind[b] != static
+    body_bounds(sid, q, pos, com, vel, swept, sweep, margin, t_kind, npoints, points, radius,
+                curved_radius, half_height, bound_radius, rot, lo, hi)
+    moving_bodies(kind, sleeping, vel, own_lin, own_ang, lin_tol, ang_tol, moving)
+    passive_bodies(kind, sleeping, moving, static, kinematic, passive)
+
+
+@kernel(refcount=False)
+def passive_bodies(kind, sleeping, moving, static, kinematic, passive):
+    """passive (N,): the bodies two of which never pair in the broadphase: static, kinematic
+    or asleep, and not moving."""
+    for b in range(kind.shape[0]):
+        passive[b] = ((kind[b] == static or sleeping[b] or kind[b] == kinematic)
+                      and not moving[b])
+
+
+@kernel
+def pair_inputs(ia, ib, poly, sid, bound_radius, com, x, pos, vel, spec, dt, ccd, margin):
+    """Per candidate pair (ia, ib): its speculative margin into margin (spec, plus with ccd
+    how far the surfaces can close over dt: collision.bounds.pair_margins). Returns how many
+    pairs are of two bodies flagged in poly (N,) bool (World._convex_pairs)."""
+    if ccd:
+        pair_margins(ia, ib, sid, bound_radius, com, x, pos, vel, spec, dt, margin)
+    else:
+        for i in range(ia.shape[0]):
+            margin[i] = spec
+    count = 0
+    for i in range(ia.shape[0]):
+        if poly[ia[i]] and poly[ib[i]]:
+            count += 1
+    return count
 
 
 @kernel
@@ -110,6 +160,39 @@ def manifold_inputs(ia, ib, normal, awake, gravity, friction, restitution, accel
         accel_n[m] = acc
         mu[m] = friction[a] * friction[b]
         e[m] = restitution[a] * restitution[b]
+
+
+@kernel
+def contact_setup(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, ia, ib, sub,
+                  normal, points, separation, count, ids, awake, gravity, friction,
+                  restitution, visit, x_com, inv_mass, inv_i, box_axes, box_lo, box_hi, reach,
+                  round_axes, vel, h, poly, rows):
+    """A pass's contact solver set-up, in one call (World._solve): the warm-start impulses
+    the pair table (t_...) holds for the manifolds (keys, sub, ids, count: its match_rows),
+    gravity along their normals and their mixed coefficients (manifold_inputs), the sweep
+    order (dynamics.graph.sweep_order, visit its hash order, with the polytope pairs -- both
+    bodies flagged in poly (N,) -- supports first: engine.world.sweep), and the solver's rows
+    in that order (dynamics.contact_kernels.prepare into rows: ContactSolver.prepared()). Returns
+    the sweep order."""
+    m = ia.shape[0]
+    warm_n = np.zeros((m, 4))
+    warm_f = np.zeros((m, 4, 3))
+    if m and t_keys.shape[0]:
+        match_rows(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, sub, ids, count,
+                   warm_n, warm_f, np.zeros((m, 4), dtype=np.bool_))
+    accel_n = np.empty(m)
+    mu = np.empty(m)
+    e = np.empty(m)
+    manifold_inputs(ia, ib, normal, awake, gravity, friction, restitution, accel_n, mu, e)
+    order = sweep_order(ia, ib, awake, visit)
+    supports_first(order, poly, ia, ib, points, count, gravity)
+    (idx, cnt, fr, rest, acc, ima, imb, axa, axb, dirs, ra, rb, jang, mang, kmat, eff, kp, imp,
+     sep0, v_impact) = rows
+    prepare(order, ia, ib, normal, points, separation, count, mu, e, accel_n, inv_mass, x_com,
+            box_axes, box_lo, box_hi, reach, inv_i, round_axes, vel, warm_n, warm_f, h, idx,
+            cnt, fr, rest, acc, ima, imb, axa, axb, dirs, ra, rb, jang, mang, kmat, eff, kp,
+            imp, sep0, v_impact)
+    return order
 
 
 @kernel

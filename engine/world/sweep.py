@@ -26,18 +26,36 @@ pair lie side by side, not stacked: their order stays the colours'.
 """
 import numpy as np
 
+from ..core.jit import kernel
 
-def supports_first(order, poly, points, count, gravity):
-    """order (M,) the colour order; poly (M,) bool: the manifolds of polytope pairs; points
-    (M, 4, 3) and count (M,) the manifolds' points; gravity (3,). Returns the sweep order:
-    order with its polytope-pair entries re-sorted lowest first (ties in colour order)."""
-    g = np.asarray(gravity, dtype=np.float64)
-    slots = np.flatnonzero(poly[order])
-    if len(slots) < 2 or not g.any():
-        return order
-    sel = order[slots]
-    used = np.arange(points.shape[1])[None, :] < count[sel, None]
-    down = np.where(used, points[sel] @ g, 0.0).sum(axis=1) / np.maximum(count[sel], 1)
-    out = order.copy()
-    out[slots] = sel[np.argsort(-down, kind="stable")]
-    return out
+
+@kernel
+def supports_first(order, poly, ia, ib, points, count, gravity):
+    """Re-sort ``order`` (M,) (the colour order, sweep slot -> manifold) in place: the
+    manifolds of pairs whose bodies are both flagged in poly (N,) bool (the polytopes), lowest
+    first along gravity (3,) by their points' mean height, in the slots they held (ties in
+    colour order). ia, ib (M,) the pairs' bodies; points (M, 4, 3), count (M,)."""
+    g0, g1, g2 = gravity[0], gravity[1], gravity[2]
+    if g0 == 0.0 and g1 == 0.0 and g2 == 0.0:
+        return
+    n = 0
+    for k in range(order.shape[0]):
+        if poly[ia[order[k]]] and poly[ib[order[k]]]:
+            n += 1
+    if n < 2:
+        return
+    slots = np.empty(n, dtype=np.int64)
+    sel = np.empty(n, dtype=np.int64)
+    up = np.empty(n)                         # minus the mean depth along gravity
+    j = 0
+    for k in range(order.shape[0]):
+        i = order[k]
+        if poly[ia[i]] and poly[ib[i]]:
+            down = 0.0
+            for p in range(count[i]):
+                down += points[i, p, 0] * g0 + points[i, p, 1] * g1 + points[i, p, 2] * g2
+            slots[j], sel[j], up[j] = k, i, -down / max(count[i], 1)
+            j += 1
+    rank = np.argsort(up, kind="mergesort")  # (stable)
+    for j in range(n):
+        order[slots[j]] = sel[rank[j]]

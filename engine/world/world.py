@@ -42,7 +42,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from ..collision import manifold_cache
-from ..collision.bounds import pair_margins, world_bounds
+from ..collision.bounds import world_bounds
 from ..collision.broadphase import Broadphase, overlapping
 from ..collision.contacts import PairTable, check_body_count, key_bodies, pair_keys
 from ..collision.nonconvex import body_mass_properties, check_body_shape, collide_bodies
@@ -58,23 +58,30 @@ from ..core.errors import EngineError
 from ..core.kinds import BodyKind, ShapeKind
 from ..dynamics.arm_box import ArmBoxes
 from ..dynamics.field_kernels import field_kick
-from ..dynamics.graph import islands, sweep_order
+from ..dynamics.graph import hash_order, islands
 from ..dynamics.inertia_refresh import InertiaRefresh
 from ..dynamics.integrate import settle_poses
 from ..dynamics.round_bodies import fastest_turns
-from ..dynamics.sleep import moving_bodies
-from ..dynamics.solver import ContactSolver
+from ..dynamics.solver import NO_AXES, ContactSolver
 from ..dynamics.struck import MAX_EARLY_ENDS, StruckBodies
 from ..dynamics.substeps import run_pass
 from ..features.deform import deform_mesh_body
 from ..features.fields import FieldTable, field_forces
 from .body_control import BodyControl
 from .guard import StateGuard, sound_manifolds, unit_quaternion
-from .pass_kernels import body_reach, calm_awake, finite_or_zero, manifold_inputs, pass_bodies
+from .pass_kernels import (
+    body_reach,
+    calm_awake,
+    contact_setup,
+    finite_or_zero,
+    pair_inputs,
+    pass_bodies,
+    pass_bounds,
+    passive_bodies,
+)
 from .recollide import EVERY, Recollide
 from .record import StepRecord
 from .settings import WorldSettings
-from .sweep import supports_first
 from .world_joints import JointSet, JointWorldMixin
 
 # Plain ints: numpy compares arrays with an enum member through its dunder probes (2,000
@@ -139,6 +146,9 @@ _PASS_BUFFERS = {
     "saved_x": ((3,), np.float64), "saved_q": ((4,), np.float64),
     "saved_v": ((6,), np.float64), "arm": ((), np.float64), "start": ((), np.float64),
     "allow": ((), np.float64),
+    # engine.world.pass_kernels.pass_bounds: boxes, rotations, who moves
+    "rot": ((3, 3), np.float64), "lo": ((3,), np.float64), "hi": ((3,), np.float64),
+    "swept": ((), bool), "moving": ((), bool), "passive": ((), bool),
 }
 
 
@@ -292,9 +302,15 @@ class World(BodyControl, JointWorldMixin):
                 new[:self._n] = old[:self._n]
             self._a[name] = new
         self._cap = cap
+        self._views: tuple[int, dict] = (-1, {})    # _v's views, made again for new arrays
 
     def _v(self, name):
-        return self._a[name][:self._n]
+        """The live rows [:N] of a per-body array (views made once per body count: a pass
+        reads some fifty of them)."""
+        views = self._views
+        if views[0] != self._n:
+            views = self._views = (self._n, {k: v[:self._n] for k, v in self._a.items()})
+        return views[1][name]
 
     @property
     def body_count(self):
@@ -627,21 +643,22 @@ class World(BodyControl, JointWorldMixin):
         self._kinematic_velocities(kin_t, dt)
 
         # 2-3. AABBs, broadphase, waking: candidate pairs with an awake dynamic body.
-        rot, lo, hi = self._bounds(dt)
-        moving = self._moving(kind, sleeping, vel)
+        rot, lo, hi, moving, passive = self._pass_bounds(dt)
         # (sleeping off: bodies may still start asleep, engine.world.body_control)
-        if sleeping.any():
-            self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)  # joints link islands
-        ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
-        if (sleeping.any() and len(ia)
-                and self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt)):
-            # What woke drags in what it is glued to, in this pass (engine.world.world_joints).
-            self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)
-            ia, ib = self._broadphase(lo, hi, kind, sleeping, moving)
+        if sleeping.any() and self._joint_wake((kind == DYNAMIC) & ~sleeping, moving):
+            passive_bodies(kind, sleeping, moving, STATIC, KINEMATIC, passive)  # joints link islands
+        ia, ib = self._broadphase(lo, hi, passive)
+        if sleeping.any() and len(ia):
+            ia, ib = overlapping(ia, ib, lo, hi)
+            if self._wake_touched(ia, ib, sleeping, moving, lo, hi, dt):
+                # What woke drags in what it is glued to, in this pass (engine.world.world_joints).
+                self._joint_wake((kind == DYNAMIC) & ~sleeping, moving)
+                passive_bodies(kind, sleeping, moving, STATIC, KINEMATIC, passive)
+                ia, ib = self._broadphase(lo, hi, passive)
         pb = self._pass_bodies(rot, h)
+        # The exact overlap of this pass's boxes, pairs with an awake dynamic body only.
+        ia, ib = overlapping(ia, ib, lo, hi, pb.awake)
         awake = pb.awake
-        keep = awake[ia] | awake[ib]
-        ia, ib = ia[keep], ib[keep]
         ia, ib = self.joints.filter_pairs(ia, ib)  # joints' disable_collisions
 
         # 4. Narrowphase: manifolds with at least one point; a body pair may have several
@@ -712,24 +729,19 @@ class World(BodyControl, JointWorldMixin):
         pb: the pass's PassBodies."""
         x, q, vel = self._v("x"), self._v("q"), self._v("vel")
         awake, act, movers, inv_mass, inv_i = pb.awake, pb.act, pb.movers, pb.inv_mass, pb.inv_i
-        normal, points, sep, count, ids = (man[k] for k in ("normal", "points", "separation",
-                                                             "count", "ids"))
-        # 5. Warm start from the pair table.
-        warm_n, warm_f, _ = self.pairs.match(keys, ids, count, sub)
-
-        # 6. Solver.
-        m = len(ia)
-        accel_n, mu, e = np.empty(m), np.empty(m), np.empty(m)
-        manifold_inputs(ia, ib, normal, awake, self.gravity, self._v("friction"),
-                        self._v("restitution"), accel_n, mu, e)
-        order = supports_first(sweep_order(ia, ib, ~awake), self._convex_pairs(ia, ib), points,
-                               count, self.gravity)
-        solver = ContactSolver(ia, ib, normal, points, sep, count, mu, e, x, inv_mass, inv_i,
-                               vel, accel_n, warm_n, warm_f, h, self.settings,
-                               order=order, reach=self._reach(),
-                               box=pb.box, round_axes=pb.round_axes)
-        joints = self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
-                                    contact_bodies=np.concatenate((ia, ib)))
+        normal = man["normal"]
+        # 5-6. Warm start from the pair table, the solver's rows in colour order: one call.
+        t = self.pairs
+        solver = ContactSolver.blank(len(ia), h, self.settings, pb.round_axes is not None)
+        solver.order = contact_setup(
+            t.keys, t.sub, t.ids, t.count, t.normal, t.friction, keys, ia, ib, sub, normal,
+            man["points"], man["separation"], man["count"], man["ids"], awake, self.gravity,
+            self._v("friction"), self._v("restitution"), hash_order(len(ia)), x, inv_mass,
+            inv_i, *pb.box, self._reach(), NO_AXES if pb.round_axes is None else pb.round_axes,
+            vel, float(h), solver.prepared())
+        joints = (self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
+                                     contact_bodies=np.concatenate((ia, ib)))
+                  if self.joints.n else None)
         # Anisotropic bodies that turn far within the pass get their tensor taken again, and
         # round ones their rows whenever their axis tilts (engine.dynamics.inertia_refresh).
         refresh = self._inertia_refresh(pb.gyro, pb.rolling, q, inv_i)
@@ -746,7 +758,7 @@ class World(BodyControl, JointWorldMixin):
             joints.finish()
         self.last_recollided = 0 if again is None else again.taken
         solver.restitution(vel, self.settings.restitution_threshold)
-        imp_n, imp_f, imp_f2, _ = solver.impulses()
+        imp_n, imp_f, imp_f2, _ = solver.impulses(tangents=False)
         return imp_n, imp_f, imp_f2, done
 
     def _substeps_compiled(self, solver, joints, refresh, struck, again, man, nsub, h, act,
@@ -978,32 +990,37 @@ class World(BodyControl, JointWorldMixin):
 
     def _bounds(self, dt):
         """(rot (N, 3, 3), lo, hi (N, 3)): every body's rotation and world box, swept by its
-        motion over dt (with ccd) and fattened by the margin (engine.collision.bounds)."""
+        motion over dt (with ccd) and fattened by the margin (engine.collision.bounds), in
+        new arrays (for callers outside a pass: engine.features.deform)."""
         return world_bounds(self.table, self._v("shape"), self._v("q"), self._v("pos"),
                             self._v("com"), self._v("vel"), self._v("kind") != STATIC,
                             dt if self.settings.ccd else 0.0, self.settings.aabb_margin)
 
-    def _moving(self, kind, sleeping, vel):
-        """Bodies that wake sleepers they touch: fast awake dynamic or moving kinematic ones
-        (engine.dynamics.sleep). Called after step 1, so a kinematic body's velocity already
-        says whether its target moves it."""
-        out = np.empty(self._n, dtype=bool)
-        st = self.settings
-        moving_bodies(kind, sleeping, vel, self._v("sleep_lin"), self._v("sleep_ang"),
-                      st.linear_sleep_tolerance, st.angular_sleep_tolerance, out)
-        return out
+    def _pass_bounds(self, dt):
+        """A pass's (rot, lo, hi, moving, passive) in one kernel call, into the pass buffers
+        (engine.world.pass_kernels.pass_bounds): _bounds' boxes; the bodies that wake the
+        sleepers they touch, fast awake dynamic or moving kinematic ones (engine.dynamics.sleep;
+        called after step 1, so a kinematic body's velocity already says whether its target
+        moves it); and the broadphase's passive bodies."""
+        b, t, st = self._pass_buffers(), self.table, self.settings
+        pass_bounds(self._v("shape"), self._v("q"), self._v("pos"), self._v("com"),
+                    self._v("vel"), self._v("kind"), self._v("sleeping"), self._v("sleep_lin"),
+                    self._v("sleep_ang"), st.linear_sleep_tolerance, st.angular_sleep_tolerance,
+                    STATIC, KINEMATIC, float(dt) if st.ccd else 0.0, float(st.aabb_margin),
+                    t.kind, t.npoints, t.points, t.radius, t.curved_radius, t.half_height,
+                    t.bound_radius, b["swept"], b["rot"], b["lo"], b["hi"], b["moving"],
+                    b["passive"])
+        return b["rot"], b["lo"], b["hi"], b["moving"], b["passive"]
 
-    def _broadphase(self, lo, hi, kind, sleeping, moving):
-        """Pairs whose boxes (lo, hi) overlap, as broadphase.find_pairs(lo, hi, ...) gives them.
-
-        The persistent Broadphase pairs fat boxes (these boxes plus settings.broadphase_slack, kept
-        until a box leaves its fat box), which costs one containment test per body in a
-        resting scene; its pairs are a superset, so they are filtered by the exact overlap of
-        this step's boxes. The result is then the same set whatever the fat boxes' history
+    def _broadphase(self, lo, hi, passive):
+        """Candidate pairs: those of the persistent Broadphase's fat boxes (these boxes plus
+        settings.broadphase_slack, kept until a box leaves its fat box: one containment test
+        per body in a resting scene), passive (N,) bool the bodies two of which never pair.
+        Its own arrays: the caller cuts them down to the exact overlap of this pass's boxes
+        (broadphase.overlapping), so the pairs are the same whatever the fat boxes' history
         (restoring a state needs no broadphase state to stay bit-exact)."""
-        passive = ((kind == STATIC) | sleeping | (kind == KINEMATIC)) & ~moving
-        ia, ib = self._bp.update(lo, hi, None, self._v("group"), self._v("mask"), passive)
-        return overlapping(ia, ib, lo, hi)
+        return self._bp.update(lo, hi, None, self._v("group"), self._v("mask"), passive,
+                               copy=False)
 
     def _wake_touched(self, ia, ib, sleeping, moving, lo, hi, dt):
         """Wake the islands of sleepers whose box overlaps a moving body's (for a moving
@@ -1065,15 +1082,17 @@ class World(BodyControl, JointWorldMixin):
         Returns (ia, ib, sub, manifolds as a dict of arrays, with "geo" their captured
         geometry for the pair table): one row per manifold with points, sorted by
         (ia, ib, sub)."""
-        margin = self._speculative_margin(ia, ib, vel, dt)
-        poly = self._convex_pairs(ia, ib) if self._collide is None else np.zeros(len(ia), bool)
-        if len(ia) and poly.all():
+        margin, n_poly = self._pair_inputs(ia, ib, vel, dt)
+        if self._collide is not None:
+            n_poly = 0
+        if len(ia) and n_poly == len(ia):
             pair, out = self._polytope_manifolds(ia, ib, margin, vel, dt, rot)
             sub = np.zeros(len(pair), dtype=np.int64)
-        elif not poly.any():
+        elif not n_poly:
             pair, sub, out = self._other_manifolds(ia, ib, margin)
         else:
             # A mixed pass: each kind of pair its own way, merged in (pair, sub) order.
+            poly = self._convex_pairs(ia, ib)
             p, o = np.flatnonzero(poly), np.flatnonzero(~poly)
             pair_p, out_p = self._polytope_manifolds(ia[p], ib[p], margin[p], vel, dt, rot)
             pair_o, sub_o, out_o = self._other_manifolds(ia[o], ib[o], margin[o])
@@ -1130,10 +1149,25 @@ class World(BodyControl, JointWorldMixin):
     def _convex_pairs(self, ia, ib):
         """(M,) bool: both bodies are polytopes (Box, ConvexHull): one manifold per pair whose
         points are features of the shapes."""
+        poly = self._polytope_bodies()
+        return poly[ia] & poly[ib]
+
+    def _polytope_bodies(self):
+        """(N,) bool: the bodies whose shape is a polytope."""
         if self._poly_of[0] != self._n:     # (a body's shape never changes)
             self._poly_of = (self._n, self.table.kind[self._v("shape")] == POLYTOPE)
-        poly = self._poly_of[1]
-        return poly[ia] & poly[ib]
+        return self._poly_of[1]
+
+    def _pair_inputs(self, ia, ib, vel, dt):
+        """(margin (M,), how many pairs are of two polytopes) in one kernel call
+        (engine.world.pass_kernels.pair_inputs; _speculative_margin says what the margin is)."""
+        margin = np.empty(len(ia))
+        st = self.settings
+        n_poly = pair_inputs(ia, ib, self._polytope_bodies(), self._v("shape"),
+                             self.table.bound_radius, self._v("com"), self._v("x"),
+                             self._v("pos"), vel, float(st.speculative_distance), float(dt),
+                             bool(st.ccd), margin)
+        return margin, n_poly
 
     def _speculative_margin(self, ia, ib, vel, dt):
         """Per pair: points closer than this are contacts. The base distance plus, with ccd,
@@ -1142,13 +1176,7 @@ class World(BodyControl, JointWorldMixin):
         the body's own reach (bounding radius about the origin + |COM offset|) and at most the
         distance to the other body plus the other's bounding radius: the second bound keeps a
         spinning kinematic triangle mesh (huge reach) from giving every pair a huge margin."""
-        spec = self.settings.speculative_distance
-        if not self.settings.ccd or not len(ia):
-            return np.full(len(ia), spec)
-        out = np.empty(len(ia))
-        pair_margins(ia, ib, self._v("shape"), self.table.bound_radius, self._v("com"),
-                     self._v("x"), self._v("pos"), vel, spec, float(dt), out)
-        return out
+        return self._pair_inputs(ia, ib, vel, dt)[0]
 
     def _keep_pair(self, keys):
         """Old pair-table rows to keep when not evaluated: both bodies asleep or static."""
