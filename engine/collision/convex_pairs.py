@@ -34,8 +34,21 @@ def polytope_rows(ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, marg, sat_tab, arcs,
                   clip_tab, consts, prune, clip_faces, edge_fallback, nrm, a_kind, a_index, pts,
                   s4, id4, cnt, separation):
     """Manifolds of F polytope pairs (world poses, rotation matrices, margins marg): the SAT
-    (sat_kernels.queries and choose with the face bias, as sat.polytope_sat) and every
-    pair's manifold (clip_kernels.manifolds). Writes the normal nrm, axis a_kind, a_index,
+    (sat_kernels.queries and choose with the face bias, as sat.polytope_sat), then every
+    pair's manifold (clip_kernels.manifolds):
+
+    - face axes clip the reference face against the incident face (clip.py);
+    - edge axes give one point at the closest points of the two edges, or, between nearly
+      parallel faces, those faces clipped along the axis (2-4 points, the deepest at the SAT
+      depth);
+    - a face axis whose clipping found nothing (the face bias kept a face axis where an edge
+      pair is the real contact) takes the edge route, but only if the SAT's best edge pair is
+      within the face bias of the pair's separation: the best of the edges its pruning kept
+      can be a useless axis (metres deep) when the face axis is far better;
+    - last resort (not seen in tests, kept so an overlap can never lose its contact): one point
+      at B's deepest vertex along the normal, with the support gap along it as separation.
+
+    Writes the normal nrm, axis a_kind, a_index,
     points pts, separations s4, ids id4, count cnt (unused slots as given: +inf / 0) and the
     SAT's separation of each pair. sat_tab: the ShapeTable arrays sat_kernels.queries reads
     (polytope_pairs builds the tuple); consts, clip_faces: clip_kernels.manifolds';
@@ -102,46 +115,51 @@ def shape_rows(ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, tabs, consts, n
     kind, round_tab, curved_tab, sat_tab, arcs, lut, clip_tab = tabs
     rank, width, bias, clip_consts, prune, clip_faces, edge_fallback = consts
     m = ids_a.shape[0]
-    rs = round_kernels.round_scratch(round_tab, bias)
-    ws, basis, pa, pb, rel_rot, S, SA, SB, used, lam, gs, rconsts = rs
-    cs = curved_kernels.pair_scratch(curved_tab, width)
     n_poly = 0
+    n_round = 0
+    n_curved = 0
     for i in range(m):
         _blank(i, normal, points, separation, ids, count, axis_kind, axis_index, distance,
                simplex, simplex_size)
-        a = ids_a[i]
-        b = ids_b[i]
-        ka = kind[a]
-        kb = kind[b]
+        ka = kind[ids_a[i]]
+        kb = kind[ids_b[i]]
         if ka == POLYTOPE and kb == POLYTOPE:
             n_poly += 1
-            continue
-        swap = rank[ka] > rank[kb]
-        if swap:
-            a, b, ka, kb = b, a, kb, ka
-            ra, xa, rb, xb = rot_b[i], pos_b[i], rot_a[i], pos_a[i]
+        elif curved_kernels._is_curved(ka) or curved_kernels._is_curved(kb):
+            n_curved += 1
         else:
-            ra, xa, rb, xb = rot_a[i], pos_a[i], rot_b[i], pos_b[i]
-        if curved_kernels._is_curved(ka) or curved_kernels._is_curved(kb):
+            n_round += 1
+    # Each route's scratch only where it has pairs (a pass of balls needs no EPA arrays).
+    if n_round:
+        rs = round_kernels.round_scratch(round_tab, bias)
+        ws, basis, pa, pb, rel_rot, S, SA, SB, used, lam, gs, rconsts = rs
+        for i in range(m):
+            a, b, ka, kb, swap = _oriented(i, ids_a, ids_b, kind, rank)
+            if ka == POLYTOPE or curved_kernels._is_curved(kb):
+                continue
+            ra, xa, rb, xb = _poses(swap, rot_a[i], pos_a[i], rot_b[i], pos_b[i])
+            if kb != POLYTOPE:
+                round_kernels.round_round_pair(round_tab, a, b, ra, xa, rb, xb, margin[i], i,
+                                               normal, points, separation, ids, count,
+                                               axis_kind, distance, ws, basis)
+            else:
+                round_kernels.round_polytope_pair(round_tab, a, b, ra, xa, rb, xb, margin[i],
+                                                  rconsts, i, normal, points, separation, ids,
+                                                  count, axis_kind, axis_index, distance,
+                                                  simplex, simplex_size, ws, pa, pb, rel_rot,
+                                                  S, SA, SB, used, lam, gs)
+            _flip(swap, i, normal, simplex)
+    if n_curved:
+        cs = curved_kernels.pair_scratch(curved_tab, width)
+        for i in range(m):
+            a, b, ka, kb, swap = _oriented(i, ids_a, ids_b, kind, rank)
+            if not (curved_kernels._is_curved(ka) or curved_kernels._is_curved(kb)):
+                continue
+            ra, xa, rb, xb = _poses(swap, rot_a[i], pos_a[i], rot_b[i], pos_b[i])
             curved_kernels.curved_pair(curved_tab, a, b, ra, xa, rb, xb, margin[i], width, i,
                                        normal, points, separation, ids, count, axis_kind,
                                        distance, cs)
-        elif kb != POLYTOPE:
-            round_kernels.round_round_pair(round_tab, a, b, ra, xa, rb, xb, margin[i], i,
-                                           normal, points, separation, ids, count, axis_kind,
-                                           distance, ws, basis)
-        else:
-            round_kernels.round_polytope_pair(round_tab, a, b, ra, xa, rb, xb, margin[i],
-                                              rconsts, i, normal, points, separation, ids,
-                                              count, axis_kind, axis_index, distance, simplex,
-                                              simplex_size, ws, pa, pb, rel_rot, S, SA, SB,
-                                              used, lam, gs)
-        if swap:
-            for k in range(3):
-                normal[i, k] = normal[i, k] * -1.0
-            for j in range(4):       # GJK's simplex lives on B - A
-                for k in range(3):
-                    simplex[i, j, k] = simplex[i, j, k] * -1.0
+            _flip(swap, i, normal, simplex)
     if n_poly:
         _polytope_part(ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, kind, n_poly, sat_tab,
                        arcs, lut, clip_tab, clip_consts, prune, clip_faces, edge_fallback,
@@ -153,6 +171,38 @@ def shape_rows(ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, tabs, consts, n
             ids[i, j] = 0
             for k in range(3):
                 points[i, j, k] = 0.0
+
+
+@kernel(inline="always")
+def _oriented(i, ids_a, ids_b, kind, rank):
+    """Row i's shapes and kinds with the rounder first (a, b, kind of a, kind of b), and
+    whether that swapped them."""
+    a = ids_a[i]
+    b = ids_b[i]
+    ka = kind[a]
+    kb = kind[b]
+    if rank[ka] > rank[kb]:
+        return b, a, kb, ka, True
+    return a, b, ka, kb, False
+
+
+@kernel(inline="always")
+def _poses(swap, rot_a, pos_a, rot_b, pos_b):
+    """A row's two poses in _oriented's order."""
+    if swap:
+        return rot_b, pos_b, rot_a, pos_a
+    return rot_a, pos_a, rot_b, pos_b
+
+
+@kernel(inline="always")
+def _flip(swap, i, normal, simplex):
+    """A swapped row's normal (and GJK simplex, which lives on B - A) back to A -> B."""
+    if swap:
+        for k in range(3):
+            normal[i, k] = normal[i, k] * -1.0
+        for j in range(4):
+            for k in range(3):
+                simplex[i, j, k] = simplex[i, j, k] * -1.0
 
 
 @kernel
