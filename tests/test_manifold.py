@@ -566,15 +566,8 @@ def test_last_resort_point_when_clipping_finds_nothing(monkeypatch):
     assert np.allclose(man.points[0, 0], [0.2, 0.1, 0.475])
     from engine.collision.clip import ID_EDGE, ID_FALLBACK
     assert man.ids[0, 0] >> 59 in (ID_EDGE, ID_FALLBACK)
-    # Without any edge axis either (monkeypatched SAT edge result), the vertex fallback answers.
-    real_sat = nph.polytope_sat
-
-    def no_edges(*args, **kw):
-        res = real_sat(*args, **kw)
-        res.edge = np.full_like(res.edge, -np.inf)
-        return res
-
-    monkeypatch.setattr(nph, "polytope_sat", no_edges)
+    # Without any edge axis either (the SAT's edge pair hidden), the vertex fallback answers.
+    monkeypatch.setattr(nph, "EDGE_FALLBACK", False)    # the SAT's edge pair hidden
     man = run(table, 0, [0, 0, 0], EYE_Q, 1, [0.2, 0.1, 0.45], EYE_Q, margin=0.0)
     assert man.count[0] == 1 and man.ids[0, 0] >> 59 == ID_FALLBACK
     assert man.separation[0, 0] == pytest.approx(-0.05)
@@ -591,14 +584,7 @@ def test_last_resort_point_is_on_the_tip_under_b_face(monkeypatch, gap):
     import engine.collision.narrowphase as nph
 
     monkeypatch.setattr(nph, "CLIP_FACES", False)
-    real_sat = nph.polytope_sat
-
-    def no_edges(*args, **kw):
-        res = real_sat(*args, **kw)
-        res.edge = np.full_like(res.edge, -np.inf)
-        return res
-
-    monkeypatch.setattr(nph, "polytope_sat", no_edges)
+    monkeypatch.setattr(nph, "EDGE_FALLBACK", False)    # the SAT's edge pair hidden
     apex = np.array([0.0, 0.0, 1.0])
     pyramid = make_hull(np.array([[-0.5, -0.5, 0], [0.5, -0.5, 0], [0.5, 0.5, 0],
                                   [-0.5, 0.5, 0], apex]))

@@ -25,7 +25,7 @@ faces beside the edges are within EDGE_CLIP_DEG of the axis (two crossed beams a
 apart: the edge axis beats the faces by more than the face bias, yet the beams touch over an
 area) those faces are clipped as above, with the SAT axis as the contact normal and every
 separation measured along it; otherwise one point at the closest points of the two edges.
-narrowphase.collide_polytopes runs all of it for every pair in one kernel call
+convex_pairs.polytope_rows runs all of it for every pair in one kernel call
 (clip_kernels.manifolds; clip_kernels.reduce4_row picks the 4 points).
 """
 import numpy as np

@@ -3,8 +3,8 @@ pair at a time inside one loop over all pairs (``manifolds``).
 
 engine/collision/clip.py explains the geometry (reference/incident face clipping by candidate sets, the
 sunk vertices of faceted sides, the reduction to 4 points, the feature ids, edge axes between
-nearly parallel faces clipped along the axis, the edge-edge point) and narrowphase.py's
-collide_polytopes the order in which a pair falls back from one to the next. The code here
+nearly parallel faces clipped along the axis, the edge-edge point) and convex_pairs.py's
+polytope_rows the order in which a pair falls back from one to the next. The code here
 follows the batched numpy it replaced step for step, with the same candidate order (incident
 vertices, reference vertices, crossings (incident edge, reference side) row-major, sunk
 vertices) so the reduction's tie rule (first candidate) picks the same points, and the same
@@ -550,7 +550,7 @@ def _invert_pose(rot, trans, axis, rt, ti, n):
 def manifolds(tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans, margin, separation,
               kind, index, edge_sep, edge_index, edge_axis, consts, clip_faces, normal,
               axis_kind, axis_index, points, sep, ids, count):
-    """Manifolds of M polytope pairs from their SAT answers (narrowphase.collide_polytopes).
+    """Manifolds of M polytope pairs from their SAT answers (convex_pairs.polytope_rows).
 
     rot, trans: B's pose in A's frame; separation, kind, index, edge_sep, edge_index,
     edge_axis: sat.polytope_sat's; consts: EDGE_CLIP_COS, EDGE_INC_COS, REL_TOL, ABS_TOL.

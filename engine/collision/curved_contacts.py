@@ -1,8 +1,8 @@
 """Contact manifolds and exact distances for pairs involving a cylinder or a cone (curved.py).
 
 The other shape may be anything convex: a polytope, a sphere, a capsule, another cylinder or
-cone, or a mesh triangle. Every pair of a batch in one compiled call (curved_kernels.py), in A's
-frame (as gjk.py does):
+cone, or a mesh triangle. Compiled (curved_kernels.py: convex_pairs.shape_rows runs a shape
+pair, mesh_contacts a batch of triangles), in A's frame (as gjk.py does):
 
 1. Normal and signed distance: GJK on the cores through analytic support functions
    (shapes.curved.local_support_row); where the cores overlap, EPA on the same supports. Swelling radii
@@ -38,25 +38,10 @@ from . import curved_kernels
 from .curved_kernels import AXIS_ROUND
 
 
-def _width(table):
+def curved_width(table):
     """Feature polygons' padded width: the widest cap or flat side of the table (the clip
     candidates' layout, and so the ids' codes, depend on it)."""
     return max(CAP_N, int(table.patch_sizes.max()) if table.patch_sizes.size else 3, 3)
-
-
-def collide_curved(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
-    """narrowphase routine: Manifolds for M pairs where A or B is a cylinder or cone
-    (curved_kernels.curved_pairs, every pair in one call)."""
-    from .narrowphase import Manifolds
-    c = np.ascontiguousarray
-    m = len(ids_a)
-    out = Manifolds(m)
-    margin = per_row(margin, m)
-    curved_kernels.curved_pairs(curved_kernels.curved_table(table), c(ids_a, dtype=np.int64),
-                                c(pos_a), c(rot_a), c(ids_b, dtype=np.int64), c(pos_b),
-                                c(rot_b), margin, _width(table), out.normal, out.points,
-                                out.separation, out.ids, out.count, out.axis_kind, out.distance)
-    return out
 
 
 def curved_triangles(table, ids, t, N, active, margin, tri_index):
@@ -72,7 +57,7 @@ def curved_triangles(table, ids, t, N, active, margin, tri_index):
     cid = np.zeros((m, 4), dtype=np.int64)
     curved_kernels.curved_triangle_rows(
         curved_kernels.curved_table(table), c(ids, dtype=np.int64), c(t, dtype=np.float64),
-        c(N, dtype=np.float64), c(active, dtype=bool), marg, _width(table), out.normal,
+        c(N, dtype=np.float64), c(active, dtype=bool), marg, curved_width(table), out.normal,
         out.points, out.separation, cid, out.count, out.distance)
     used = np.arange(4)[None] < out.count[:, None]
     # Mesh id layout (triangle in bits 28-58): the low 28 bits carry code and route (0-15),

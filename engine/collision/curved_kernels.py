@@ -3,11 +3,10 @@
 engine/collision/curved_contacts.py explains the method (GJK/EPA on analytic supports for the
 normal and distance, then the supporting features along it: a face clips the other feature,
 two near-parallel lines give the ends of their overlap, anything else one point at the
-witnesses) and the feature ids; these kernels run it one pair at a time, every pair of a
-group in one call:
+witnesses) and the feature ids; these kernels run it one pair at a time:
 
-- ``curved_pairs``: narrowphase's curved group (shape pairs, posed in A's frame), written
-  into the Manifolds arrays in world coordinates;
+- ``curved_pair``: one shape pair (posed in A's frame) into a Manifolds row in world
+  coordinates (convex_pairs.shape_rows runs it for every pair with a cylinder or cone);
 - ``curved_triangle_rows``: a cylinder/cone (its own frame) against one-sided mesh triangles
   (mesh_contacts' curved route), a normal from an inactive edge or vertex replaced by the
   triangle's face normal;
@@ -491,39 +490,41 @@ def _relative_pose(rot_a, pos_a, rot_b, pos_b, rel_rot, rel):
 
 
 @kernel
-def curved_pairs(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, width, normal, points,
-                 separation, ids, count, axis_kind, distance):
-    """narrowphase's curved group: Manifolds rows (world) of M pairs with a cylinder or cone,
-    computed in A's frame (precision far from the world origin)."""
+def pair_scratch(tab, width):
+    """curved_pair's arrays (distance_scratch, no triangle, B's relative pose,
+    contact_scratch), allocated once per batch by its caller."""
+    return (distance_scratch(tab), np.zeros((3, 3)), np.empty((3, 3)), np.empty(3),
+            contact_scratch(width))
+
+
+@kernel
+def curved_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, width, i, normal, points,
+                separation, ids, count, axis_kind, distance, sc):
+    """One pair with a cylinder or cone (convex_pairs' curved route): Manifolds row i
+    (world), computed in A's frame (precision far from the world origin). sc: pair_scratch."""
     kind, radius, bound = tab[2], tab[3], tab[4]
-    pts_a, pts_b, eye, zero, n, wa, wb, g, e = distance_scratch(tab)
-    no_tri = np.zeros((3, 3))
-    rel_rot = np.empty((3, 3))
-    rel = np.empty(3)
-    p, sp, pid, ms = contact_scratch(width)
-    for i in range(len(ids_a)):
-        a = ids_a[i]
-        b = ids_b[i]
-        _relative_pose(rot_a[i], pos_a[i], rot_b[i], pos_b[i], rel_rot, rel)
-        sa = (np.int64(kind[a]), a, eye, zero, radius[a], no_tri, zero)
-        sb = (np.int64(kind[b]), b, rel_rot, rel, radius[b], no_tri, zero)
-        ca = side_core(tab, sa[0], a, eye, zero, no_tri, pts_a)
-        cb = side_core(tab, sb[0], b, rel_rot, rel, no_tri, pts_b)
-        scale = max(bound[a], bound[b])
-        # Coarse EPA where a face can set the normal: not two curved shapes.
-        coarse = not (_is_curved(sa[0]) and _is_curved(sb[0]))
-        dist, _ = signed_distance(ca, cb, radius[a], radius[b], scale, coarse, rel, n, wa, wb,
-                                  g, e)
-        c, dist = manifold(tab, sa, sb, margin[i], scale, False, dist, n, wa, wb, pts_a, pts_b,
-                           width, p, sp, pid, ms)
-        pose_into(rot_a[i], n, zero, normal[i])
-        for j in range(c):
-            pose_into(rot_a[i], p[j], pos_a[i], points[i, j])
-            separation[i, j] = sp[j]
-            ids[i, j] = pid[j]
-        count[i] = c
-        distance[i] = dist
-        axis_kind[i] = AXIS_ROUND
+    ds, no_tri, rel_rot, rel, cs = sc
+    pts_a, pts_b, eye, zero, n, wa, wb, g, e = ds
+    p, sp, pid, ms = cs
+    _relative_pose(rot_a, pos_a, rot_b, pos_b, rel_rot, rel)
+    sa = (np.int64(kind[a]), a, eye, zero, radius[a], no_tri, zero)
+    sb = (np.int64(kind[b]), b, rel_rot, rel, radius[b], no_tri, zero)
+    ca = side_core(tab, sa[0], a, eye, zero, no_tri, pts_a)
+    cb = side_core(tab, sb[0], b, rel_rot, rel, no_tri, pts_b)
+    scale = max(bound[a], bound[b])
+    # Coarse EPA where a face can set the normal: not two curved shapes.
+    coarse = not (_is_curved(sa[0]) and _is_curved(sb[0]))
+    dist, _ = signed_distance(ca, cb, radius[a], radius[b], scale, coarse, rel, n, wa, wb, g, e)
+    c, dist = manifold(tab, sa, sb, margin, scale, False, dist, n, wa, wb, pts_a, pts_b, width,
+                       p, sp, pid, ms)
+    pose_into(rot_a, n, zero, normal[i])
+    for j in range(c):
+        pose_into(rot_a, p[j], pos_a, points[i, j])
+        separation[i, j] = sp[j]
+        ids[i, j] = pid[j]
+    count[i] = c
+    distance[i] = dist
+    axis_kind[i] = AXIS_ROUND
 
 
 @kernel

@@ -1,22 +1,24 @@
-"""Narrowphase: contact manifolds for M candidate pairs of shapes, all pairs at once.
+"""Narrowphase: contact manifolds for M candidate pairs of convex shapes, all pairs at once.
 
-``collide`` groups the pairs by kind (a handful of masks, never a loop over pairs), puts the
-rounder shape first (sphere < capsule < polytope) so each group has one orientation, runs the
-group's routine and flips the normals of the swapped pairs back:
+``collide`` turns the poses into rotation matrices and runs every pair in one compiled call
+(convex_pairs.shape_rows), which puts the rounder shape of each pair first (sphere < capsule
+< polytope < cylinder, cone), takes the pair's route and flips the normal of a swapped pair
+back:
 
-    polytope-polytope   SAT (sat.py) + face clipping / edge-edge point (clip.py), compiled
-                        (sat_kernels.py, clip_kernels.py); an edge axis between nearly
-                        parallel faces clips those faces along the axis
+    polytope-polytope   SAT (sat_kernels) + face clipping / edge-edge point (clip_kernels;
+                        clip.py explains it); an edge axis between nearly parallel faces
+                        clips those faces along the axis
     sphere/capsule pairs closest points of the core segments (a sphere is a zero-length one);
-                        near-parallel capsules get a second point
+                        near-parallel capsules get a second point (round_kernels)
     sphere/capsule vs polytope  cores apart: GJK on the cores (exact distance and normal), and a
                         capsule whose normal is a face normal is clipped to that face (2
                         points when lying on it); cores overlapping: SAT of the point/segment
-                        against the polytope (exact), face axes clipped, edge axes 1 point.
+                        against the polytope (exact), face axes clipped, edge axes 1 point
+                        (round_kernels)
+    a cylinder or cone  curved_contacts.py's method (curved_kernels)
 
-Every group runs compiled, all its pairs in one call (clip_kernels, round_kernels,
-curved_kernels); a batch of polytope pairs only (box and hull scenes) goes straight to
-collide_polytopes.
+The world's collision pass calls the same kernel through convex_pairs.body_pairs (and
+polytope_pairs for polytope pairs, with manifold reuse).
 
 Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 """
@@ -26,11 +28,10 @@ from ..core import quat
 from ..core.errors import EngineError
 from ..core.kinds import ShapeKind
 from ..core.vec import per_row
-from ..shapes.curved import is_curved
-from . import clip, clip_kernels, round_kernels
-from .curved_contacts import collide_curved
+from . import clip, clip_kernels, convex_pairs, curved_kernels, round_kernels, sat
+from .curved_contacts import curved_width
 from .round_kernels import AXIS_CORE_EDGE, AXIS_CORE_FACE, AXIS_ROUND  # noqa: F401  (here too)
-from .sat import ABS_TOL, KIND_NONE, REL_TOL, polytope_sat
+from .sat import ABS_TOL, KIND_NONE, REL_TOL
 
 # Points per manifold: four span any contact polygon (Box2D, Bullet, Jolt keep four too).
 WIDTH = 4
@@ -38,7 +39,6 @@ WIDTH = 4
 _RANK = np.zeros(8, dtype=np.int64)
 _RANK[ShapeKind.SPHERE], _RANK[ShapeKind.CAPSULE], _RANK[ShapeKind.POLYTOPE] = 0, 1, 2
 _RANK[ShapeKind.CYLINDER] = _RANK[ShapeKind.CONE] = 3   # curved pairs: curved_contacts, any order
-_POLYTOPE = int(ShapeKind.POLYTOPE)   # (an int: numpy probes an enum member's dunders)
 
 # Axis kinds reported for the debug overlays (SAT kinds 0-2 plus the analytic routes;
 # round_kernels holds the values): AXIS_ROUND 3 closest points of the cores (sphere/capsule
@@ -92,87 +92,35 @@ class Manifolds:
             getattr(self, name)[sel] = getattr(part, name)
 
 
-# Test hook: False skips the face clip (the fallbacks then answer; tests/test_manifold.py).
+# Test hooks (tests/test_manifold.py): CLIP_FACES False skips the face clip, EDGE_FALLBACK
+# False hides the SAT's best edge pair from the clipper; the fallbacks then answer.
 CLIP_FACES = True
-
-
-def collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
-    """Manifolds for M polytope-polytope pairs (rotation matrices): the SAT (sat.py), then
-    every pair's manifold in one compiled call (clip_kernels.manifolds):
-
-    - face axes clip the reference face against the incident face (clip.py);
-    - edge axes give one point at the closest points of the two edges, or, between nearly
-      parallel faces, those faces clipped along the axis (2-4 points, the deepest at the SAT
-      depth);
-    - a face axis whose clipping found nothing (the face bias kept a face axis where an edge
-      pair is the real contact) takes the edge route, but only if the SAT's best edge pair is
-      within the face bias of the pair's separation: the best of the edges its pruning kept
-      can be a useless axis (metres deep) when the face axis is far better;
-    - last resort (not seen in tests, kept so an overlap can never lose its contact): one point
-      at B's deepest vertex along the normal, with the support gap along it as separation.
-    """
-    m = len(ids_a)
-    out = Manifolds(m)
-    margin = per_row(margin, m)
-    sat = polytope_sat(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=margin)
-    out.normal[:] = sat.normal
-    out.axis_kind[:] = sat.kind
-    out.axis_index[:] = sat.index
-    out.distance[:] = sat.separation
-    c = np.ascontiguousarray
-    clip_kernels.manifolds(
-        clip_kernels.table_arrays(table), c(ids_a, dtype=np.int64), c(ids_b, dtype=np.int64),
-        c(pos_a), c(rot_a), c(pos_b), c(rot_b), c(sat.rot), c(sat.trans), margin,
-        c(sat.separation), c(sat.kind), c(sat.index), c(sat.edge), c(sat.edge_index),
-        c(sat.edge_axis), _CONSTS, CLIP_FACES, out.normal, out.axis_kind, out.axis_index,
-        out.points, out.separation, out.ids, out.count)
-    return out
+EDGE_FALLBACK = True
 
 
 # clip_kernels.manifolds' constants: the edge-axis clip's thresholds and the face bias.
 _CONSTS = np.array([clip.EDGE_CLIP_COS, clip.EDGE_INC_COS, REL_TOL, ABS_TOL])
-
-
-def _round_args(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin):
-    c = np.ascontiguousarray
-    m = len(ids_a)
-    return (round_kernels.round_table(table), c(ids_a, dtype=np.int64), c(pos_a), c(rot_a),
-            c(ids_b, dtype=np.int64), c(pos_b), c(rot_b),
-            per_row(margin, m))
-
-
-def collide_round(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
-    """Sphere/capsule pairs: closest points of the core segments (a sphere is a zero-length
-    segment), one point, or two when two capsules are near-parallel and overlap along their
-    axes (round_kernels.round_round, every pair in one call)."""
-    out = Manifolds(len(ids_a))
-    round_kernels.round_round(*_round_args(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b,
-                                           margin),
-                              out.normal, out.points, out.separation, out.ids, out.count,
-                              out.axis_kind, out.distance)
-    return out
-
-
-def collide_round_polytope(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin=0.0):
-    """Sphere or capsule A against polytope B (round_kernels.round_polytope, every pair in one
-    call).
-
-    Cores apart: GJK on the cores gives the exact distance and normal (1 point); if that normal
-    is a face normal of B and A is a capsule, the segment is clipped to the face (2 points when
-    it lies along it). Cores overlapping: SAT of the segment (or point) against B, exact; face
-    axes clip the segment (1-2 points), edge axes give the closest points of segment and edge.
-    """
-    out = Manifolds(len(ids_a))
-    round_kernels.round_polytope(*_round_args(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b,
-                                              margin), _BIAS,
-                                 out.normal, out.points, out.separation, out.ids, out.count,
-                                 out.axis_kind, out.axis_index, out.distance, out.simplex,
-                                 out.simplex_size)
-    return out
-
-
-# round_kernels.round_polytope's face bias (the SAT's, sat.py).
+# round_kernels.round_polytope_pair's face bias (the SAT's, sat.py).
 _BIAS = np.array([REL_TOL, ABS_TOL])
+
+
+def shape_args(table):
+    """convex_pairs.shape_rows' tabs and consts for a ShapeTable (kept until the table
+    changes: its arrays are rebuilt, as new objects, when a shape is added)."""
+    key = (table.__dict__.get("kind"), len(table.shapes), CLIP_FACES, EDGE_FALLBACK,
+           sat.PRUNE_GAUSS)
+    hit = table.__dict__.get("_shape_args")
+    if hit is not None and hit[0][0] is key[0] and hit[0][1:] == key[1:]:
+        return hit[1]
+    t = table
+    sat_tab = (t.is_box, t.box_half, t.npoints, t.points, t.nfaces, t.planes, t.face_loops,
+               t.nedges, t.edges, t.edge_dirs, t.edge_normals, t.edge_faces, t.bound_radius)
+    tabs = (t.kind, round_kernels.round_table(t), curved_kernels.curved_table(t), sat_tab,
+            sat._edge_arcs(t), sat._box_edge_lut(), clip_kernels.table_arrays(t))
+    consts = (_RANK, curved_width(t), _BIAS, _CONSTS, bool(sat.PRUNE_GAUSS), bool(CLIP_FACES),
+              bool(EDGE_FALLBACK))
+    table.__dict__["_shape_args"] = ((t.kind, *key[1:]), (tabs, consts))
+    return tabs, consts
 
 
 def segment_polytope_sat(table, ids, p0, p1):
@@ -219,41 +167,10 @@ def collide(table, ids_a, pos_a, quat_a, ids_b, pos_b, quat_b, margin=0.0):
     margin = per_row(margin, m)
     if np.any(np.isnan(margin)):
         raise EngineError("collide: margin is NaN; give a distance in metres (0 for touching only)")
-    kind_a = table.kind[ids_a]
-    kind_b = table.kind[ids_b]
-    if (kind_a == _POLYTOPE).all() and (kind_b == _POLYTOPE).all():
-        return collide_polytopes(table, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin)
     out = Manifolds(m)
-    swap = _RANK[kind_a] > _RANK[kind_b]
-    sw = swap[:, None]
-    ia = np.where(swap, ids_b, ids_a)
-    ib = np.where(swap, ids_a, ids_b)
-    pa = np.where(sw, pos_b, pos_a)
-    pb = np.where(sw, pos_a, pos_b)
-    ra = np.where(sw[:, :, None], rot_b, rot_a)
-    rb = np.where(sw[:, :, None], rot_a, rot_b)
-    ka = np.where(swap, kind_b, kind_a)
-    kb = np.where(swap, kind_a, kind_b)
-
-    # Three groups after normalisation: round-round, round-polytope, polytope-polytope; and
-    # pairs with a cylinder or cone (curved_contacts.py).
-    curved = is_curved(ka) | is_curved(kb)
-    round_a = (ka != _POLYTOPE) & ~curved
-    round_b = (kb != _POLYTOPE) & ~curved
-    groups = ((round_a & round_b, collide_round),
-              (round_a & ~round_b & ~curved, collide_round_polytope),
-              (~round_a & ~round_b & ~curved, collide_polytopes),
-              (curved, collide_curved))
-    for mask, routine in groups:
-        idx = np.nonzero(mask)[0]
-        if len(idx):
-            part = routine(table, ia[idx], pa[idx], ra[idx], ib[idx], pb[idx], rb[idx], margin[idx])
-            out._put(idx, part)
-    out.normal[swap] *= -1.0
-    out.simplex[swap] *= -1.0  # GJK's simplex lives on B - A
-    # Unused slots: +inf separation, zero id and point (routines may leave scratch there).
-    unused = np.arange(WIDTH)[None, :] >= out.count[:, None]
-    out.separation[unused] = np.inf
-    out.ids[unused] = 0
-    out.points[unused] = 0.0
+    tabs, consts = shape_args(table)
+    convex_pairs.shape_rows(ids_a, np.ascontiguousarray(pos_a), rot_a, ids_b,
+                            np.ascontiguousarray(pos_b), rot_b, margin, tabs, consts, out.normal,
+                            out.points, out.separation, out.ids, out.count, out.axis_kind,
+                            out.axis_index, out.distance, out.simplex, out.simplex_size)
     return out

@@ -1,22 +1,22 @@
 """The narrowphase of a collision pass whose candidate pairs are all polytope bodies (Box,
 ConvexHull): box and rock scenes, the common case.
 
-narrowphase.collide serves any mix of shapes and any caller, and pays for that in Python:
-per-pair gathers, quaternion matrices, the Manifolds record, three kernel calls and their
-results filtered and repacked in numpy, a few dozen numpy calls a pass whatever the number
-of pairs (about half a millisecond; 27 tumbling cubes spent more there than in all their
-solver substeps). Here the world hands over its body arrays and candidate pairs, and one
-kernel does the rest: the SAT queries and the face-biased choice (sat_kernels), every
-manifold (clip_kernels.manifolds), the soundness check (world.guard.sound_manifolds' rule)
-and the packing of the manifolds that have points. Same kernels, same arithmetic, same
-answers as collide_polytopes given the same rotation matrices.
+narrowphase.collide serves any caller, and pays for that in Python: per-pair gathers,
+quaternion matrices, the Manifolds record. Here the world hands over its body arrays and
+candidate pairs, and one kernel does the rest, with the pair table's manifold reuse: the SAT
+queries and the face-biased choice (sat_kernels), every manifold (clip_kernels.manifolds;
+both through convex_pairs.polytope_rows, as narrowphase.collide's polytope pairs), the
+soundness check (world.guard.sound_manifolds' rule) and the packing of the manifolds that
+have points. Same kernels, same arithmetic, same answers as narrowphase.collide given the
+same rotation matrices.
 """
 import numpy as np
 
 from ..core import detmath
 from ..core.jit import kernel
-from . import clip, clip_kernels, manifold_cache, sat_kernels
+from . import clip, clip_kernels, manifold_cache
 from .contacts import PairTable, table_row
+from .convex_pairs import polytope_rows, sound
 from .manifold_cache import rebuild_row, valid_row
 from .sat import ABS_TOL, PRUNE_GAUSS, REL_TOL, _box_edge_lut, _edge_arcs
 
@@ -62,35 +62,16 @@ def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, d
     marg = np.empty(f)
     _gather_fresh(ia, ib, sid, pos, rot_body, margin, row, ids_a, ids_b, pos_a, pos_b,
                   rot_a, rot_b, marg)
-    rot = np.empty((f, 3, 3))
-    trans = np.empty((f, 3))
-    out_f = np.empty((f, 3))
-    out_i = np.empty((f, 4), np.int64)
-    axis_e = np.empty((f, 3))
-    (is_box, box_half, npoints, points_t, nfaces, planes, face_loops, nedges, edges,
-     edge_dirs, edge_normals, edge_faces, bound_radius) = sat_tab
-    sat_kernels.queries(ids_a, ids_b, True, pos_a, rot_a, pos_b, rot_b, rot, trans, marg,
-                        True, PRUNE_GAUSS, is_box, box_half, lut, npoints, points_t, nfaces,
-                        planes, face_loops, nedges, edges, edge_dirs, edge_normals, edge_faces,
-                        arcs, bound_radius, out_f, out_i, axis_e)
-    separation = np.empty(f)
-    kind = np.empty(f, np.int8)
-    index = np.empty((f, 2), np.int64)
-    axis_sep = np.empty(f)
-    local = np.empty((f, 3))
     nrm = np.empty((f, 3))
-    sat_kernels.choose(ids_a, ids_b, rot_a, rot, planes, bound_radius, out_f, out_i, axis_e,
-                       REL_TOL, ABS_TOL, separation, kind, index, axis_sep, local, nrm)
+    a_kind = np.empty(f, np.int8)
+    a_index = np.empty((f, 2), np.int64)
     pts = np.zeros((f, 4, 3))
     s4 = np.full((f, 4), np.inf)
     id4 = np.zeros((f, 4), np.int64)
     cnt = np.zeros(f, np.int64)
-    a_kind = kind.copy()           # the SAT's answer in, the manifold's axis out
-    a_index = index.copy()
-    clip_kernels.manifolds(clip_tab, ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, rot, trans,
-                           marg, separation, kind, index, out_f[:, 2].copy(),
-                           out_i[:, 2:].copy(), axis_e, consts, True, nrm, a_kind, a_index,
-                           pts, s4, id4, cnt)
+    polytope_rows(ids_a, ids_b, pos_a, rot_a, pos_b, rot_b, marg, sat_tab, arcs, lut, clip_tab,
+                  consts, PRUNE_GAUSS, True, True, nrm, a_kind, a_index, pts, s4, id4, cnt,
+                  np.empty(f))
     # 3. Every manifold with points, in pair order.
     return _pack(ia, ib, pos, q, margin, row, table_rows[2], table_rows[3], geo_in,
                  (nrm, pts, s4, id4, cnt, a_kind, a_index), man, geo, pair, np.empty((3, 3)),
@@ -190,7 +171,7 @@ def _pack(ia, ib, pos, q, margin, row, t_count, t_ids, geo_in, fresh_man, man, g
             o_margin[out] = g_margin[r]
         else:
             c = cnt[j]
-            if c == 0 or not _sound(nrm[j], pts[j], s4[j], c):
+            if c == 0 or not sound(nrm[j], pts[j], s4[j], c):
                 j += 1
                 continue
             _put(normal[out], nrm[j])
@@ -216,20 +197,6 @@ def _pack(ia, ib, pos, q, margin, row, t_count, t_ids, geo_in, fresh_man, man, g
         pair[out] = i
         out += 1
     return out
-
-
-@kernel(inline="always")
-def _sound(n, pts, s, c):
-    """world.guard.sound_manifolds for one manifold: a finite unit normal and finite used
-    points and separations (a degenerate query's zero normal gave the solver NaN tangents)."""
-    n2 = n[0] * n[0] + n[1] * n[1] + n[2] * n[2]
-    if not abs(n2 - 1.0) < 1e-6:
-        return False
-    for j in range(c):
-        if not (np.isfinite(s[j]) and np.isfinite(pts[j, 0]) and np.isfinite(pts[j, 1])
-                and np.isfinite(pts[j, 2])):
-            return False
-    return True
 
 
 def collide_polytope_bodies(table, sid, pos, q, rot, ia, ib, margin, pairs=None,

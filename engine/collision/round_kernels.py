@@ -1,16 +1,16 @@
-"""Sphere and capsule contacts as compiled kernels: one call per group of pairs.
+"""Sphere and capsule contacts as compiled kernels, one pair at a time.
 
 A sphere's core is a point, a capsule's a segment (engine/collision/narrowphase.py describes
-the routes; these kernels are its round-round and round-polytope groups):
+the routes; convex_pairs.shape_rows runs these for every pair of the kinds):
 
-- ``round_round``: closest points of the two core segments, one point, and a second one for
+- ``round_round_pair``: closest points of the two core segments, one point, and a second one for
   two near-parallel capsules overlapping along their axes;
-- ``round_polytope``: cores apart, GJK on the cores (gjk_kernels.gjk_pair) for the exact
+- ``round_polytope_pair``: cores apart, GJK on the cores (gjk_kernels.gjk_pair) for the exact
   distance and normal, and a capsule whose normal is a face normal clipped to that face (2
   points lying on it); cores overlapping, the SAT of the point/segment against the polytope
   (exact), face axes clipped to the face, edge axes one point.
 
-Both fill the Manifolds arrays of narrowphase row by row with the same feature ids as always
+Both fill a row of the Manifolds arrays of narrowphase with the same feature ids as always
 (bits 59-61 ID_ROUND; bits 56-58 the route: 0 the core's closest points, 1 a face with the face
 in bits 8-23 and the end in bit 0, 2 an edge in bits 0-23), so the pair table's warm starting
 keeps working. The table is passed as the tuple ``round_table`` names.
@@ -85,7 +85,7 @@ def _core(points, rot, pos, s, p0, p1):
 
 
 @kernel
-def _round_round_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, i, normal, points,
+def round_round_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, i, normal, points,
                       separation, ids, count, axis_kind, distance, ws, basis):
     points_t, radius, bound = tab[0], tab[2], tab[3]
     p0 = ws[0:3]
@@ -178,18 +178,6 @@ def _round_round_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, i, normal, 
 # Capsules closer to parallel than this (sine of the angle) get 2 points (each with its own
 # honest separation), so a capsule lying on another does not rock on a single point.
 CAPSULE_PARALLEL_SIN = 0.02
-
-
-@kernel
-def round_round(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, normal, points,
-                separation, ids, count, axis_kind, distance):
-    """Sphere/capsule pairs (narrowphase.collide's round-round group), every row."""
-    ws = np.empty(48)
-    basis = np.empty((3, 3))
-    for i in range(len(ids_a)):
-        _round_round_pair(tab, ids_a[i], ids_b[i], rot_a[i], pos_a[i], rot_b[i], pos_b[i],
-                          margin[i], i, normal, points, separation, ids, count, axis_kind,
-                          distance, ws, basis)
 
 
 @kernel
@@ -364,7 +352,7 @@ def _edge_contact(tab, b, e, p0, p1, u, s, rot_b, pos_b, rad, margin, i, normal,
 
 
 @kernel
-def _round_polytope_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, consts, i, normal,
+def round_polytope_pair(tab, a, b, rot_a, pos_a, rot_b, pos_b, margin, consts, i, normal,
                          points, separation, ids, count, axis_kind, axis_index, distance,
                          simplex, simplex_size, ws, pa, pb, rel_rot, S, SA, SB, used, lam,
                          scratch):
@@ -474,25 +462,12 @@ FACE_ALIGN = 1e-4
 
 
 @kernel
-def round_polytope(tab, ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, bias, normal, points,
-                   separation, ids, count, axis_kind, axis_index, distance, simplex,
-                   simplex_size):
-    """Sphere/capsule A against polytope B (narrowphase.collide's round-polytope group), every
-    row. bias: the SAT's face bias (sat.REL_TOL, sat.ABS_TOL)."""
-    ws = np.empty(48)
+def round_scratch(tab, bias):
+    """round_round_pair's and round_polytope_pair's arrays, allocated once per batch by
+    their caller (convex_pairs.shape_rows): ws, basis, then the GJK state (A's core, B's
+    points, B in A's frame, simplex, weights, gjk_scratch) and consts (zero, identity, the
+    SAT's face bias sat.REL_TOL, sat.ABS_TOL)."""
     vmax = tab[0].shape[1]
-    pa = np.empty((2, 3))
-    pb = np.empty((vmax, 3))
-    rel_rot = np.empty((3, 3))
-    S = np.empty((4, 3))
-    SA = np.empty((4, 3))
-    SB = np.empty((4, 3))
-    used = np.empty(4, np.bool_)
-    lam = np.empty(4)
-    scratch = gjk_scratch()
-    consts = (np.zeros(3), np.eye(3), bias)
-    for i in range(len(ids_a)):
-        _round_polytope_pair(tab, ids_a[i], ids_b[i], rot_a[i], pos_a[i], rot_b[i], pos_b[i],
-                             margin[i], consts, i, normal, points, separation, ids, count,
-                             axis_kind, axis_index, distance, simplex, simplex_size, ws, pa, pb,
-                             rel_rot, S, SA, SB, used, lam, scratch)
+    return (np.empty(48), np.empty((3, 3)), np.empty((2, 3)), np.empty((vmax, 3)),
+            np.empty((3, 3)), np.empty((4, 3)), np.empty((4, 3)), np.empty((4, 3)),
+            np.empty(4, np.bool_), np.empty(4), gjk_scratch(), (np.zeros(3), np.eye(3), bias))

@@ -105,7 +105,8 @@ def _round_shapes():
 
 def _round_queries():
     """Distances of overlapping round cores and of a cylinder (the viewport's query overlay
-    and the public engine.distance): the row kernels of queries' exact distances."""
+    and the public engine.distance): the row kernels of queries' exact distances; and a
+    manifold of two boxes through narrowphase.collide."""
     from ..collision.queries import distance
     from ..shapes.curved import Cylinder
     from ..shapes.primitives import Box, Capsule, Sphere
@@ -119,6 +120,10 @@ def _round_queries():
         np.eye(3)[None])
     distance(Capsule(0.1, 0.4), (0.0, 0.0, 0.0), q, Capsule(0.1, 0.4), (0.0, 0.0, 0.05),
              (0.7071, 0.7071, 0.0, 0.0))
+    # narrowphase.collide's polytope pairs (the overlay's manifold query; compound parts).
+    from ..collision.queries import contact_manifold
+    contact_manifold(Box([0.2, 0.2, 0.2]), (0.0, 0.0, 0.0), q, Box([0.2, 0.2, 0.2]),
+                     (0.0, 0.0, 0.35), q)
 
 
 def _compound_on_mesh():

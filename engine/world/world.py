@@ -45,7 +45,12 @@ from ..collision import manifold_cache
 from ..collision.bounds import world_bounds
 from ..collision.broadphase import Broadphase, overlapping
 from ..collision.contacts import PairTable, check_body_count, key_bodies, pair_keys
-from ..collision.nonconvex import body_mass_properties, check_body_shape, collide_bodies
+from ..collision.nonconvex import (
+    body_mass_properties,
+    check_body_shape,
+    collide_bodies,
+    collide_convex_bodies,
+)
 from ..collision.polytope_pairs import (
     NO_REUSE,
     REUSE_ALL,
@@ -1118,9 +1123,17 @@ class World(BodyControl, JointWorldMixin):
             st.manifold_reuse_angle)
 
     def _other_manifolds(self, ia, ib, margin):
-        """(pair, sub, out) of collide_bodies for the other pairs, with captures that are
-        never reused (manifold_cache.empty: a NaN margin)."""
+        """(pair, sub, out) of the other pairs, with captures that are never reused
+        (manifold_cache.empty: a NaN margin): convex ones (round and curved shapes) in one
+        kernel (collide_convex_bodies), a pass with a compound or a mesh through
+        collide_bodies."""
         sid, pos, q = self._v("shape"), self._v("pos"), self._v("q")
+        if self._collide is None:
+            res = collide_convex_bodies(self.table, sid, pos, q, ia, ib, margin)
+            if res is not None:
+                pair, out = res
+                out["geo"] = manifold_cache.empty(len(pair))
+                return pair, np.zeros(len(pair), dtype=np.int64), out
         res = collide_bodies(self.table, sid[ia], pos[ia], q[ia], sid[ib], pos[ib], q[ib],
                              margin=margin, collide=self._collide)
         man = res.manifolds
