@@ -181,11 +181,10 @@ def run_pass(solver, joints, refresh, struck, nsub, h, iterations, relax, vel, x
     while True:
         checks = _NO_REFRESH if refresh is None else (refresh.kernel_state(), shared,
                                                        solver_rows(solver))
-        s, event = run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose,
-                                       act, movers, gravity, lin_f, ang_f, gyro, inertia_g,
-                                       contacts, checks, hits, every,
-                                       _NO_FIELDS if fields is None else fields,
-                                       relax_every, points, rows, geo)
+        s, event = run_substeps(s, nsub, iterations, relax, h, vel, x, q, dpose, act, movers,
+                                gravity, lin_f, ang_f, gyro, inertia_g, contacts, checks,
+                                hits, every, _NO_FIELDS if fields is None else fields,
+                                relax_every, points, rows, geo)
         if event == RECOLLIDE:
             recollide(s)
             contacts = _contact_rows(solver)
