@@ -230,8 +230,9 @@ def collide_convex_bodies(table, sid, pos, q, ia, ib, margin):
     (normal, points, separation, count, ids, axis_kind, axis_index); or None if a shape is
     a compound or a triangle mesh (collide_bodies takes those)."""
     m = len(ia)
-    man = (np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4)), np.empty(m, np.int64),
-           np.empty((m, 4), np.int64), np.empty(m, np.int8), np.empty((m, 2), np.int64))
+    man: tuple[np.ndarray, ...] = (
+        np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4)), np.empty(m, np.int64),
+        np.empty((m, 4), np.int64), np.empty(m, np.int8), np.empty((m, 2), np.int64))
     pair = np.empty(m, np.int64)
     tabs, consts = shape_args(table)
     c = np.ascontiguousarray
