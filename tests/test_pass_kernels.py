@@ -127,33 +127,3 @@ def test_non_finite_impulses_become_zero_and_the_rest_stay():
     for a, w in zip(arrays, want):
         np.testing.assert_array_equal(a, w)
 
-
-def test_supports_first_sorts_only_polytope_pairs_by_height_in_their_slots():
-    """engine.world.sweep.supports_first against a direct reading of its rule: the other
-    manifolds keep their slots; the polytope pairs' slots hold them lowest first along
-    gravity (mean of the used points), ties in the colour order's."""
-    from engine.world.sweep import supports_first
-    rng = np.random.default_rng(11)
-    n, m = 9, 40
-    poly = rng.random(n) < 0.7
-    ia, ib = rng.integers(0, n, m), rng.integers(0, n, m)
-    points = rng.uniform(-1.0, 1.0, (m, 4, 3))
-    count = rng.integers(1, 5, m)
-    points[5], points[6], count[5], count[6] = points[4], points[4], count[4], count[4]  # ties
-    gravity = np.array([0.0, 0.0, -9.81])
-    colour = rng.permutation(m)
-    order = colour.copy()
-    supports_first(order, poly, ia, ib, points, count, gravity)
-
-    is_poly = poly[ia] & poly[ib]
-    height = np.array([points[i, :count[i], 2].mean() for i in range(m)])
-    slots = [k for k in range(m) if is_poly[colour[k]]]
-    want = sorted((colour[k] for k in slots), key=lambda i: (height[i], slots.index(
-        int(np.flatnonzero(colour == i)[0]))))
-    assert sorted(order.tolist()) == list(range(m))
-    assert all(order[k] == colour[k] for k in range(m) if not is_poly[colour[k]])
-    assert [int(order[k]) for k in slots] == [int(i) for i in want]
-
-    flat = colour.copy()                                # no gravity: nothing to sort by
-    supports_first(flat, poly, ia, ib, points, count, np.zeros(3))
-    assert np.array_equal(flat, colour)
