@@ -127,3 +127,40 @@ def test_non_finite_impulses_become_zero_and_the_rest_stay():
     for a, w in zip(arrays, want):
         np.testing.assert_array_equal(a, w)
 
+
+def test_supports_first_sorts_only_polytope_pairs_pressing_along_gravity_by_height():
+    """engine.world.sweep.supports_first against a direct reading of its rule: the other
+    manifolds keep their slots; the slots of the polytope pairs whose normal is within 45
+    degrees of gravity (either way) hold them lowest first along gravity (mean of the used
+    points), ties in the colour order's."""
+    from engine.world.sweep import supports_first
+    rng = np.random.default_rng(11)
+    n, m = 9, 60
+    poly = rng.random(n) < 0.7
+    ia, ib = rng.integers(0, n, m), rng.integers(0, n, m)
+    normal = rng.normal(size=(m, 3))
+    normal /= np.linalg.norm(normal, axis=1)[:, None]
+    normal[:4] = [[0, 0, 1], [0, 0, -1], [1, 0, 0], [0.6, 0, 0.8]]   # the plain cases
+    points = rng.uniform(-1.0, 1.0, (m, 4, 3))
+    count = rng.integers(1, 5, m)
+    points[5], points[6], count[5], count[6] = points[4], points[4], count[4], count[4]  # ties
+    normal[5] = normal[6] = normal[4] = [0, 0.6, -0.8]
+    gravity = np.array([0.0, 0.0, -9.81])
+    colour = rng.permutation(m)
+    order = colour.copy()
+    supports_first(order, poly, ia, ib, normal, points, count, gravity)
+
+    steep = np.degrees(np.arccos(np.abs(normal[:, 2]))) <= 45.0
+    sorted_ = poly[ia] & poly[ib] & steep
+    height = np.array([points[i, :count[i], 2].mean() for i in range(m)])
+    slots = [k for k in range(m) if sorted_[colour[k]]]
+    want = sorted((colour[k] for k in slots), key=lambda i: (height[i], slots.index(
+        int(np.flatnonzero(colour == i)[0]))))
+    assert sorted(order.tolist()) == list(range(m))
+    assert 10 < len(slots) < m - 10
+    assert all(order[k] == colour[k] for k in range(m) if not sorted_[colour[k]])
+    assert [int(order[k]) for k in slots] == [int(i) for i in want]
+
+    flat = colour.copy()                                # no gravity: nothing to sort by
+    supports_first(flat, poly, ia, ib, normal, points, count, np.zeros(3))
+    assert np.array_equal(flat, colour)

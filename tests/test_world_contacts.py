@@ -252,19 +252,13 @@ def test_pair_table_matches_by_feature_id():
     np.testing.assert_array_equal(n2[1], 0.0)
 
 
-@pytest.mark.parametrize("dt", [DTS[0], pytest.param(DTS[1], marks=pytest.mark.xfail(
-    strict=True, reason="known, open: the block sinks ~40 mm into the plate at 1/60 s"))])
+@pytest.mark.parametrize("dt", DTS)
 def test_block_dropped_on_a_plate_edge_stays_out(dt):
     """A 10 kg block falling at 4 m/s onto the edge of a 1 kg plate lying on the ground: the
-    plate tips under it and the ground holds it. Depth by the exact signed distance
-    (tests/oracle.py).
-
-    Open at 1/60 s: the solver sweeps the block's contact before the ground's, and the
-    ground's push on the plate, solved last, undoes the block's contact in every biased
-    sweep: the block sinks ~40 mm. Sweeping the contacts from the lowest up fixed this (and
-    took the six rock seeds' worst depth from 20.8 to 17.1 mm) but let a cube dropped at a
-    cup come to rest on its rim and a ball in a bowl mesh sink 2.5 mm
-    (tests/test_nonconvex_world.py): not taken yet."""
+    plate tips under it and the ground holds it. The solver sweeps the ground's contact
+    before the block's (engine.world.sweep): swept the other way, the ground's push on the
+    plate, solved last, undid the block's contact in every biased sweep and the block sank
+    ~40 mm into the plate at 1/60 s. Depth by the exact signed distance (tests/oracle.py)."""
     import oracle
 
     w = World(sleeping=False)

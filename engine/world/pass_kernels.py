@@ -15,6 +15,7 @@ from ..dynamics.integrate import _damping_factors
 from ..dynamics.round_bodies import round_flags
 from ..dynamics.sleep import moving_bodies
 from ..dynamics.struck import REACH_SHARE
+from .sweep import supports_first
 
 
 @kernel
@@ -165,12 +166,13 @@ def manifold_inputs(ia, ib, normal, awake, gravity, friction, restitution, accel
 def contact_setup(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, ia, ib, sub,
                   normal, points, separation, count, ids, awake, gravity, friction,
                   restitution, visit, x_com, inv_mass, inv_i, box_axes, box_lo, box_hi, reach,
-                  round_axes, vel, h, rows):
+                  round_axes, vel, h, poly, rows):
     """A pass's contact solver set-up, in one call (World._solve): the warm-start impulses
     the pair table (t_...) holds for the manifolds (keys, sub, ids, count: its match_rows),
     gravity along their normals and their mixed coefficients (manifold_inputs), the sweep
-    order (dynamics.graph.sweep_order; visit its hash order), and the solver's rows in that
-    order (dynamics.contact_kernels.prepare into rows: ContactSolver.prepared()). Returns
+    order (dynamics.graph.sweep_order, visit its hash order, with the polytope pairs -- both
+    bodies flagged in poly (N,) -- supports first: engine.world.sweep), and the solver's rows
+    in that order (dynamics.contact_kernels.prepare into rows: ContactSolver.prepared()). Returns
     the sweep order."""
     m = ia.shape[0]
     warm_n = np.zeros((m, 4))
@@ -183,6 +185,7 @@ def contact_setup(t_keys, t_sub, t_ids, t_count, t_normal, t_friction, keys, ia,
     e = np.empty(m)
     manifold_inputs(ia, ib, normal, awake, gravity, friction, restitution, accel_n, mu, e)
     order = sweep_order(ia, ib, awake, visit)
+    supports_first(order, poly, ia, ib, normal, points, count, gravity)
     (idx, cnt, fr, rest, acc, ima, imb, axa, axb, dirs, ra, rb, jang, mang, kmat, eff, kp, imp,
      sep0, v_impact) = rows
     prepare(order, ia, ib, normal, points, separation, count, mu, e, accel_n, inv_mass, x_com,

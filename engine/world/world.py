@@ -735,7 +735,7 @@ class World(BodyControl, JointWorldMixin):
         x, q, vel = self._v("x"), self._v("q"), self._v("vel")
         awake, act, movers, inv_mass, inv_i = pb.awake, pb.act, pb.movers, pb.inv_mass, pb.inv_i
         normal = man["normal"]
-        # 5-6. Warm start from the pair table, the solver's rows in colour order: one call.
+        # 5-6. Warm start from the pair table, the solver's rows in sweep order: one call.
         t = self.pairs
         solver = ContactSolver.blank(len(ia), h, self.settings, pb.round_axes is not None)
         solver.order = contact_setup(
@@ -743,7 +743,7 @@ class World(BodyControl, JointWorldMixin):
             man["points"], man["separation"], man["count"], man["ids"], awake, self.gravity,
             self._v("friction"), self._v("restitution"), hash_order(len(ia)), x, inv_mass,
             inv_i, *pb.box, self._reach(), NO_AXES if pb.round_axes is None else pb.round_axes,
-            vel, float(h), solver.prepared())
+            vel, float(h), self._polytope_bodies(), solver.prepared())
         joints = (self._joint_solver(awake, inv_mass, inv_i, h,  # None without live joints
                                      contact_bodies=np.concatenate((ia, ib)))
                   if self.joints.n else None)
