@@ -255,8 +255,8 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
 def _sweep_manifold(i, npts, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat, eff,
                     kp, sep0, imp, max_normal, friction, soft, work):
     """solve_pass on manifold i, of npts used slots. The stages are written out here, with
-    scalars where they fit: the arithmetic of the helpers (_row_velocity, _push), in their
-    order."""
+    scalars where they fit (the arithmetic of _row_velocity, in its order); the bodies take
+    the manifold's impulse change by _push."""
     u = work[0]
     lam0 = work[1]
     a_n = work[2]
@@ -407,43 +407,8 @@ def _sweep_manifold(i, npts, use_bias, vel, dpose, idx, dirs, ima, imb, jang, ma
         imp[i, r] = f0
         imp[i, r + 1] = f1
 
-    # The bodies take M^-1 J^T (imp - lam0) (as _push).
-    f0 = 0.0
-    f1 = 0.0
-    f2 = 0.0
-    wa0 = 0.0
-    wa1 = 0.0
-    wa2 = 0.0
-    wb0 = 0.0
-    wb1 = 0.0
-    wb2 = 0.0
-    for p in range(npts):
-        for di in range(3):
-            r = p if di == 0 else 3 + 2 * p + di
-            d = imp[i, r] - lam0[r]
-            f0 += d * dirs[i, di, 0]
-            f1 += d * dirs[i, di, 1]
-            f2 += d * dirs[i, di, 2]
-            wa0 += d * mang[i, r, 0]
-            wa1 += d * mang[i, r, 1]
-            wa2 += d * mang[i, r, 2]
-            wb0 += d * mang[i, r, 3]
-            wb1 += d * mang[i, r, 4]
-            wb2 += d * mang[i, r, 5]
-    ma = ima[i]
-    mb = imb[i]
-    vel[a, 0] -= ma * f0
-    vel[a, 1] -= ma * f1
-    vel[a, 2] -= ma * f2
-    vel[a, 3] += wa0
-    vel[a, 4] += wa1
-    vel[a, 5] += wa2
-    vel[b, 0] += mb * f0
-    vel[b, 1] += mb * f1
-    vel[b, 2] += mb * f2
-    vel[b, 3] += wb0
-    vel[b, 4] += wb1
-    vel[b, 5] += wb2
+    # The bodies take M^-1 J^T (imp - lam0).
+    _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, True)
 
 
 @kernel
