@@ -225,28 +225,21 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
     sweep with accumulated-impulse clamping, Coulomb friction with the disc clamp, then the
     body velocities (why each stage is there: ContactSolver.solve).
 
-    The manifold's stages are compiled once per point count (1-4, the count a constant in
-    each copy, so that its loops are unrolled; a point count that changes from manifold to
-    manifold is otherwise a mispredicted branch at the end of each of their loops): about
-    10 % off the sweep on the 1000-cube scenes (bench/bench_solver.py). Without reference
-    counting (the scratch comes from the caller): numba takes a reference on every array an
-    inlined helper is given and drops it at the helper's end (atomic calls), which made the
-    sweep twice as slow."""
+    The manifold's stages are compiled twice: for any point count, and for a manifold of
+    none (a pair engine.world.recollide found apart: a fifth to a quarter of a tumbling
+    pile's manifolds), where the count is a constant and the loops over points vanish.
+    A copy per count 1-4, loops unrolled, swept 3-6 % faster (ns a manifold, captured
+    passes of bench_speed's cubes216/cubes1000/rocks125), but each copy is ~4 s of cold
+    compile (9 s for 4 points) and is compiled again into every kernel that calls
+    solve_pass (run_substeps, three times). Without reference counting (the scratch comes
+    from the caller): numba takes a reference on every array an inlined helper is given and
+    drops it at the helper's end (atomic calls), which made the sweep twice as slow."""
     for i in range(idx.shape[0]):
         n = count[i]
-        if n == 4:
-            _sweep_manifold(i, 4, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
+        if n == 0:
+            _sweep_manifold(i, 0, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
                             eff, kp, sep0, imp, max_normal, friction, soft, work)
-        elif n == 3:
-            _sweep_manifold(i, 3, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
-                            eff, kp, sep0, imp, max_normal, friction, soft, work)
-        elif n == 2:
-            _sweep_manifold(i, 2, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
-                            eff, kp, sep0, imp, max_normal, friction, soft, work)
-        elif n == 1:
-            _sweep_manifold(i, 1, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
-                            eff, kp, sep0, imp, max_normal, friction, soft, work)
-        else:      # 0: a pair engine.world.recollide found apart
+        else:
             _sweep_manifold(i, n, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
                             eff, kp, sep0, imp, max_normal, friction, soft, work)
 
@@ -255,8 +248,8 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
 def _sweep_manifold(i, npts, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat, eff,
                     kp, sep0, imp, max_normal, friction, soft, work):
     """solve_pass on manifold i, of npts used slots. The stages are written out here, with
-    scalars where they fit: the arithmetic of the helpers (_row_velocity, _push), in their
-    order."""
+    scalars where they fit (the arithmetic of _row_velocity, in its order); the bodies take
+    the manifold's impulse change by _push."""
     u = work[0]
     lam0 = work[1]
     a_n = work[2]
@@ -407,43 +400,8 @@ def _sweep_manifold(i, npts, use_bias, vel, dpose, idx, dirs, ima, imb, jang, ma
         imp[i, r] = f0
         imp[i, r + 1] = f1
 
-    # The bodies take M^-1 J^T (imp - lam0) (as _push).
-    f0 = 0.0
-    f1 = 0.0
-    f2 = 0.0
-    wa0 = 0.0
-    wa1 = 0.0
-    wa2 = 0.0
-    wb0 = 0.0
-    wb1 = 0.0
-    wb2 = 0.0
-    for p in range(npts):
-        for di in range(3):
-            r = p if di == 0 else 3 + 2 * p + di
-            d = imp[i, r] - lam0[r]
-            f0 += d * dirs[i, di, 0]
-            f1 += d * dirs[i, di, 1]
-            f2 += d * dirs[i, di, 2]
-            wa0 += d * mang[i, r, 0]
-            wa1 += d * mang[i, r, 1]
-            wa2 += d * mang[i, r, 2]
-            wb0 += d * mang[i, r, 3]
-            wb1 += d * mang[i, r, 4]
-            wb2 += d * mang[i, r, 5]
-    ma = ima[i]
-    mb = imb[i]
-    vel[a, 0] -= ma * f0
-    vel[a, 1] -= ma * f1
-    vel[a, 2] -= ma * f2
-    vel[a, 3] += wa0
-    vel[a, 4] += wa1
-    vel[a, 5] += wa2
-    vel[b, 0] += mb * f0
-    vel[b, 1] += mb * f1
-    vel[b, 2] += mb * f2
-    vel[b, 3] += wb0
-    vel[b, 4] += wb1
-    vel[b, 5] += wb2
+    # The bodies take M^-1 J^T (imp - lam0).
+    _push(i, a, b, vel, npts, dirs, ima, imb, mang, imp, lam0, True)
 
 
 @kernel
