@@ -225,19 +225,20 @@ def solve_pass(vel, dpose, use_bias, idx, count, dirs, ima, imb, jang, mang, kma
     sweep with accumulated-impulse clamping, Coulomb friction with the disc clamp, then the
     body velocities (why each stage is there: ContactSolver.solve).
 
-    The manifold's stages are compiled twice: for any point count, and for a manifold of
-    none (a pair engine.world.recollide found apart: a fifth to a quarter of a tumbling
-    pile's manifolds), where the count is a constant and the loops over points vanish.
-    A copy per count 1-4, loops unrolled, swept 3-6 % faster (ns a manifold, captured
-    passes of bench_speed's cubes216/cubes1000/rocks125), but each copy is ~4 s of cold
-    compile (9 s for 4 points) and is compiled again into every kernel that calls
+    A manifold of no points (a pair engine.world.recollide found apart: a fifth to a
+    quarter of a tumbling pile's) has nothing to sweep. The stages are compiled twice: for 4
+    points (box faces), the count a constant so that the loops unroll (~10 % off the sweep
+    of the 1000-cube pile), and for any count. A copy per count 1-4 was no faster, and each
+    copy costs ~4-9 s of cold compile and is compiled again into every kernel that calls
     solve_pass (run_substeps, three times). Without reference counting (the scratch comes
     from the caller): numba takes a reference on every array an inlined helper is given and
     drops it at the helper's end (atomic calls), which made the sweep twice as slow."""
     for i in range(idx.shape[0]):
         n = count[i]
-        if n == 0:
-            _sweep_manifold(i, 0, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
+        if n == 0:      # a pair engine.world.recollide found apart: nothing to sweep
+            continue
+        if n == 4:
+            _sweep_manifold(i, 4, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
                             eff, kp, sep0, imp, max_normal, friction, soft, work)
         else:
             _sweep_manifold(i, n, use_bias, vel, dpose, idx, dirs, ima, imb, jang, mang, kmat,
