@@ -13,11 +13,12 @@ its normal (and GJK simplex) flipped back:
                                and the face-biased choice of sat_kernels, every manifold by
                                clip_kernels.manifolds), as polytope_pairs does
 
-``body_pairs`` is the world's pass over body pairs whose shapes are convex (spheres, capsules,
-cylinders and cones among them): the bounding-sphere cull, the rotation matrices of the
-normalised body quaternions (quat.matrix_of: quat.to_matrix term for term), shape_rows, and
-the manifolds that have points and are sound packed in pair order. narrowphase.collide and
-nonconvex.collide_bodies (compound parts) are the Python entry points of shape_rows.
+``culled_rows`` is the world's pass over its body pairs that are not two polytopes (spheres,
+capsules, cylinders and cones among them; polytope_pairs runs it in the same kernel as the
+polytope pairs): the bounding-sphere cull, the rotation matrices of the normalised body
+quaternions (quat.matrix_of: quat.to_matrix term for term) and shape_rows.
+narrowphase.collide and nonconvex.collide_bodies (compound parts) are the Python entry points
+of shape_rows.
 """
 import numpy as np
 
@@ -250,24 +251,20 @@ def _polytope_part(ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, margin, kind, n_pol
 
 
 @kernel
-def body_pairs(ia, ib, sid, pos, qn, margin, tabs, consts, man, pair):
-    """The manifolds of M candidate body pairs (ia, ib) whose shapes (sid, into the table)
-    are convex, at body origins pos and normalised quaternions qn, with margins (M,): the
-    pairs whose bounding spheres come within the margin (nonconvex._within_reach's test) go
-    through shape_rows; those with points and sound (world.guard.sound_manifolds' rule) are
-    packed to the front of man (normal, points, separation, count, ids, axis_kind,
-    axis_index), their pair index in pair, in pair order. Returns how many, or -1 (nothing
-    written) if a shape is a compound or a triangle mesh."""
-    kind = tabs[0]
+def culled_rows(ia, ib, sid, pos, qn, margin, take, tabs, consts):
+    """The manifolds of the candidate body pairs i with take[i] (convex shapes sid (N,) into
+    the table, at body origins pos and normalised quaternions qn, margins (M,)) whose
+    bounding spheres come within the margin (nonconvex._within_reach's test), through
+    shape_rows with the rotation matrices of qn (quat.matrix_of). Returns (rows, their pair
+    indices in order; normal, points, separation, ids, count, axis_kind, axis_index: their
+    narrowphase.Manifolds arrays)."""
     bound = tabs[1][3]
     m = ia.shape[0]
-    for i in range(m):
-        for s in (sid[ia[i]], sid[ib[i]]):
-            if kind[s] == COMPOUND or kind[s] == TRIANGLE_MESH:
-                return -1
     rows = np.empty(m, np.int64)
     k = 0
     for i in range(m):
+        if not take[i]:
+            continue
         a = ia[i]
         b = ib[i]
         d0 = pos[b, 0] - pos[a, 0]
@@ -306,26 +303,7 @@ def body_pairs(ia, ib, sid, pos, qn, margin, tabs, consts, man, pair):
     shape_rows(ids_a, pos_a, rot_a, ids_b, pos_b, rot_b, marg, tabs, consts, nrm, pts, s4,
                id4, cnt, a_kind, a_index, np.empty(k), np.empty((k, 4, 3)),
                np.empty(k, np.int64))
-    normal, points, sep, count, ids, axis_kind, axis_index = man
-    out = 0
-    for j in range(k):
-        c = cnt[j]
-        if c == 0 or not sound(nrm[j], pts[j], s4[j], c):
-            continue
-        for p in range(4):
-            for q in range(3):
-                points[out, p, q] = pts[j, p, q]
-            sep[out, p] = s4[j, p]
-            ids[out, p] = id4[j, p]
-        for q in range(3):
-            normal[out, q] = nrm[j, q]
-        count[out] = c
-        axis_kind[out] = a_kind[j]
-        axis_index[out, 0] = a_index[j, 0]
-        axis_index[out, 1] = a_index[j, 1]
-        pair[out] = rows[j]
-        out += 1
-    return out
+    return rows[:k].copy(), nrm, pts, s4, id4, cnt, a_kind, a_index
 
 
 @kernel(inline="always")

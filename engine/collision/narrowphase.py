@@ -17,8 +17,8 @@ back:
                         (round_kernels)
     a cylinder or cone  curved_contacts.py's method (curved_kernels)
 
-The world's collision pass calls the same kernel through convex_pairs.body_pairs (and
-polytope_pairs for polytope pairs, with manifold reuse).
+The world's collision pass calls the same kernel through polytope_pairs (its pairs of two
+polytopes with manifold reuse, the others through convex_pairs.culled_rows, one call).
 
 Output: ``Manifolds`` of fixed width 4 (see engine/README.md).
 """

@@ -19,9 +19,8 @@ from the first body of the pair to the second, as in collide(). ``sub`` is exact
 table (engine.collision.contacts, keyed by (body pair, sub)) never confuses two manifolds of a pair.
 
 engine.world.world.World calls ``check_body_shape`` and ``body_mass_properties`` when a body is added
-and, every pass, ``collide_convex_bodies`` (pairs of convex bodies of any kinds, one kernel:
-convex_pairs.body_pairs), or ``collide_bodies`` where a compound or a mesh is among the
-pairs; nothing here knows about the world.
+and ``collide_bodies`` in a pass where a compound or a mesh is among the pairs (the other
+passes go through polytope_pairs, one kernel); nothing here knows about the world.
 """
 import numpy as np
 
@@ -30,7 +29,6 @@ from ..core.kinds import ShapeKind
 from ..core.vec import per_row
 from ..shapes.compound import Compound
 from ..shapes.trimesh import TriangleMesh, check_body_shape
-from .convex_pairs import body_pairs
 from .mesh_contacts import (
     MAX_CLUSTERS,
     collide_convex_triangles,
@@ -38,7 +36,7 @@ from .mesh_contacts import (
     reduce_manifolds,
 )
 from .mesh_kernels import mesh_row_boxes
-from .narrowphase import Manifolds, shape_args
+from .narrowphase import Manifolds
 
 __all__ = [
     "CLUSTER_STRIDE",
@@ -48,7 +46,6 @@ __all__ = [
     "body_mass_properties",
     "check_body_shape",
     "collide_bodies",
-    "collide_convex_bodies",
 ]
 
 # Kinds as plain ints: numpy compares arrays with an enum member through its dunder probes.
@@ -216,32 +213,6 @@ def collide_bodies(table, sid_a, pos_a, q_a, sid_b, pos_b, q_b, margin=0.0, coll
             setattr(total, name, getattr(total, name)[order])
         pair, sub = pair[order], sub[order]
     return BodyContacts(total, pair, sub)
-
-
-_MAN_NAMES = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
-
-
-def collide_convex_bodies(table, sid, pos, q, ia, ib, margin):
-    """Manifolds of M body pairs (ia, ib) whose shapes (sid (N,) into the ShapeTable) are
-    convex, at body origins pos (N, 3) and quaternions q (N, 4), with margins (M,), in one
-    kernel (convex_pairs.body_pairs: the bounding-sphere cull, narrowphase.collide's routes
-    and the soundness check). Returns (pair, out): the index into ia of each manifold with
-    points (sorted, one per pair) and a dict of its arrays as World._narrowphase keeps them
-    (normal, points, separation, count, ids, axis_kind, axis_index); or None if a shape is
-    a compound or a triangle mesh (collide_bodies takes those)."""
-    m = len(ia)
-    man: tuple[np.ndarray, ...] = (
-        np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4)), np.empty(m, np.int64),
-        np.empty((m, 4), np.int64), np.empty(m, np.int8), np.empty((m, 2), np.int64))
-    pair = np.empty(m, np.int64)
-    tabs, consts = shape_args(table)
-    c = np.ascontiguousarray
-    k = body_pairs(c(ia, dtype=np.int64), c(ib, dtype=np.int64), c(sid, dtype=np.int64),
-                   c(pos, dtype=np.float64), quat.normalize(q), c(margin, dtype=np.float64),
-                   tabs, consts, man, pair)
-    if k < 0:
-        return None
-    return pair[:k], {name: v[:k] for name, v in zip(_MAN_NAMES, man)}
 
 
 def _convex_side_first(flip, rows, sa, xa, qa, sb, xb, qb):

@@ -12,12 +12,13 @@ same rotation matrices.
 """
 import numpy as np
 
-from ..core import detmath
+from ..core import detmath, quat
 from ..core.jit import kernel
 from . import clip, clip_kernels, manifold_cache
 from .contacts import PairTable, table_row
-from .convex_pairs import polytope_rows, sound
+from .convex_pairs import COMPOUND, POLYTOPE, TRIANGLE_MESH, culled_rows, polytope_rows, sound
 from .manifold_cache import rebuild_row, valid_row
+from .narrowphase import shape_args
 from .sat import ABS_TOL, PRUNE_GAUSS, REL_TOL, _box_edge_lut, _edge_arcs
 
 # clip_kernels.manifolds' constants (as narrowphase._CONSTS).
@@ -27,15 +28,18 @@ _NO_TABLE = PairTable()     # what _collide reads when nothing may be reused
 
 # reuse modes of _collide: no reuse; each pair on its own; all pairs or none.
 NO_REUSE, REUSE_EACH, REUSE_ALL = 0, 1, 2
+# _manifolds' row[i] of a pair the table does not answer: two polytopes (SAT and clipping),
+# or not (convex_pairs.culled_rows); a table row (>= 0) otherwise.
+FRESH, ROUND = -1, -2
 
 
 @kernel
 def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, distance,
              cos_half_angle, sat_tab, arcs, lut, clip_tab, consts, man, geo, pair):
-    """Manifolds of the M body pairs (ia, ib) with at least one point and sound, packed to the
-    front of the outputs man (normal, points, separation, count, ids, axis_kind, axis_index)
-    and geo (manifold_cache.COLUMNS' arrays: what the pair table keeps), with pair (their
-    index in ia), in pair order. Returns how many.
+    """Manifolds of the M body pairs (ia, ib), all of two polytopes, with at least one point
+    and sound, packed to the front of the outputs man (normal, points, separation, count,
+    ids, axis_kind, axis_index) and geo (manifold_cache.COLUMNS' arrays: what the pair table
+    keeps), with pair (their index in ia), in pair order. Returns how many.
 
     A pair whose manifold the pair table (table_rows: keys, sub, count, ids; geo_in: its
     captured geometry) can give again (manifold_cache.valid_row) is rebuilt from it and
@@ -44,15 +48,62 @@ def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, d
     This kernel allocates; the per-pair loops run in kernels without reference counting
     (engine.core.jit.kernel's refcount=False)."""
     m = ia.shape[0]
-    # 1. Which pairs the table answers.
-    row = np.full(m, -1, np.int64)
-    n_reused = 0
+    none = np.zeros(0, np.int64)
+    rnd = (none, np.empty((0, 3)), np.empty((0, 4, 3)), np.empty((0, 4)),
+           np.empty((0, 4), np.int64), none, np.empty(0, np.int8), np.empty((0, 2), np.int64))
+    return _manifolds(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in,
+                      distance, cos_half_angle, sat_tab, arcs, lut, clip_tab, consts,
+                      np.full(m, FRESH, np.int64), rnd, man, geo, pair)
+
+
+@kernel
+def _collide_convex(ia, ib, sid, pos, q, qn, rot_body, margin, reuse, table_rows, geo_in,
+                    distance, cos_half_angle, tabs, consts, clip_consts, man, geo, pair):
+    """_collide for pairs of convex shapes of any kinds (tabs, consts: narrowphase.shape_args;
+    qn the normalised quaternions): the pairs of two polytopes as _collide takes them, the
+    others (a sphere, capsule, cylinder or cone in them) through convex_pairs.culled_rows,
+    never reused (captured as manifold_cache.empty: a NaN pose), all packed in pair order.
+    Returns how many, or -1 (nothing written) if a shape is a compound or a triangle mesh."""
+    kind = tabs[0]
+    m = ia.shape[0]
+    row = np.full(m, FRESH, np.int64)
+    for i in range(m):
+        ka = kind[sid[ia[i]]]
+        kb = kind[sid[ib[i]]]
+        if _nonconvex(ka) or _nonconvex(kb):
+            return -1
+        if ka != POLYTOPE or kb != POLYTOPE:
+            row[i] = ROUND
+    rnd = culled_rows(ia, ib, sid, pos, qn, margin, row == ROUND, tabs, consts)
+    return _manifolds(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in,
+                      distance, cos_half_angle, tabs[3], tabs[4], tabs[5], tabs[6],
+                      clip_consts, row, rnd, man, geo, pair)
+
+
+@kernel(inline="always")
+def _nonconvex(kind):
+    """A compound or a triangle mesh: nonconvex.collide_bodies' shapes."""
+    if kind == COMPOUND:
+        return True
+    return kind == TRIANGLE_MESH
+
+
+@kernel
+def _manifolds(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, distance,
+               cos_half_angle, sat_tab, arcs, lut, clip_tab, consts, row, rnd, man, geo, pair):
+    """The two entry kernels' work once row says which pairs are not two polytopes (ROUND,
+    their manifolds in rnd: convex_pairs.culled_rows' answer) and the rest FRESH."""
+    m = ia.shape[0]
+    # 1. Which polytope pairs the table answers.
     if reuse != NO_REUSE and table_rows[0].shape[0]:
-        n_reused = _reused_rows(ia, ib, pos, q, margin, reuse, table_rows[0], table_rows[1],
-                                geo_in, distance, cos_half_angle, row, np.empty(3),
-                                np.empty(3), np.empty(4), np.empty(4))
+        _reused_rows(ia, ib, pos, q, margin, reuse, table_rows[0], table_rows[1], geo_in,
+                     distance, cos_half_angle, row, np.empty(3), np.empty(3), np.empty(4),
+                     np.empty(4))
     # 2. The others: SAT and clipping, over the fresh pairs packed.
-    f = m - n_reused
+    f = 0
+    for i in range(m):
+        if row[i] == FRESH:
+            f += 1
     ids_a = np.empty(f, np.int64)
     ids_b = np.empty(f, np.int64)
     pos_a = np.empty((f, 3))
@@ -74,20 +125,25 @@ def _collide(ia, ib, sid, pos, q, rot_body, margin, reuse, table_rows, geo_in, d
                   np.empty(f))
     # 3. Every manifold with points, in pair order.
     return _pack(ia, ib, pos, q, margin, row, table_rows[2], table_rows[3], geo_in,
-                 (nrm, pts, s4, id4, cnt, a_kind, a_index), man, geo, pair, np.empty((3, 3)),
-                 np.empty((3, 3)), np.empty(3), np.empty(3))
+                 (nrm, pts, s4, id4, cnt, a_kind, a_index), rnd, man, geo, pair,
+                 np.empty((3, 3)), np.empty((3, 3)), np.empty(3), np.empty(3))
 
 
 @kernel(refcount=False)
 def _reused_rows(ia, ib, pos, q, margin, reuse, t_keys, t_sub, geo_in, distance,
                  cos_half_angle, row, p0, p1, r0, r1):
-    """_collide's step 1: row[i] = the pair table row that gives pair i's manifold again
-    (manifold_cache.valid_row), else -1; under REUSE_ALL all -1 unless every pair has one.
-    Returns how many have one. p0, p1 (3,), r0, r1 (4,) scratch."""
+    """_manifolds' step 1: row[i] = the pair table row that gives polytope pair i's manifold
+    again (manifold_cache.valid_row), else FRESH (ROUND rows stay); under REUSE_ALL all
+    FRESH unless every polytope pair has one. Returns how many have one.
+    p0, p1 (3,), r0, r1 (4,) scratch."""
     g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, g_margin, g_kind, g_index = geo_in
     m = ia.shape[0]
+    n_poly = 0
     n_reused = 0
     for i in range(m):
+        if row[i] == ROUND:
+            continue
+        n_poly += 1
         a = ia[i]
         b = ib[i]
         r = table_row(t_keys, t_sub, (np.int64(a) << 32) | np.int64(b), 0)
@@ -96,9 +152,10 @@ def _reused_rows(ia, ib, pos, q, margin, reuse, t_keys, t_sub, geo_in, distance,
                                 r1):
             row[i] = r
             n_reused += 1
-    if reuse == REUSE_ALL and n_reused < m:
+    if reuse == REUSE_ALL and n_reused < n_poly:
         for i in range(m):
-            row[i] = -1
+            if row[i] >= 0:
+                row[i] = FRESH
         n_reused = 0
     return n_reused
 
@@ -106,11 +163,11 @@ def _reused_rows(ia, ib, pos, q, margin, reuse, t_keys, t_sub, geo_in, distance,
 @kernel(refcount=False)
 def _gather_fresh(ia, ib, sid, pos, rot_body, margin, row, ids_a, ids_b, pos_a, pos_b, rot_a,
                   rot_b, marg):
-    """_collide's step 2's inputs: the pairs without a table row, in order, with their
-    shapes, body origins, rotations and margins."""
+    """_manifolds' step 2's inputs: the FRESH pairs, in order, with their shapes, body
+    origins, rotations and margins."""
     j = 0
     for i in range(ia.shape[0]):
-        if row[i] >= 0:
+        if row[i] != FRESH:
             continue
         a = ia[i]
         b = ib[i]
@@ -134,24 +191,72 @@ def _put(dst, src):
         dst[k] = src[k]
 
 
+@kernel(inline="always")
+def _nan(dst):
+    """dst[:] = NaN for short 1-D rows (as _put)."""
+    for k in range(dst.shape[0]):
+        dst[k] = np.nan
+
+
 @kernel(refcount=False)
-def _pack(ia, ib, pos, q, margin, row, t_count, t_ids, geo_in, fresh_man, man, geo, pair, ta,
-          tb, xa, xb):
-    """_collide's step 3: every manifold with points, in pair order, into man and geo (see
+def _put_round(rnd, k, out, man, geo):
+    """_pack's ROUND row k of rnd into row out of man, if it has points and is sound, with
+    manifold_cache.empty's capture (NaN pose and margin: never reused). Returns whether."""
+    _, nrm, pts, s4, id4, cnt, a_kind, a_index = rnd
+    c = cnt[k]
+    if c == 0 or not sound(nrm[k], pts[k], s4[k], c):
+        return False
+    normal, points, sep, count, ids, axis_kind, axis_index = man
+    o_pa, o_qa, o_pb, o_qb, o_n, o_points, o_sep, o_margin, o_kind, o_index = geo
+    _put(normal[out], nrm[k])
+    for p in range(4):
+        _put(points[out, p], pts[k, p])
+        _nan(o_points[out, p])
+    _put(sep[out], s4[k])
+    _put(ids[out], id4[k])
+    count[out] = c
+    axis_kind[out] = a_kind[k]
+    _put(axis_index[out], a_index[k])
+    _nan(o_pa[out])
+    _nan(o_qa[out])
+    _nan(o_pb[out])
+    _nan(o_qb[out])
+    _nan(o_n[out])
+    _nan(o_sep[out])
+    o_margin[out] = np.nan
+    o_kind[out] = 0
+    o_index[out, 0] = -1
+    o_index[out, 1] = -1
+    return True
+
+
+@kernel(refcount=False)
+def _pack(ia, ib, pos, q, margin, row, t_count, t_ids, geo_in, fresh_man, rnd, man, geo,
+          pair, ta, tb, xa, xb):
+    """_manifolds' step 3: every manifold with points, in pair order, into man and geo (see
     _collide): rebuilt from the table row (keeping its capture), or the fresh one (fresh_man:
     normal, points, separation, ids, count, axis kind and index of the fresh pairs in order)
-    if it has points and is sound, captured at these poses. Returns how many.
-    ta, tb (3, 3), xa, xb (3,) scratch."""
+    if it has points and is sound, captured at these poses; a ROUND pair's from rnd
+    (convex_pairs.culled_rows' rows and arrays) if it has points and is sound, with a capture
+    that is never reused. Returns how many. ta, tb (3, 3), xa, xb (3,) scratch."""
     g_pa, g_qa, g_pb, g_qb, g_n, g_points, g_sep, g_margin, g_kind, g_index = geo_in
     nrm, pts, s4, id4, cnt, a_kind, a_index = fresh_man
     normal, points, sep, count, ids, axis_kind, axis_index = man
     o_pa, o_qa, o_pb, o_qb, o_n, o_points, o_sep, o_margin, o_kind, o_index = geo
     out = 0
     j = 0
+    k = 0
     for i in range(ia.shape[0]):
         a = ia[i]
         b = ib[i]
         r = row[i]
+        if r == ROUND:
+            if k < rnd[0].shape[0] and rnd[0][k] == i:
+                k += 1
+                if _put_round(rnd, k - 1, out, man, geo):
+                    pair[out] = i
+                    out += 1
+            continue
         if r >= 0:                                  # rebuilt; the capture stays as it was
             rebuild_row(g_pa[r], g_qa[r], g_pb[r], g_qb[r], g_n[r], g_points[r], g_sep[r],
                         t_count[r], pos[a], q[a], pos[b], q[b], normal[out], points[out],
@@ -211,24 +316,58 @@ def collide_polytope_bodies(table, sid, pos, q, rot, ia, ib, margin, pairs=None,
     Returns (pair, out): the index into ia of each manifold with points (sorted, one per
     pair) and out, a dict of its arrays as World._narrowphase keeps them (normal, points,
     separation, count, ids, axis_kind, axis_index; geo, their captured geometry)."""
-    m = len(ia)
-    man: tuple[np.ndarray, ...] = (
-        np.empty((m, 3)), np.empty((m, 4, 3)), np.empty((m, 4)), np.empty(m, np.int64),
-        np.empty((m, 4), np.int64), np.empty(m, np.int8), np.empty((m, 2), np.int64))
-    geo: tuple[np.ndarray, ...] = tuple(np.empty((m, *shape), dtype) for shape, dtype
-                                        in manifold_cache.COLUMNS.values())
-    pair = np.empty(m, np.int64)
+    man, geo, pair = _outputs(len(ia))
+    sat_tab, arcs, lut, clip_tab = _table_args(table)
+    k = _collide(ia, ib, sid, pos, q, rot, np.ascontiguousarray(margin, dtype=np.float64),
+                 *_reuse_args(pairs, reuse, distance, angle), sat_tab, arcs, lut, clip_tab,
+                 _CONSTS, man, geo, pair)
+    return _answer(k, man, geo, pair)
+
+
+def collide_convex_bodies(table, sid, pos, q, rot, ia, ib, margin, pairs=None,
+                          reuse=NO_REUSE, distance=0.0, angle=0.0):
+    """collide_polytope_bodies for pairs of convex bodies of any kinds in one kernel call: the
+    pairs of two polytopes as there (reuse counts them only); the others (spheres, capsules,
+    cylinders, cones) as narrowphase.collide's routes take them, at the normalised
+    quaternions, behind a bounding-sphere cull, never reused (their captures are
+    manifold_cache.empty's). Returns (pair, out) as collide_polytope_bodies, or None if a
+    shape is a compound or a triangle mesh (nonconvex.collide_bodies takes those)."""
+    man, geo, pair = _outputs(len(ia))
+    tabs, consts = shape_args(table)
+    k = _collide_convex(ia, ib, sid, pos, q, quat.normalize(q), rot,
+                        np.ascontiguousarray(margin, dtype=np.float64),
+                        *_reuse_args(pairs, reuse, distance, angle), tabs, consts, _CONSTS,
+                        man, geo, pair)
+    return None if k < 0 else _answer(k, man, geo, pair)
+
+
+_MAN = (((3,), np.float64), ((4, 3), np.float64), ((4,), np.float64), ((), np.int64),
+        ((4,), np.int64), ((), np.int8), ((2,), np.int64))
+_MAN_NAMES = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
+_GEO = tuple(manifold_cache.COLUMNS.values())
+_GEO_NAMES = tuple(manifold_cache.COLUMNS)
+
+
+def _outputs(m):
+    """The kernels' output arrays for m pairs: man, geo (tuples) and pair."""
+    man = tuple(np.empty((m, *shape), dtype) for shape, dtype in _MAN)
+    geo = tuple(np.empty((m, *shape), dtype) for shape, dtype in _GEO)
+    return man, geo, np.empty(m, np.int64)
+
+
+def _reuse_args(pairs, reuse, distance, angle):
+    """The kernels' reuse, table_rows, geo_in, distance and cos_half_angle arguments."""
     if pairs is None or not len(pairs):
         reuse = NO_REUSE
     source = pairs if reuse != NO_REUSE else _NO_TABLE
-    sat_tab, arcs, lut, clip_tab = _table_args(table)
-    k = _collide(ia, ib, sid, pos, q, rot, np.ascontiguousarray(margin, dtype=np.float64),
-                 reuse, (source.keys, source.sub, source.count, source.ids),
-                 tuple(source.geo[name] for name in manifold_cache.COLUMNS), float(distance),
-                 _cos_half(angle), sat_tab, arcs, lut, clip_tab, _CONSTS, man, geo, pair)
-    names = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
-    out: dict = {name: v[:k] for name, v in zip(names, man)}
-    out["geo"] = {name: v[:k] for name, v in zip(manifold_cache.COLUMNS, geo)}
+    return (reuse, (source.keys, source.sub, source.count, source.ids),
+            tuple(source.geo[name] for name in _GEO_NAMES), float(distance), _cos_half(angle))
+
+
+def _answer(k, man, geo, pair):
+    """(pair, out) of the first k rows the kernel packed."""
+    out: dict = {name: v[:k] for name, v in zip(_MAN_NAMES, man)}
+    out["geo"] = {name: v[:k] for name, v in zip(_GEO_NAMES, geo)}
     return pair[:k], out
 
 

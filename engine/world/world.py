@@ -8,9 +8,9 @@ One ``World.step(dt)``:
    persistent Broadphase, its pairs filtered to this step's exact box overlaps);
 3. waking: a sleeping island whose box overlaps a moving body wakes up (then the broadphase
    is redone so the woken bodies' own pairs are found);
-4. narrowphase once for all candidate pairs with at least one awake dynamic body (pairs of
-   two polytopes in one kernel, engine.collision.polytope_pairs; the rest through
-   engine.collision.nonconvex.collide_bodies), keeping points within a per-pair speculative
+4. narrowphase once for all candidate pairs with at least one awake dynamic body (convex
+   pairs in one kernel, engine.collision.polytope_pairs; a pass with a compound or a mesh
+   through engine.collision.nonconvex.collide_bodies too), keeping points within a per-pair speculative
    distance (base + how far the surfaces can close over dt). Convex pairs give one manifold; a Compound
    expands into its parts and a TriangleMesh (static or kinematic only) into the triangles
    its BVH returns, so a body pair may give several manifolds, told apart by a ``sub`` key;
@@ -45,16 +45,12 @@ from ..collision import manifold_cache
 from ..collision.bounds import world_bounds
 from ..collision.broadphase import Broadphase, overlapping
 from ..collision.contacts import PairTable, check_body_count, key_bodies, pair_keys
-from ..collision.nonconvex import (
-    body_mass_properties,
-    check_body_shape,
-    collide_bodies,
-    collide_convex_bodies,
-)
+from ..collision.nonconvex import body_mass_properties, check_body_shape, collide_bodies
 from ..collision.polytope_pairs import (
     NO_REUSE,
     REUSE_ALL,
     REUSE_EACH,
+    collide_convex_bodies,
     collide_polytope_bodies,
 )
 from ..collision.shape_table import ShapeTable
@@ -1076,64 +1072,71 @@ class World(BodyControl, JointWorldMixin):
         return out
 
     def _narrowphase(self, ia, ib, vel, dt, rot):
-        """Contact manifolds of the candidate body pairs. Pairs of two polytopes (boxes,
-        hulls) go through one kernel (engine.collision.polytope_pairs), which also reuses a
-        pair table's manifold while its bodies barely moved relative to each other
-        (engine.collision.manifold_cache); the other pairs (round and curved shapes,
-        compounds, meshes) through engine.collision.nonconvex.collide_bodies, never reused (a
-        round shape's contact point is not a material point; compounds and meshes have
-        several manifolds per pair). A collide hook (tests) sends every pair the second way.
+        """Contact manifolds of the candidate body pairs. Pairs of convex bodies go through
+        one kernel (engine.collision.polytope_pairs), which also reuses a pair table's
+        manifold of two polytopes (boxes, hulls) while its bodies barely moved relative to
+        each other (engine.collision.manifold_cache); round and curved shapes' manifolds are
+        never reused (a round shape's contact point is not a material point). A pass with a
+        compound or a mesh (several manifolds per pair) sends its other pairs through
+        engine.collision.nonconvex.collide_bodies; a collide hook (tests) sends every pair
+        that way.
 
         Returns (ia, ib, sub, manifolds as a dict of arrays, with "geo" their captured
         geometry for the pair table): one row per manifold with points, sorted by
         (ia, ib, sub)."""
         margin, n_poly = self._pair_inputs(ia, ib, vel, dt)
+        res = None
         if self._collide is not None:
-            n_poly = 0
-        if len(ia) and n_poly == len(ia):
-            pair, out = self._polytope_manifolds(ia, ib, margin, vel, dt, rot)
-            sub = np.zeros(len(pair), dtype=np.int64)
-        elif not n_poly:
             pair, sub, out = self._other_manifolds(ia, ib, margin)
+        elif len(ia) and n_poly == len(ia):
+            res = self._polytope_manifolds(ia, ib, margin, vel, dt, rot, collide_polytope_bodies)
         else:
-            # A mixed pass: each kind of pair its own way, merged in (pair, sub) order.
-            poly = self._convex_pairs(ia, ib)
-            p, o = np.flatnonzero(poly), np.flatnonzero(~poly)
-            pair_p, out_p = self._polytope_manifolds(ia[p], ib[p], margin[p], vel, dt, rot)
-            pair_o, sub_o, out_o = self._other_manifolds(ia[o], ib[o], margin[o])
-            pair = np.concatenate((p[pair_p], o[pair_o]))
-            sub = np.concatenate((np.zeros(len(pair_p), dtype=np.int64), sub_o))
-            order = np.lexsort((sub, pair))
-            pair, sub = pair[order], sub[order]
-            out = {k: np.concatenate((v, out_o[k]))[order] for k, v in out_p.items()
-                   if k != "geo"}
-            out["geo"] = {k: np.concatenate((v, out_o["geo"][k]))[order]
-                          for k, v in out_p["geo"].items()}
+            res = self._polytope_manifolds(ia, ib, margin, vel, dt, rot, collide_convex_bodies,
+                                           n_poly)
+            if res is None:         # a compound or a mesh in the pass
+                pair, sub, out = self._mixed_manifolds(ia, ib, margin, n_poly, vel, dt, rot)
+        if res is not None:
+            pair, out = res
+            sub = np.zeros(len(pair), dtype=np.int64)
         if self.settings.manifold_reuse_distance <= 0:
             del out["geo"]                      # nothing is reusable (store: NaN captures)
         return ia[pair], ib[pair], sub, out
 
-    def _polytope_manifolds(self, ia, ib, margin, vel, dt, rot):
-        """(pair, out) of collide_polytope_bodies for pairs of two polytopes, reusing the
-        pair table's manifolds as _reuse_mode allows."""
+    def _mixed_manifolds(self, ia, ib, margin, n_poly, vel, dt, rot):
+        """(pair, sub, out) of a pass with a compound or a mesh: the pairs of two polytopes
+        through their kernel, the others through collide_bodies, merged in (pair, sub)
+        order."""
+        if not n_poly:
+            return self._other_manifolds(ia, ib, margin)
+        poly = self._convex_pairs(ia, ib)
+        p, o = np.flatnonzero(poly), np.flatnonzero(~poly)
+        pair_p, out_p = self._polytope_manifolds(ia[p], ib[p], margin[p], vel, dt, rot,
+                                                 collide_polytope_bodies)
+        pair_o, sub_o, out_o = self._other_manifolds(ia[o], ib[o], margin[o])
+        pair = np.concatenate((p[pair_p], o[pair_o]))
+        sub = np.concatenate((np.zeros(len(pair_p), dtype=np.int64), sub_o))
+        order = np.lexsort((sub, pair))
+        out = {k: np.concatenate((v, out_o[k]))[order] for k, v in out_p.items()
+               if k != "geo"}
+        out["geo"] = {k: np.concatenate((v, out_o["geo"][k]))[order]
+                      for k, v in out_p["geo"].items()}
+        return pair[order], sub[order], out
+
+    def _polytope_manifolds(self, ia, ib, margin, vel, dt, rot, collide, n_poly=None):
+        """collide(...) (collide_polytope_bodies or collide_convex_bodies: (pair, out), or
+        None) for the pairs, reusing the pair table's manifolds of its n_poly (all) pairs of
+        two polytopes as _reuse_mode allows."""
         st = self.settings
-        return collide_polytope_bodies(
-            self.table, self._v("shape"), self._v("pos"), self._v("q"), rot, ia, ib, margin,
-            self.pairs, self._reuse_mode(len(ia), vel, dt), st.manifold_reuse_distance,
-            st.manifold_reuse_angle)
+        m = len(ia) if n_poly is None else n_poly
+        return collide(self.table, self._v("shape"), self._v("pos"), self._v("q"), rot, ia, ib,
+                       margin, self.pairs, self._reuse_mode(m, vel, dt),
+                       st.manifold_reuse_distance, st.manifold_reuse_angle)
 
     def _other_manifolds(self, ia, ib, margin):
-        """(pair, sub, out) of the other pairs, with captures that are never reused
-        (manifold_cache.empty: a NaN margin): convex ones (round and curved shapes) in one
-        kernel (collide_convex_bodies), a pass with a compound or a mesh through
-        collide_bodies."""
+        """(pair, sub, out) of collide_bodies (compounds, meshes and their partners; every
+        pair under a collide hook), with captures that are never reused
+        (manifold_cache.empty: a NaN margin)."""
         sid, pos, q = self._v("shape"), self._v("pos"), self._v("q")
-        if self._collide is None:
-            res = collide_convex_bodies(self.table, sid, pos, q, ia, ib, margin)
-            if res is not None:
-                pair, out = res
-                out["geo"] = manifold_cache.empty(len(pair))
-                return pair, np.zeros(len(pair), dtype=np.int64), out
         res = collide_bodies(self.table, sid[ia], pos[ia], q[ia], sid[ib], pos[ib], q[ib],
                              margin=margin, collide=self._collide)
         man = res.manifolds
