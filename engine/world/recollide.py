@@ -37,8 +37,7 @@ import numpy as np
 from ..collision import manifold_cache
 from ..collision.narrowphase import WIDTH
 from ..collision.polytope_pairs import collide_polytope_bodies
-from ..collision.sat import KIND_NONE
-from ..core import quat
+from .recollide_kernels import body_poses, store_geometry, unpack
 
 # Substeps between two looks at the pairs' motion (each look costs some 20 numpy calls; a
 # rebuild, one narrowphase call and the solver rows of the pairs taken).
@@ -113,39 +112,33 @@ def take_again(world, solver, refresh, man, rows, ia, ib, vel, dpose, t_left, in
     x, q, com = world._v("x"), world._v("q"), world._v("com")
     sid, table = world._v("shape"), world.table
     # Every row of a body is built for one orientation (engine.dynamics.inertia_refresh).
-    refresh.force(solver, np.union1d(ia, ib), q, dpose)
-    qn = quat.normalize(q)
-    pos = x - quat.rotate(qn, com)
+    if len(refresh.bodies):     # (none followed: nothing to retake)
+        refresh.force(solver, np.union1d(ia, ib), q, dpose)
+    n_bodies = len(q)
+    qn, pos, rot = np.empty((n_bodies, 4)), np.empty((n_bodies, 3)), np.empty((n_bodies, 3, 3))
+    body_poses(x, q, com, qn, pos, rot)
     margin = world._speculative_margin(ia, ib, vel, t_left)
     # Polytope pairs: one manifold each, from the pass narrowphase's kernel (no reuse); it
     # gives the pairs with points (hit). A pair now beyond its margin keeps an empty manifold
     # (no rows, its old normal) for the rest of the pass; the world drops it before the pair
     # table.
-    rot = quat.to_matrix(qn)
     hit, out = collide_polytope_bodies(table, sid, pos, qn, rot, ia, ib, margin)
     n = len(rows)
-    normal = man["normal"][rows]
-    normal[hit] = out["normal"]
-    points = np.zeros((n, WIDTH, 3))
-    points[hit] = out["points"]
-    separation = np.full((n, WIDTH), np.inf)
-    separation[hit] = out["separation"]
-    count = np.zeros(n, dtype=np.int64)
-    count[hit] = out["count"]
-    ids = np.zeros((n, WIDTH), dtype=np.int64)
-    ids[hit] = out["ids"]
-    g = awake[:, None] * world.gravity
-    fresh = {"normal": normal, "points": points, "separation": separation, "count": count,
-             "ids": ids, "old_ids": man["ids"][rows],
-             "accel_n": np.einsum("mi,mi->m", g[ib] - g[ia], normal)}
+    fresh = (np.empty((n, 3)), np.empty((n, WIDTH, 3)), np.empty((n, WIDTH)),
+             np.empty(n, dtype=np.int64), np.empty((n, WIDTH), dtype=np.int64),
+             np.empty((n, WIDTH), dtype=np.int64))
+    names = ("normal", "points", "separation", "count", "ids", "axis_kind", "axis_index")
+    # The new manifolds into fresh and into man's rows (a pair now apart: no points, its old
+    # normal, no axis), the ids man held into fresh's last array.
+    unpack(rows, hit, tuple(out[k] for k in names), tuple(man[k] for k in names), fresh)
+    normal = fresh[0]
+    g = world.gravity
+    accel_n = np.einsum("mi,mi->m", awake[ib, None] * g - awake[ia, None] * g, normal)
     box = world._arm_boxes.world(table, sid, world._v("kind"), world._v("inertia"), com, rot)
-    solver.replace(rows, fresh, x, inv_inertia, box, world._reach(), vel, dpose)
-    for k in ("normal", "points", "separation", "count", "ids"):
-        man[k][rows] = fresh[k]
-    for k, empty in (("axis_kind", KIND_NONE), ("axis_index", -1)):
-        if k in man:
-            man[k][rows] = empty
-            man[k][rows[hit]] = out[k]
-    if "geo" in man:
-        for k, v in out["geo"].items():      # (pairs now apart are dropped: no capture)
-            man["geo"][k][rows[hit]] = v
+    solver.replace(rows, dict(zip(("normal", "points", "separation", "count", "ids", "old_ids"),
+                                  fresh), accel_n=accel_n),
+                   x, inv_inertia, box, world._reach(), vel, dpose)
+    if "geo" in man:        # (pairs now apart are dropped: no capture)
+        cols = manifold_cache.COLUMNS
+        store_geometry(rows[hit], tuple(out["geo"][k] for k in cols),
+                       tuple(man["geo"][k] for k in cols))
