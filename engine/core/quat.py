@@ -2,6 +2,8 @@
 
 Everything here broadcasts over leading axes so the step works on all bodies at once.
 """
+import math
+
 import numpy as np
 
 from . import detmath
@@ -58,6 +60,30 @@ def matrix_of(q, r):
     r[0, 0], r[0, 1], r[0, 2] = 1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)
     r[1, 0], r[1, 1], r[1, 2] = 2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)
     r[2, 0], r[2, 1], r[2, 2] = 2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)
+
+
+@kernel(inline="always")
+def normalize_row(q, b, out):
+    """out[b] = q[b] / |q[b]| (out may be q), normalize's numbers: numpy sums a row's four
+    squares left to right."""
+    n = math.sqrt(q[b, 0] * q[b, 0] + q[b, 1] * q[b, 1] + q[b, 2] * q[b, 2]
+                  + q[b, 3] * q[b, 3])
+    for k in range(4):
+        out[b, k] = q[b, k] / n
+
+
+@kernel(inline="always")
+def origin_row(x, q, com, b, pos):
+    """pos[b] = x[b] - rotate(q[b], com[b]) with rotate's arithmetic: a body's origin from its
+    centre of mass x, unit orientation q and the centre's offset com in the body frame."""
+    w, u0, u1, u2 = q[b, 0], q[b, 1], q[b, 2], q[b, 3]
+    v0, v1, v2 = com[b, 0], com[b, 1], com[b, 2]
+    t0 = 2.0 * (u1 * v2 - u2 * v1)
+    t1 = 2.0 * (u2 * v0 - u0 * v2)
+    t2 = 2.0 * (u0 * v1 - u1 * v0)
+    pos[b, 0] = x[b, 0] - (v0 + w * t0 + (u1 * t2 - u2 * t1))
+    pos[b, 1] = x[b, 1] - (v1 + w * t1 + (u2 * t0 - u0 * t2))
+    pos[b, 2] = x[b, 2] - (v2 + w * t2 + (u0 * t1 - u1 * t0))
 
 
 def to_matrix_normalized(q):

@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ..core.jit import kernel
-from ..core.quat import matrix_of
+from ..core.quat import matrix_of, normalize_row, origin_row
 
 
 def skew(a):
@@ -259,18 +259,8 @@ def settle_poses(index, x, q, vel, pos, com):
     bad = 0
     for j in range(index.shape[0]):
         b = index[j]
-        n = math.sqrt(q[b, 0] * q[b, 0] + q[b, 1] * q[b, 1] + q[b, 2] * q[b, 2]
-                      + q[b, 3] * q[b, 3])
-        for k in range(4):
-            q[b, k] = q[b, k] / n
-        w, u0, u1, u2 = q[b, 0], q[b, 1], q[b, 2], q[b, 3]
-        v0, v1, v2 = com[b, 0], com[b, 1], com[b, 2]
-        t0 = 2.0 * (u1 * v2 - u2 * v1)
-        t1 = 2.0 * (u2 * v0 - u0 * v2)
-        t2 = 2.0 * (u0 * v1 - u1 * v0)
-        pos[b, 0] = x[b, 0] - (v0 + w * t0 + (u1 * t2 - u2 * t1))
-        pos[b, 1] = x[b, 1] - (v1 + w * t1 + (u2 * t0 - u0 * t2))
-        pos[b, 2] = x[b, 2] - (v2 + w * t2 + (u0 * t1 - u1 * t0))
+        normalize_row(q, b, q)
+        origin_row(x, q, com, b, pos)
         finite = True
         for k in range(3):
             finite = finite and math.isfinite(x[b, k])

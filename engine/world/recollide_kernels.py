@@ -7,13 +7,12 @@ calls a look, several looks a frame: at 216 tumbling cubes more than the narrowp
 itself. The poses by numpy's arithmetic in numpy's order (body_poses) and plain copies, so
 the numbers are the numpy version's.
 """
-import math
 
 import numpy as np
 
 from ..collision.sat import KIND_NONE
 from ..core.jit import kernel
-from ..core.quat import matrix_of
+from ..core.quat import matrix_of, normalize_row, origin_row
 
 
 @kernel(refcount=False)
@@ -22,19 +21,9 @@ def body_poses(x, q, com, qn, pos, rot):
     its origin x - qn com, exactly as quat.normalize, to_matrix and x - rotate(qn, com) give
     them (numpy sums a row's four squares left to right)."""
     for b in range(x.shape[0]):
-        s = q[b, 0] * q[b, 0] + q[b, 1] * q[b, 1] + q[b, 2] * q[b, 2] + q[b, 3] * q[b, 3]
-        r = math.sqrt(s)
-        for k in range(4):
-            qn[b, k] = q[b, k] / r
+        normalize_row(q, b, qn)
         matrix_of(qn[b], rot[b])
-        w, u0, u1, u2 = qn[b, 0], qn[b, 1], qn[b, 2], qn[b, 3]
-        v0, v1, v2 = com[b, 0], com[b, 1], com[b, 2]
-        t0 = 2.0 * (u1 * v2 - u2 * v1)
-        t1 = 2.0 * (u2 * v0 - u0 * v2)
-        t2 = 2.0 * (u0 * v1 - u1 * v0)
-        pos[b, 0] = x[b, 0] - (v0 + w * t0 + (u1 * t2 - u2 * t1))
-        pos[b, 1] = x[b, 1] - (v1 + w * t1 + (u2 * t0 - u0 * t2))
-        pos[b, 2] = x[b, 2] - (v2 + w * t2 + (u0 * t1 - u1 * t0))
+        origin_row(x, qn, com, b, pos)
 
 
 @kernel(refcount=False)
